@@ -1,0 +1,64 @@
+"""The `stepscope` command.
+
+Each sub-command lives in `stepscope.commands.<name>` and exposes `add_arguments(parser)` and
+`run(args) -> int`. Modules are imported only for the sub-command that runs, so `stepscope check`
+never loads the trace engine, the LSP stack or torch.
+
+Errors reach the user as one line on stderr (`stepscope: <reason>`) and an exit code from
+`stepscope.errors`; with `--json`, stdout carries exactly one JSON document or nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from . import __version__
+from .errors import USAGE, StepscopeError
+
+COMMANDS = {
+    "profile": "capture a step of a script under torch.profiler and attribute it to lines",
+    "analyze": "analyse existing profiler traces (.json, .json.gz, or a folder of them)",
+    "check": "static checks for measurement and instrumentation mistakes",
+    "serve": "run the language server on stdio",
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2 (argparse prints usage too)
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"stepscope: {message}\n")
+        raise SystemExit(USAGE)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="stepscope", description="Where does the time of your PyTorch step go?")
+    parser.add_argument("--version", action="version", version=f"stepscope {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, help_text in COMMANDS.items():
+        module = importlib.import_module(f"stepscope.commands.{name}")
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        module.add_arguments(p)
+        p.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return USAGE
+    try:
+        return int(args._module.run(args) or 0)
+    except StepscopeError as e:
+        sys.stderr.write(f"stepscope: {e}\n")
+        return e.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("stepscope: interrupted\n")
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""JSON in and out, with orjson, and atomic file writes.
+
+Invariant: a file written here is either absent or complete. Writers write to a temporary file in
+the same folder and rename it into place; `write_new` refuses to replace an existing file.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+
+def loads(data: bytes | str) -> Any:
+    return orjson.loads(data)
+
+
+def dumps(obj: Any, *, indent: bool = False) -> bytes:
+    option = 0
+    if indent:
+        option |= orjson.OPT_INDENT_2
+    return orjson.dumps(obj, option=option | orjson.OPT_NON_STR_KEYS)
+
+
+def read_json(path: Path) -> Any:
+    return orjson.loads(Path(path).read_bytes())
+
+
+def _write_via_temp(path: Path, data: bytes, *, replace: bool) -> None:
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        if replace:
+            os.replace(tmp, path)
+        else:
+            # link() fails if the target exists: no earlier result is ever replaced.
+            os.link(tmp, path)
+            os.unlink(tmp)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def write_json(path: Path, obj: Any, *, replace: bool = True) -> None:
+    """Write `obj` as indented JSON atomically. With replace=False an existing file is an error."""
+    _write_via_temp(Path(path), dumps(obj, indent=True) + b"\n", replace=replace)
+
+
+def write_bytes(path: Path, data: bytes, *, replace: bool = True) -> None:
+    _write_via_temp(Path(path), data, replace=replace)
