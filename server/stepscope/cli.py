@@ -44,12 +44,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+PASSES_ARGUMENTS = {"profile", "measure"}  # `-- ARGS...` go to the user's program
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    program_args: list[str] = []
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, program_args = argv[:cut], argv[cut + 1:]
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help(sys.stderr)
         return USAGE
+    if program_args and args.command not in PASSES_ARGUMENTS:
+        parser.error(f"`{args.command}` takes no program arguments after --")
+    args.script_args = program_args
     try:
         return int(args._module.run(args) or 0)
     except StepscopeError as e:

@@ -13,6 +13,9 @@ from typing import Any
 
 import orjson
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
 
 def loads(data: bytes | str) -> Any:
     return orjson.loads(data)
@@ -33,6 +36,7 @@ def _write_via_temp(path: Path, data: bytes, *, replace: bool) -> None:
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp's 0600 would surprise users sharing a run folder
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()

@@ -1,15 +1,34 @@
-"""`stepscope analyze TRACE|DIR`: analyse existing profiler traces."""
+"""`stepscope analyze TRACE|DIR`: analyse existing profiler traces.
+
+Text output is the rendered report; with `--json`, stdout holds exactly one JSON document.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("trace", help="a trace (.json / .json.gz) or a folder of per-rank traces")
+    p.add_argument("trace", help="a trace (.json / .json.gz), a run folder, or a folder of per-rank traces")
     p.add_argument("--source-root", help="folder that source paths in the trace are relative to")
     p.add_argument("--json", action="store_true", help="print the report as one JSON document")
 
 
 def run(args: argparse.Namespace) -> int:
-    raise NotImplementedError
+    from ..analysis.render import render_text
+    from ..analysis.report import analyze
+    from ..errors import UsageError
+    from ..jsonio import dumps
+
+    source_root = Path(args.source_root) if args.source_root else None
+    if source_root is not None and not source_root.is_dir():
+        raise UsageError(f"--source-root is not a folder: {source_root}")
+    report = analyze([Path(args.trace)], source_root=source_root)
+    if args.json:
+        sys.stdout.buffer.write(dumps(report) + b"\n")
+    else:
+        sys.stdout.write(render_text(report))
+    sys.stdout.flush()
+    return 0

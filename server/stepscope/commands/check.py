@@ -1,8 +1,17 @@
-"""`stepscope check PATH...`: static rules. Must not import torch or the LSP stack."""
+"""`stepscope check PATH...`: static rules. Must not import torch or the LSP stack.
+
+Exit codes: 0 nothing found, 1 findings, 2 usage error (bad flag, unknown rule code, missing
+path). A file that cannot be read or decoded is reported on stderr (and in JSON/SARIF) and does
+not by itself make the exit code non-zero.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
+
+from ..errors import FOUND, OK, UsageError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -12,5 +21,45 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ignore", help="codes or prefixes to skip")
 
 
+def _codes(value: str | None, flag: str) -> tuple[str, ...] | None:
+    from ..rules.config import validate_codes
+
+    if value is None:
+        return None
+    codes = tuple(c.strip().upper() for c in value.split(",") if c.strip())
+    if not codes:
+        raise UsageError(f"{flag} needs at least one rule code or prefix")
+    unknown = validate_codes(codes)
+    if unknown:
+        raise UsageError(f"{flag}: unknown rule code or prefix: {', '.join(unknown)}")
+    return codes
+
+
 def run(args: argparse.Namespace) -> int:
-    raise NotImplementedError
+    from ..rules import PathNotFound, check_files
+    from ..rules.output import render_json, render_sarif, render_text
+
+    select = _codes(args.select, "--select")
+    ignore = _codes(args.ignore, "--ignore") or ()
+    try:
+        result = check_files(args.paths, cli_select=select, cli_ignore=ignore)
+    except PathNotFound as e:
+        raise UsageError(str(e)) from None
+    for warning in result.warnings:
+        sys.stderr.write(f"stepscope: warning: {warning}\n")
+    for error in result.errors:
+        sys.stderr.write(f"stepscope: {error.path}: {error.message}; not checked\n")
+    diagnostics = result.diagnostics
+    if args.format == "json":
+        sys.stdout.write(render_json(diagnostics, result.errors, result.files_checked))
+    elif args.format == "sarif":
+        sys.stdout.write(render_sarif(diagnostics, result.errors))
+    else:
+        sys.stdout.write(render_text(diagnostics, Path.cwd()))
+        sys.stdout.flush()
+        if diagnostics:
+            noun = "problem" if len(diagnostics) == 1 else "problems"
+            sys.stderr.write(f"{len(diagnostics)} {noun} in {result.files_checked} "
+                             f"file(s) checked\n")
+    sys.stdout.flush()
+    return FOUND if diagnostics else OK

@@ -1,13 +1,104 @@
-"""`stepscope profile SCRIPT`: capture a step under torch.profiler and attribute it to lines."""
+"""`stepscope profile SCRIPT`: capture a step under torch.profiler and attribute it to lines.
+
+Pipeline: resolve the step (capture.step) → run the agent (capture.runner) → analyse the trace
+(analysis.report) → write report.json into the run folder → print text or one JSON document.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
+
+from .. import errors
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("script")
+    p.add_argument("script", help="the file that holds the step loop")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--line", type=int, help="line of the step loop (or any line inside it)")
+    which.add_argument("--function", help="each call of this function is a step (not yet supported)")
+    start = p.add_mutually_exclusive_group()
+    start.add_argument("--entry", help="the program starts from this file instead of SCRIPT")
+    start.add_argument("-m", dest="module", help="the program starts as `python -m MODULE`")
+    p.add_argument("--python", help="interpreter that runs the program (default: this one)")
+    p.add_argument("--wait", type=int, default=1)
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--active", type=int, default=5)
+    p.add_argument("--repeat", type=int, default=1)
+    p.add_argument("--depth", type=int, default=2, help="workspace call depth for line regions")
+    p.add_argument("--shapes", action="store_true", help="record input shapes (adds overhead)")
+    p.add_argument("--stack", action="store_true", help="record Python stacks (adds overhead)")
+    p.add_argument("--memory", action="store_true", help="record memory (adds overhead)")
+    p.add_argument("--cpu-only", action="store_true", help="collect CPU activity only, even on a GPU machine")
+    p.add_argument("--run-to-end", action="store_true", help="let the program finish after the window")
+    p.add_argument("--timeout", type=float, help="stop the program after this many seconds (exit 4)")
+    p.add_argument("--nproc", type=int, default=1, help="processes (distributed runs: not yet supported)")
+    p.add_argument("--note", help="recorded in the scenario, e.g. 'simplified input'")
+    p.add_argument("--out", help="run folder to create (must not exist)")
+    p.add_argument("--json", action="store_true", help="print the report as one JSON document")
+    p.epilog = "Arguments after `--` are passed to the program."
 
 
 def run(args: argparse.Namespace) -> int:
-    raise NotImplementedError
+    from ..capture.request import CaptureRequest, Schedule
+    from ..capture.runner import run_capture
+    from ..capture.step import resolve_step
+    from ..workspace import find_root
+
+    if args.function:
+        raise errors.UsageError("--function is not supported yet; point --line at the loop instead")
+    if args.nproc != 1:
+        raise errors.UsageError("--nproc other than 1 is not supported yet")
+    script = Path(args.script).resolve()
+    if not script.is_file():
+        raise errors.UsageError(f"no such file: {args.script}")
+    schedule = Schedule(args.wait, args.warmup, args.active, args.repeat)
+    loop_line = resolve_step(script, args.line)
+    root = find_root(Path.cwd()) if Path.cwd() in script.parents else find_root(script)
+    entry = Path(args.entry).resolve() if args.entry else None
+    if entry is not None and not entry.is_file():
+        raise errors.UsageError(f"no such file: {args.entry}")
+    extra = list(getattr(args, "script_args", []))
+    req = CaptureRequest(
+        root=root, target_file=script, target_line=loop_line,
+        python=args.python or sys.executable, entry_script=entry, entry_module=args.module,
+        args=tuple(extra), cwd=Path.cwd(), schedule=schedule,
+        cpu_only=args.cpu_only, shapes=args.shapes, stack=args.stack, memory=args.memory,
+        run_to_end=args.run_to_end, timeout_s=args.timeout, note=args.note,
+        out=Path(args.out) if args.out else None,
+    )
+    for warning in schedule.warnings():
+        sys.stderr.write(f"stepscope: note: {warning}\n")
+    if not (root / ".stepscope" / "runs").exists():
+        sys.stderr.write(
+            "stepscope: note: the step runs for real — it performs real updates (optimizer steps, "
+            "writes). Run it on an experimental state, never on weights you must keep. "
+            "The program sees STEPSCOPE_RUN=1 and can skip saving.\n"
+        )
+    # With --json, stdout is reserved for the report: the program's output goes to stderr.
+    result = run_capture(req, output=sys.stderr)
+    if not result.traces:
+        raise errors.StepscopeError(f"{result.reason} (run folder: {result.run_dir})", result.exit_code)
+    report = _analyse_run(result)
+    if args.json:
+        from ..jsonio import dumps
+
+        sys.stdout.buffer.write(dumps(report) + b"\n")
+    else:
+        from ..analysis.render import render_text
+
+        sys.stdout.write(render_text(report))
+        sys.stdout.write(f"\nrun folder: {result.run_dir}\n")
+    if not result.ok:
+        sys.stderr.write(f"stepscope: {result.reason}; the report covers the steps recorded before that\n")
+    return result.exit_code
+
+
+def _analyse_run(result) -> dict:
+    from .. import jsonio, workspace
+    from ..analysis.report import analyze
+
+    report = analyze(result.traces, run_dir=result.run_dir)
+    jsonio.write_json(result.run_dir / workspace.REPORT, report, replace=False)
+    return report

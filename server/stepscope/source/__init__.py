@@ -1,1 +1,25 @@
-"""See docs/architecture.md."""
+"""Understanding the user's source: which loops there are, and which one is the step.
+
+Standard library only (`ast`): the agent imports this inside the user's interpreter.
+See `stepscope.source.loops` for the contract.
+"""
+
+from .loops import (
+    AmbiguousStep,
+    Loop,
+    NoStepFound,
+    SourceSyntaxError,
+    choose_step,
+    find_loops,
+    loop_at,
+)
+
+__all__ = [
+    "AmbiguousStep",
+    "Loop",
+    "NoStepFound",
+    "SourceSyntaxError",
+    "choose_step",
+    "find_loops",
+    "loop_at",
+]

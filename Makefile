@@ -1,0 +1,47 @@
+# Two commands do everything on a fresh machine:
+#   make demo   profile the example's training step and build the VS Code extension (.vsix)
+#   make test   every test: unit, language server, real torch runs, real VS Code
+# Everything installs itself: a virtualenv in .venv, editor tooling in .cache/tools.
+
+PYTHON ?= python3
+VENV   := .venv
+VPY    := $(VENV)/bin/python
+DEPS   := $(VENV)/.deps-installed
+VSIX   := dist/stepscope-0.1.0-linux-x64.vsix
+
+.PHONY: demo test venv tools vsix test-python test-vscode clean
+
+$(DEPS): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip
+	# The CPU build of torch runs the examples; the stepscope package itself does not need it.
+	$(VPY) -m pip install -q torch==2.13.0 numpy
+	$(VPY) -m pip install -q -e '.[dev]'
+	touch $@
+
+venv: $(DEPS)
+
+tools:
+	bash tools/setup-tools.sh
+
+vsix: venv tools
+	bash tools/build-vsix.sh
+
+demo: venv vsix
+	$(VENV)/bin/stepscope profile examples/train_cpu.py
+	@echo
+	@echo "VS Code extension: $(VSIX)"
+	@echo "Install it with:   code --install-extension $(VSIX)"
+	@echo "(or in VS Code: Extensions view > ... > Install from VSIX...)"
+
+test-python: venv
+	$(VPY) -m pytest tests -q -m "not vscode"
+
+test-vscode: vsix
+	$(VPY) -m pytest tests/vscode -q -m vscode
+
+test: vsix
+	$(VPY) -m pytest tests -q
+
+clean:
+	rm -rf $(VENV) .cache build dist bundled extension/dist .stepscope test-results

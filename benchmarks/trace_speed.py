@@ -1,0 +1,136 @@
+"""Speed and memory of `stepscope analyze --json` against the competing approaches, side by side.
+
+    python benchmarks/trace_speed.py TRACE [TRACE ...] [--repeat 3] [--hta-python PATH]
+
+For each trace, in the same run and interleaved (A, B, C, A, B, C, ...), one fresh process each:
+- `orjson.loads`: a process that only reads the file and decodes it with `orjson.loads`
+  (`.gz` read through gzip) — the floor for any full decode with orjson;
+- `stepscope`: the whole `stepscope analyze TRACE --json` command, stdout discarded;
+- `hta` (with --hta-python, an interpreter that has HolisticTraceAnalysis installed):
+  `TraceAnalysis(trace_dir=...)`, which parses the trace into its dataframes.
+Wall time is the process's elapsed time; peak memory is the largest sum of resident memory over
+the process and all its children, sampled every 10 ms. Prints medians, MB/s of JSON and ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ORJSON_ONLY = (
+    "import gzip, sys, orjson\n"
+    "p = sys.argv[1]\n"
+    "raw = open(p, 'rb').read()\n"
+    "raw = gzip.decompress(raw) if raw[:2] == b'\\x1f\\x8b' else raw\n"
+    "orjson.loads(raw)\n"
+)
+HTA = (
+    "import sys, logging\n"
+    "logging.disable(logging.CRITICAL)\n"
+    "from hta.trace_analysis import TraceAnalysis\n"
+    "TraceAnalysis(trace_dir=sys.argv[1])\n"
+)
+
+
+def _tree_rss_kb(root: int) -> int:
+    """Resident memory of a process and all its descendants (Linux /proc)."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            ppid, pages = int(fields[1]), int(fields[21])
+        except (OSError, IndexError, ValueError):
+            continue
+        pid = int(entry)
+        children.setdefault(ppid, []).append(pid)
+        rss[pid] = pages * (os.sysconf("SC_PAGE_SIZE") // 1024)
+    total, stack = 0, [root]
+    while stack:
+        pid = stack.pop()
+        total += rss.get(pid, 0)
+        stack.extend(children.get(pid, []))
+    return total
+
+
+def measure(cmd: list[str]) -> tuple[float, float, int]:
+    """(wall seconds, peak MB over the process tree, exit code)."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    peak = 0
+    while proc.poll() is None:
+        peak = max(peak, _tree_rss_kb(proc.pid))
+        time.sleep(0.01)
+    wall = time.perf_counter() - t0
+    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    if proc.returncode:
+        print(f"  ! {' '.join(cmd[:4])} failed ({proc.returncode}): {err.strip().splitlines()[-1:] }")
+    return wall, peak / 1024, proc.returncode
+
+
+def json_size(path: Path) -> int:
+    with open(path, "rb") as f:
+        gz = f.read(2) == b"\x1f\x8b"
+    if not gz:
+        return path.stat().st_size
+    n = 0
+    with gzip.open(path, "rb") as f:
+        while chunk := f.read(1 << 24):
+            n += len(chunk)
+    return n
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("traces", nargs="+", type=Path)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--hta-python", help="an interpreter with HolisticTraceAnalysis installed")
+    p.add_argument("--stepscope-python", default=sys.executable)
+    args = p.parse_args()
+    print(f"machine: {os.cpu_count()} cores; python {sys.version.split()[0]}; medians of {args.repeat} runs")
+    for trace in args.traces:
+        size = json_size(trace)
+        print(f"\n{trace} ({trace.stat().st_size / 1e6:.1f} MB on disk, {size / 1e6:.1f} MB of JSON)")
+        hta_dir = None
+        contenders: dict[str, list[str]] = {
+            "orjson.loads": [sys.executable, "-c", ORJSON_ONLY, str(trace)],
+            "stepscope": [args.stepscope_python, "-m", "stepscope", "analyze", str(trace), "--json"],
+        }
+        if args.hta_python:
+            hta_dir = Path(tempfile.mkdtemp(prefix="hta-"))
+            os.symlink(trace.resolve(), hta_dir / trace.name)
+            contenders["hta"] = [args.hta_python, "-c", HTA, str(hta_dir)]
+        results: dict[str, list[tuple[float, float]]] = {k: [] for k in contenders}
+        for _ in range(args.repeat):
+            for name, cmd in contenders.items():
+                wall, peak, rc = measure(cmd)
+                if rc == 0:
+                    results[name].append((wall, peak))
+        if hta_dir:
+            shutil.rmtree(hta_dir, ignore_errors=True)
+        med = {k: (statistics.median(w for w, _ in v), statistics.median(m for _, m in v)) for k, v in results.items() if v}
+        for name, (wall, peak) in med.items():
+            print(f"  {name:<13} {wall:7.2f} s  {size / 1e6 / wall:7.1f} MB/s  peak {peak:8.0f} MB "
+                  f"({peak * 1e6 / size:4.2f}x the JSON)")
+        if "stepscope" in med and "orjson.loads" in med:
+            print(f"  stepscope / orjson.loads time: {med['stepscope'][0] / med['orjson.loads'][0]:.2f}x  "
+                  f"memory: {med['stepscope'][1] / med['orjson.loads'][1]:.2f}x")
+        if "stepscope" in med and "hta" in med:
+            print(f"  hta / stepscope time: {med['hta'][0] / med['stepscope'][0]:.1f}x  "
+                  f"memory: {med['hta'][1] / med['stepscope'][1]:.1f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

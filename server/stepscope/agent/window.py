@@ -1,0 +1,177 @@
+"""The profiling window around the step: torch.profiler on a schedule, driven by step boundaries.
+
+`StepWindow` is the object the instrumented code calls as `__stepscope__`:
+- `iterate(iterable, label)` wraps the step loop's iterable: before each `next()` it marks a step
+  boundary, and the `next()` itself runs inside the batch-read region.
+- `step_boundary()` marks a boundary for `while` loops.
+- `region(label)` is a `record_function` context for one statement.
+
+Invariants:
+- One fresh `torch.profiler.profile` per run (events accumulate across start/stop otherwise).
+- The first boundary starts the profiler; each later one calls `prof.step()`; the trace is
+  exported once, when the schedule's active window ends (or when the loop ends inside it).
+- The trace file is written under a temporary name and renamed: it is complete or absent.
+- Start-up (process start → first boundary) and the host-side times of the steps before the
+  active window are recorded separately and never mixed into the window.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from contextlib import nullcontext
+from typing import Any, Callable, Iterable, Iterator
+
+import torch
+from torch.profiler import ProfilerActivity, profile, record_function, schedule
+
+
+class WindowComplete(BaseException):
+    """Raised at the next step boundary once the window is captured, to stop the program.
+
+    A BaseException so that the program's own `except Exception:` blocks let it through, while
+    its `finally:` and `with` blocks still run (files get closed).
+    """
+
+
+class StepWindow:
+    def __init__(
+        self,
+        *,
+        trace_path: str,
+        wait: int,
+        warmup: int,
+        active: int,
+        repeat: int,
+        activities: list[ProfilerActivity],
+        record_shapes: bool,
+        with_stack: bool,
+        profile_memory: bool,
+        run_to_end: bool,
+        emit: Callable[..., None],
+        process_start: float,
+    ) -> None:
+        self.trace_path = trace_path
+        self.wait, self.warmup, self.active, self.repeat = wait, warmup, active, repeat
+        self.run_to_end = run_to_end
+        self._emit = emit
+        self._process_start = process_start
+        self._profiler = profile(
+            activities=activities,
+            schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=repeat),
+            on_trace_ready=self._on_trace_ready,
+            record_shapes=record_shapes,
+            with_stack=with_stack,
+            profile_memory=profile_memory,
+        )
+        self.steps_started = 0
+        self.boundary_times: list[float] = []
+        self.first_boundary_at: float | None = None
+        self.traces_written: list[str] = []
+        self.window_complete = False
+        self._running = False
+        self._boundary_unused = False
+
+    # -- called by the instrumented program -------------------------------------------------
+    def iterate(self, iterable: Iterable[Any], label: str) -> Iterator[Any]:
+        iterator = iter(iterable)
+        while True:
+            self.step_boundary()
+            with self.region(label):
+                try:
+                    item = next(iterator)
+                except StopIteration:
+                    self._boundary_unused = True
+                    return
+            yield item
+
+    def step_boundary(self) -> None:
+        now = time.perf_counter()
+        if self.window_complete:
+            if self.run_to_end:
+                return
+            raise WindowComplete
+        if self._boundary_unused:
+            # The last boundary found the iterator exhausted (end of an epoch): this step began
+            # there, so it carries the time between epochs instead of counting a phantom step.
+            self._boundary_unused = False
+            self._emit("step", index=self.steps_started - 1, phase=self.phase(self.steps_started - 1))
+            return
+        self.boundary_times.append(now)
+        if self.steps_started == 0:
+            self.first_boundary_at = now
+            self._profiler.start()
+            self._running = True
+        else:
+            self._profiler.step()
+            if self.window_complete:  # the step that just ended closed the window
+                self._stop()
+                if not self.run_to_end:
+                    raise WindowComplete
+                return
+        self._emit("step", index=self.steps_started, phase=self.phase(self.steps_started))
+        self.steps_started += 1
+
+    def region(self, label: str):
+        if not self._running:
+            return nullcontext()
+        return record_function(label)
+
+    # -- bookkeeping ------------------------------------------------------------------------
+    def phase(self, index: int) -> str:
+        cycle = self.wait + self.warmup + self.active
+        if index >= cycle * max(1, self.repeat):
+            return "after"
+        k = index % cycle
+        if k < self.wait:
+            return "wait"
+        if k < self.wait + self.warmup:
+            return "warmup"
+        return "active"
+
+    def steps_run(self) -> int:
+        """Steps that actually ran (a boundary that found the iterator exhausted is not one)."""
+        return self.steps_started - (1 if self._boundary_unused else 0)
+
+    def active_steps_seen(self) -> int:
+        return sum(1 for i in range(self.steps_run()) if self.phase(i) == "active")
+
+    def finish_early(self) -> None:
+        """The loop or the program ended before the window closed: flush what was recorded."""
+        if self._running:
+            self._stop()
+
+    def _stop(self) -> None:
+        if self._running:
+            self._running = False
+            self._profiler.stop()
+
+    def _on_trace_ready(self, prof: Any) -> None:
+        # One trace per repeat cycle: trace.json, trace-1.json, ...
+        cycle = len(self.traces_written)
+        root, ext = os.path.splitext(self.trace_path)
+        path = self.trace_path if cycle == 0 else f"{root}-{cycle}{ext}"
+        tmp = f"{path}.{os.getpid()}.partial"
+        try:
+            prof.export_chrome_trace(tmp)
+            os.link(tmp, path)  # fails rather than replace an existing trace
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        self.traces_written.append(path)
+        if len(self.traces_written) >= max(1, self.repeat):
+            self.window_complete = True
+            self._emit("window-complete", active_steps=self.active_steps_seen(), traces=self.traces_written)
+
+    def startup(self) -> dict[str, Any]:
+        to_first = None
+        if self.first_boundary_at is not None:
+            to_first = (self.first_boundary_at - self._process_start) * 1e3
+        before_window = self.wait + self.warmup
+        times = self.boundary_times[: before_window + 1]
+        first_steps = [(b - a) * 1e3 for a, b in zip(times, times[1:])]
+        return {
+            "to_first_step_ms": to_first,
+            "first_steps_ms": first_steps,
+            "clock": "host (boundary to boundary, no device synchronisation added)",
+        }

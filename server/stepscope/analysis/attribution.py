@@ -1,0 +1,355 @@
+"""Attribution: from events to source lines and regions, per active step.
+
+How a figure reaches a line (docs/trace-engine.md has the long form):
+- *Nodes* are occurrences of a line or region on a CPU thread: Stepscope's `ss:` regions (exact
+  lines), user-code `python_function` frames (function precision: the def line), and every other
+  `record_function` label (regions without a line).
+- *Points* are moments on a thread that caused work: the launch call of each GPU event, each host
+  synchronisation call, and the forward point of each backward op (its `fwdbwd` flow start, or the
+  forward op with the same sequence number).
+- A point belongs to every node of its own thread that contains it (nested lines are inclusive,
+  like their wall time). A point on a thread with no containing node (an autograd or launcher
+  thread) falls back to the nodes of the step's thread open at that moment.
+
+Invariants:
+- Every time figure is a union of intervals divided by the number of active steps: nested or
+  concurrent events never double count. Counts and bytes are per-step averages.
+- `gpu_ms` / `backward_gpu_ms` are None when the trace holds no GPU events (never 0 for "unknown").
+- `cpu_self_ms` of a line is its time minus the time of other lines' nodes nested inside it on the
+  same thread; `cpu_total_ms` sums each thread's union (CPU time, may exceed wall on several threads).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Hashable
+
+from ..trace import Kind, Trace
+from .intervals import Interval, clip, length, merge, union_length
+from .labels import FileTable, parse_frame, parse_ss_label, user_frame_path
+from .links import Links, copy_direction
+from .steps import Step
+
+_BACKWARD = re.compile(r"^(autograd::engine::evaluate_function: |[A-Za-z0-9_]+Backward\d*$)")
+_STEP = re.compile(r"^ProfilerStep#\d+$")
+
+US_PER_MS = 1000.0
+
+
+@dataclass
+class _Node:
+    start: float
+    end: float
+    track: int
+    key: Hashable
+
+
+@dataclass
+class _Points:
+    """Moments that caused work: (track, ts) with what they caused (a row of the trace)."""
+
+    track: list[int] = field(default_factory=list)
+    ts: list[float] = field(default_factory=list)
+    row: list[int] = field(default_factory=list)
+
+    def add(self, track: int, ts: float, row: int) -> None:
+        self.track.append(track)
+        self.ts.append(ts)
+        self.row.append(row)
+
+
+def _hits(nodes: list[_Node], points: _Points, step_track: int | None) -> dict[Hashable, set[int]]:
+    """For each node key, the indices of the points it contains (fallback: the step's thread)."""
+    by_track: dict[int, list[int]] = defaultdict(list)
+    for i, t in enumerate(points.track):
+        by_track[t].append(i)
+    nodes_by_track: dict[int, list[_Node]] = defaultdict(list)
+    for n in nodes:
+        nodes_by_track[n.track].append(n)
+    hits: dict[Hashable, set[int]] = defaultdict(set)
+    matched = bytearray(len(points.ts))
+
+    def run(track_nodes: list[_Node], idx: list[int]) -> None:
+        idx = sorted(idx, key=points.ts.__getitem__)
+        ts = [points.ts[i] for i in idx]
+        for n in track_nodes:
+            lo = bisect.bisect_left(ts, n.start)
+            hi = bisect.bisect_right(ts, n.end)
+            if lo < hi:
+                chosen = idx[lo:hi]
+                hits[n.key].update(chosen)
+                for i in chosen:
+                    matched[i] = 1
+
+    for track, idx in by_track.items():
+        if track in nodes_by_track:
+            run(nodes_by_track[track], idx)
+    if step_track is not None and step_track in nodes_by_track:
+        leftover = [i for i in range(len(points.ts)) if not matched[i] and points.track[i] != step_track]
+        if leftover:
+            run(nodes_by_track[step_track], leftover)
+    return hits
+
+
+def _self_times(nodes: list[_Node]) -> dict[Hashable, float]:
+    """Per key: time of its nodes not covered by nested nodes of the same family (per thread)."""
+    out: dict[Hashable, float] = defaultdict(float)
+    by_track: dict[int, list[_Node]] = defaultdict(list)
+    for n in nodes:
+        by_track[n.track].append(n)
+    for track_nodes in by_track.values():
+        track_nodes.sort(key=lambda n: (n.start, -n.end))
+        children = [0.0] * len(track_nodes)
+        stack: list[int] = []
+        for i, n in enumerate(track_nodes):
+            while stack and track_nodes[stack[-1]].end <= n.start:
+                stack.pop()
+            if stack and track_nodes[stack[-1]].end >= n.end:
+                children[stack[-1]] += n.end - n.start
+            stack.append(i)
+        for i, n in enumerate(track_nodes):
+            out[n.key] += max(0.0, (n.end - n.start) - children[i])
+    return out
+
+
+@dataclass
+class Attribution:
+    lines: list[dict]
+    regions: list[dict]
+    gpu_events: int
+    gpu_unlinked: int
+    backward_link: str  # "flows", "sequence numbers", "none needed" or "unavailable"
+
+
+def attribute(
+    trace: Trace,
+    links: Links,
+    steps: list[Step],
+    *,
+    file_table: FileTable | None,
+    source_root: Path | None,
+) -> Attribution:
+    n_steps = len(steps)
+    w0, w1 = steps[0].cpu_start, steps[-1].completion
+    step_track = trace.track[links.step_rows[0]] if links.step_rows else None
+    gpu_observed = bool(links.gpu_rows)
+    devices = links.device_tracks
+    frame_root = source_root or (file_table.root if file_table else None)
+
+    # --- nodes: regions (every label), exact lines (ss labels), function lines (user frames)
+    region_nodes: list[_Node] = []
+    line_nodes: list[_Node] = []
+    frame_nodes: list[_Node] = []
+    region_info: dict[str, tuple[str | None, int | None]] = {}
+    frame_cache: dict[int, tuple | None] = {}
+    ss_cache: dict[int, tuple | None] = {}
+    for i in range(len(trace)):
+        k = trace.kind[i]
+        if k != Kind.ANNOTATION and k != Kind.PYTHON:
+            continue
+        start, end = trace.ts[i], trace.end(i)
+        if end < w0 or start > w1 or trace.track[i] in devices:
+            continue
+        track, name_id = trace.track[i], trace.name[i]
+        if k == Kind.ANNOTATION:
+            label = trace.names[name_id]
+            if _STEP.match(label):
+                continue
+            region_nodes.append(_Node(start, end, track, label))
+            if name_id not in ss_cache:
+                ss = parse_ss_label(label)
+                path = file_table.resolve(ss.file_id) if (ss and file_table) else None
+                ss_cache[name_id] = ("exact", path, ss.line) if (ss and path) else None
+                region_info[label] = (path, ss.line if ss else None)
+            key = ss_cache[name_id]
+            if key is not None:
+                line_nodes.append(_Node(start, end, track, key))
+        else:
+            if name_id not in frame_cache:
+                frame = parse_frame(trace.names[name_id])
+                path = user_frame_path(frame, frame_root) if frame else None
+                frame_cache[name_id] = ("function", path, frame.line) if (frame and path) else None
+            key = frame_cache[name_id]
+            if key is not None:
+                frame_nodes.append(_Node(start, end, track, key))
+
+    # --- points: GPU launches, host syncs, forward points of backward ops
+    gpu_points = _Points()
+    for g in links.gpu_rows:
+        r = links.launch_row.get(g)
+        if r is not None and w0 <= trace.ts[r] <= w1:
+            gpu_points.add(trace.track[r], trace.ts[r], g)
+    sync_points = _Points()
+    for r in links.sync_rows:
+        if w0 <= trace.ts[r] <= w1:
+            sync_points.add(trace.track[r], trace.ts[r], r)
+    backward_points, backward_link = _backward_points(trace, w0, w1)
+
+    def figures(nodes: list[_Node]) -> dict[Hashable, dict]:
+        gpu_hits = _hits(nodes, gpu_points, step_track)
+        sync_hits = _hits(nodes, sync_points, step_track)
+        bwd_hits = _hits(nodes, backward_points, None)  # forward points are on the forward thread
+        self_times = _self_times(nodes)
+        per_key: dict[Hashable, list[_Node]] = defaultdict(list)
+        for n in nodes:
+            per_key[n.key].append(n)
+        out = {}
+        for key, key_nodes in per_key.items():
+            by_track: dict[int, list[Interval]] = defaultdict(list)
+            for n in key_nodes:
+                by_track[n.track].append((n.start, n.end))
+            all_iv = clip([iv for ivs in by_track.values() for iv in ivs], w0, w1)
+            wall = union_length(all_iv)
+            cpu_total = sum(union_length(clip(ivs, w0, w1)) for ivs in by_track.values())
+            fig = {
+                "wall_ms": _ms(wall, n_steps),
+                "cpu_self_ms": _ms(min(self_times[key], cpu_total), n_steps),
+                "cpu_total_ms": _ms(cpu_total, n_steps),
+                "count": _per_step(len(key_nodes), n_steps),
+            }
+            fig.update(_gpu_figures(trace, [gpu_points.row[i] for i in gpu_hits.get(key, ())], n_steps, gpu_observed))
+            sync_rows = [sync_points.row[i] for i in sync_hits.get(key, ())]
+            fig["sync_ms"] = _ms(union_length((trace.ts[r], trace.end(r)) for r in sync_rows), n_steps)
+            bwd_rows = [backward_points.row[i] for i in bwd_hits.get(key, ())]
+            if backward_link == "unavailable":
+                fig["backward_ms"] = None
+            else:
+                fig["backward_ms"] = _ms(union_length((trace.ts[r], trace.end(r)) for r in bwd_rows), n_steps)
+            fig["backward_gpu_ms"] = _backward_gpu_ms(trace, bwd_rows, gpu_points, n_steps, gpu_observed)
+            out[key] = fig
+        return out
+
+    lines: list[dict] = []
+    exact = figures(line_nodes)
+    for (precision, path, line), fig in exact.items():
+        lines.append({"file": path, "line": line, "precision": precision, **fig})
+    exact_keys = {(path, line) for (_, path, line) in exact}
+    for (precision, path, line), fig in figures(frame_nodes).items():
+        if (path, line) in exact_keys:
+            continue  # an exact figure for the same line wins over the function-level one
+        lines.append({"file": path, "line": line, "precision": precision, **fig})
+    lines.sort(key=lambda d: (-d["wall_ms"], d["file"], d["line"]))
+
+    regions: list[dict] = []
+    for label, fig in figures(region_nodes).items():
+        path, line = region_info.get(label, (None, None))
+        regions.append({
+            "label": label,
+            "file": path,
+            "line": line,
+            "wall_ms": fig["wall_ms"],
+            "gpu_ms": fig["gpu_ms"],
+            "cpu_total_ms": fig["cpu_total_ms"],
+            "kernels": fig["kernels"],
+            "count": fig["count"],
+        })
+    regions.sort(key=lambda d: (-d["wall_ms"], d["label"]))
+    return Attribution(lines, regions, len(links.gpu_rows), links.unlinked, backward_link)
+
+
+def _ms(us: float, n_steps: int) -> float:
+    return round(us / US_PER_MS / n_steps, 4)
+
+
+def _per_step(count: int, n_steps: int) -> int:
+    return int(round(count / n_steps))
+
+
+def _gpu_figures(trace: Trace, rows: list[int], n_steps: int, observed: bool) -> dict:
+    copies = {d: {"count": 0, "bytes": 0} for d in ("h2d", "d2h", "d2d")}
+    kernels = 0
+    intervals: list[Interval] = []
+    for r in rows:
+        intervals.append((trace.ts[r], trace.end(r)))
+        k = trace.kind[r]
+        if k == Kind.KERNEL:
+            kernels += 1
+        elif k == Kind.MEMCPY:
+            direction = copy_direction(trace, r)
+            if direction in copies:
+                copies[direction]["count"] += 1
+                copies[direction]["bytes"] += max(0, trace.nbytes[r])
+    for c in copies.values():
+        c["count"] = _per_step(c["count"], n_steps)
+        c["bytes"] = _per_step(c["bytes"], n_steps)
+    return {
+        "gpu_ms": _ms(union_length(intervals), n_steps) if observed else None,
+        "kernels": _per_step(kernels, n_steps),
+        "copies": copies,
+    }
+
+
+def _backward_gpu_ms(trace: Trace, bwd_rows: list[int], gpu_points: _Points, n_steps: int, observed: bool) -> float | None:
+    """GPU time of the events launched from inside the given backward ops (same thread)."""
+    if not observed:
+        return None
+    if not bwd_rows:
+        return 0.0
+    spans: dict[int, list[Interval]] = defaultdict(list)
+    for r in bwd_rows:
+        spans[trace.track[r]].append((trace.ts[r], trace.end(r)))
+    merged = {t: merge(ivs) for t, ivs in spans.items()}
+    starts = {t: [s for s, _ in ivs] for t, ivs in merged.items()}
+    gpu_iv: list[Interval] = []
+    for track, ts, row in zip(gpu_points.track, gpu_points.ts, gpu_points.row):
+        ivs = merged.get(track)
+        if not ivs:
+            continue
+        j = bisect.bisect_right(starts[track], ts) - 1
+        if j >= 0 and ts <= ivs[j][1]:
+            gpu_iv.append((trace.ts[row], trace.end(row)))
+    return _ms(length(merge(gpu_iv)), n_steps)
+
+
+def _backward_points(trace: Trace, w0: float, w1: float) -> tuple[_Points, str]:
+    """Forward points of the backward ops in the window, and how they were linked."""
+    points = _Points()
+    bwd_rows_by_track: dict[int, list[int]] = defaultdict(list)
+    backward_ids = {i for i, n in enumerate(trace.names) if _BACKWARD.match(n)}
+    for i in range(len(trace)):
+        if trace.kind[i] == Kind.CPU_OP and trace.name[i] in backward_ids and w0 <= trace.ts[i] <= w1:
+            bwd_rows_by_track[trace.track[i]].append(i)
+    if not bwd_rows_by_track:
+        return points, "none needed"
+    flows = trace.flows
+    if len(flows):
+        starts: dict[int, tuple[int, float]] = {}
+        ends: dict[int, tuple[int, float]] = {}
+        for fid, is_end, track, ts in zip(flows.id, flows.is_end, flows.track, flows.ts):
+            (ends if is_end else starts)[fid] = (track, ts)
+        for track in bwd_rows_by_track:
+            bwd_rows_by_track[track].sort(key=trace.ts.__getitem__)
+        bwd_starts = {t: [trace.ts[r] for r in rows] for t, rows in bwd_rows_by_track.items()}
+        for fid, (etrack, ets) in ends.items():
+            start = starts.get(fid)
+            rows = bwd_rows_by_track.get(etrack)
+            if start is None or not rows:
+                continue
+            # the innermost backward op on the end thread that contains the flow's end
+            j = bisect.bisect_right(bwd_starts[etrack], ets) - 1
+            chosen = -1
+            for r in reversed(rows[max(0, j - 64) : j + 1]):
+                if trace.end(r) >= ets:
+                    chosen = r
+                    break
+            if chosen >= 0:
+                points.add(start[0], start[1], chosen)
+        return points, "flows"
+    # no flows: match backward ops to forward ops by sequence number
+    forward_by_seq: dict[int, int] = {}
+    for i in range(len(trace)):
+        seq = trace.sequence[i]
+        if seq >= 0 and trace.kind[i] == Kind.CPU_OP and trace.name[i] not in backward_ids and seq not in forward_by_seq:
+            forward_by_seq[seq] = i
+    linked = False
+    for rows in bwd_rows_by_track.values():
+        for r in rows:
+            f = forward_by_seq.get(trace.sequence[r])
+            if f is not None:
+                points.add(trace.track[f], trace.ts[f], r)
+                linked = True
+    return points, "sequence numbers" if linked else "unavailable"

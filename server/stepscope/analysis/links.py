@@ -1,0 +1,89 @@
+"""Links inside one trace: which tracks are devices, which CPU call launched each GPU event.
+
+Invariants:
+- A GPU event (kernel, memcpy, memset) is linked to the runtime call with the same correlation id
+  (CUDA, ROCm, and Triton launches through the driver API all carry one). Where no runtime call
+  matches, the event is "unlinked": it still counts towards its step's completion (by its own
+  start time) but is attributed to no line, and the report says how many there were.
+- The launch point of a linked GPU event is (track of the runtime call, start of the runtime call).
+- A CPU track is any track that holds no device activity.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..trace import Kind, Trace
+
+_DEVICE_KINDS = frozenset({Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.GPU_ANNOTATION, Kind.DEVICE_SYNC, Kind.DEVICE_OTHER})
+_STEP = re.compile(r"^ProfilerStep#(\d+)$")
+_SYNC_CALL = re.compile(r"(Synchronize|EventQuery.*Block)", re.IGNORECASE)
+_DIRECTION = re.compile(r"\b(HtoD|DtoH|DtoD|HtoH|PtoP|DtoA|AtoD)\b")
+
+
+@dataclass
+class Links:
+    device_tracks: set[int]
+    gpu_rows: list[int]  # kernels, memcpys, memsets
+    launch_row: dict[int, int]  # gpu row -> runtime row
+    sync_rows: list[int]  # host calls that block on the device
+    step_rows: list[int]  # ProfilerStep#N on CPU tracks, by start time
+
+    @property
+    def unlinked(self) -> int:
+        return len(self.gpu_rows) - len(self.launch_row)
+
+
+def build_links(trace: Trace) -> Links:
+    kinds = trace.kind
+    device_tracks = {trace.track[i] for i in range(len(trace)) if kinds[i] in _DEVICE_KINDS}
+    gpu_rows: list[int] = []
+    runtime_by_corr: dict[int, int] = {}
+    sync_rows: list[int] = []
+    step_rows: list[int] = []
+    names = trace.names
+    sync_name_ids = {i for i, n in enumerate(names) if _SYNC_CALL.search(n)}
+    step_name_ids = {i for i, n in enumerate(names) if _STEP.match(n)}
+    for i in range(len(trace)):
+        k = kinds[i]
+        if k in Kind.GPU_WORK:
+            gpu_rows.append(i)
+        elif k == Kind.RUNTIME:
+            corr = trace.correlation[i]
+            if corr >= 0:
+                runtime_by_corr.setdefault(corr, i)
+            if trace.name[i] in sync_name_ids:
+                sync_rows.append(i)
+        elif (k == Kind.ANNOTATION or k == Kind.CPU_OP) and trace.name[i] in step_name_ids:
+            if trace.track[i] not in device_tracks:
+                step_rows.append(i)
+    launch_row: dict[int, int] = {}
+    for g in gpu_rows:
+        corr = trace.correlation[g]
+        r = runtime_by_corr.get(corr, -1) if corr >= 0 else -1
+        if r >= 0:
+            launch_row[g] = r
+    step_rows.sort(key=lambda r: trace.ts[r])
+    step_rows = _dedupe_steps(trace, step_rows)
+    return Links(device_tracks, gpu_rows, launch_row, sync_rows, step_rows)
+
+
+def _dedupe_steps(trace: Trace, rows: list[int]) -> list[int]:
+    """One row per step number (some traces repeat a step as cpu_op and user_annotation)."""
+    seen: set[str] = set()
+    out = []
+    for r in rows:
+        label = trace.label(r)
+        if label in seen:
+            continue
+        seen.add(label)
+        out.append(r)
+    return out
+
+
+def copy_direction(trace: Trace, row: int) -> str:
+    """'h2d', 'd2h', 'd2d' or 'other' for a memcpy row (from its name, as every era writes it)."""
+    m = _DIRECTION.search(trace.label(row))
+    code = m.group(1) if m else ""
+    return {"HtoD": "h2d", "DtoH": "d2h", "DtoD": "d2d", "PtoP": "d2d"}.get(code, "other")

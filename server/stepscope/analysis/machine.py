@@ -1,0 +1,70 @@
+"""Which machine a figure came from, and whether GPU work was observed (guide §11, §13).
+
+Invariants:
+- `machine["source"]` says where the description came from: "scenario" (the run's record, written
+  on the machine that ran the program) or "trace" (what the trace itself says).
+- GPU work is observed only when the trace holds GPU events (kernels, copies, memsets). When it does
+  not, `reason` says what the trace shows instead; nothing is reported as zero.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..trace import Kind, Trace
+from .links import Links
+
+
+def machine_from_trace(trace: Trace) -> dict[str, Any]:
+    meta = trace.metadata
+    props = meta.get("deviceProperties") or meta.get("computeProperties") or []
+    devices = [str(d.get("name")) for d in props if isinstance(d, dict) and d.get("name")]
+    dist = meta.get("distributedInfo") if isinstance(meta.get("distributedInfo"), dict) else {}
+    machine: dict[str, Any] = {
+        "source": "trace",
+        "host": meta.get("host_name") if isinstance(meta.get("host_name"), str) else None,
+        "devices": devices,
+        "device": devices[0] if devices else "no device listed in the trace",
+        "rank": dist.get("rank"),
+        "world_size": dist.get("world_size"),
+    }
+    for key in ("cuda_runtime_version", "cuda_driver_version", "cupti_version", "hip_runtime_version"):
+        if key in meta:
+            machine[key] = meta[key]
+    return machine
+
+
+def describe_machine(trace: Trace, scenario: dict[str, Any] | None) -> dict[str, Any]:
+    from_trace = machine_from_trace(trace)
+    recorded = scenario.get("machine") if isinstance(scenario, dict) else None
+    if isinstance(recorded, dict) and recorded:
+        machine = {"source": "scenario", **recorded}
+        machine.setdefault("devices", from_trace["devices"])
+        machine.setdefault("device", from_trace["device"])
+        machine["trace_devices"] = from_trace["devices"]
+        return machine
+    return from_trace
+
+
+def gpu_observation(trace: Trace, links: Links, scenario: dict[str, Any] | None) -> dict[str, Any]:
+    if links.gpu_rows:
+        return {"observed": True, "reason": None}
+    runtime_calls = sum(1 for k in trace.kind if k == Kind.RUNTIME)
+    other_device = sum(1 for k in trace.kind if k == Kind.DEVICE_OTHER)
+    props = trace.metadata.get("deviceProperties") or trace.metadata.get("computeProperties") or []
+    errors = [e for e in (trace.metadata.get("ERROR") or []) if isinstance(e, str)]
+    if isinstance(scenario, dict) and scenario.get("cpu_only"):
+        reason = "GPU collection was off for this run (--cpu-only): GPU time was not observed"
+    elif other_device:
+        reason = (f"the trace holds {other_device} events of a non-CUDA device; they are not analysed as GPU "
+                  "time, so GPU time was not observed")
+    elif runtime_calls:
+        reason = (f"the trace holds {runtime_calls} device runtime calls but no GPU events: GPU collection "
+                  "(CUPTI / roctracer) was unavailable or failed, so GPU time was not observed")
+    elif props:
+        reason = "devices are listed but the trace holds no GPU events or device calls: GPU time was not observed"
+    else:
+        reason = "CPU-only trace (no device listed, no GPU events): GPU time was not observed"
+    if errors:
+        reason += f"; profiler error: {errors[0][:200]}"
+    return {"observed": False, "reason": reason}

@@ -1,0 +1,152 @@
+"""The analysis report: `analyze(paths) -> dict`, in the shape of shared/PRODUCT.md (`--json`).
+
+Invariants:
+- The headline `ms_per_step` is the median of the active steps' elapsed times (see steps.py), never
+  a sum of events; `steps` lists every active step.
+- Every figure is per active step and comes from one named machine (`machine`, with its `source`).
+- Missing data is said, not zero-filled: `gpu.observed` false with a reason, `gpu_ms` null, and
+  `notes` listing what the trace lacks.
+- Paths in the report are absolute.
+- Bad input raises `NotATraceError` / `UsageError` with a one-line reason.
+
+A folder of per-rank traces gives one report: the figures of the lowest rank (the headline), and
+`ranks` with every rank's ms/step.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .. import jsonio
+from ..errors import NotATraceError, UsageError
+from ..trace import Trace, read_trace
+from .attribution import attribute
+from .findings import find
+from .labels import FileTable, load_file_table
+from .links import build_links
+from .machine import describe_machine, gpu_observation
+from .steps import find_steps, ms_per_step
+
+FILES_JSON = "files.json"
+SCENARIO_JSON = "scenario.json"
+_NOT_TRACES = {"files.json", "scenario.json", "status.json", "report.json", "spec.json"}
+
+
+def trace_paths(path: Path) -> tuple[list[Path], Path | None]:
+    """The trace files named by a CLI argument, and the run folder when it is one."""
+    path = Path(path)
+    if not path.exists():
+        raise UsageError(f"no such file or folder: {path}")
+    if path.is_file():
+        run_dir = path.parent if (path.parent / FILES_JSON).is_file() else None
+        return [path], run_dir
+    found = sorted(
+        p for p in path.iterdir()
+        if p.is_file() and p.name not in _NOT_TRACES and (p.name.endswith(".json") or p.name.endswith(".json.gz"))
+    )
+    if not found:
+        raise UsageError(f"no trace (.json / .json.gz) in folder: {path}")
+    run_dir = path if (path / FILES_JSON).is_file() else None
+    return found, run_dir
+
+
+def _read_scenario(run_dir: Path | None) -> dict[str, Any] | None:
+    if run_dir is None or not (run_dir / SCENARIO_JSON).is_file():
+        return None
+    try:
+        doc = jsonio.read_json(run_dir / SCENARIO_JSON)
+    except (OSError, ValueError) as e:
+        raise UsageError(f"{run_dir / SCENARIO_JSON}: cannot read the scenario record ({e})") from None
+    if not isinstance(doc, dict):
+        raise UsageError(f"{run_dir / SCENARIO_JSON}: the scenario record is not a JSON object")
+    return doc
+
+
+def analyze(paths: list[Path], *, source_root: Path | None = None, run_dir: Path | None = None) -> dict:
+    """Analyse one trace (or several per-rank traces of one run) into the report."""
+    if not paths:
+        raise UsageError("no trace given")
+    files: list[Path] = []
+    for p in paths:
+        found, found_run = trace_paths(Path(p))
+        files.extend(found)
+        if run_dir is None:
+            run_dir = found_run
+    run_dir = Path(run_dir).resolve() if run_dir is not None else None
+    file_table = load_file_table(run_dir / FILES_JSON) if run_dir and (run_dir / FILES_JSON).is_file() else None
+    scenario = _read_scenario(run_dir)
+    root = Path(source_root).resolve() if source_root is not None else None
+
+    shown_root = root or (file_table.root if file_table else None)
+    reports = [_analyze_one(read_trace(f), file_table=file_table, source_root=root, scenario=scenario) for f in files]
+    reports.sort(key=lambda r: (r["machine"].get("rank") is None, r["machine"].get("rank") or 0))
+    report = reports[0]
+    report["traces"] = [str(f.resolve()) for f in files]
+    report["source_root"] = str(shown_root) if shown_root else None
+    if len(reports) > 1:
+        report["ranks"] = [
+            {"trace": r["traces"][0], "rank": r["machine"].get("rank"), "ms_per_step": r["ms_per_step"],
+             "steps": len(r["steps"])}
+            for r in reports
+        ]
+    report["findings"] = find(report)
+    return report
+
+
+def _analyze_one(trace: Trace, *, file_table: FileTable | None, source_root: Path | None,
+                 scenario: dict[str, Any] | None) -> dict:
+    links = build_links(trace)
+    steps = find_steps(trace, links)
+    if not steps:
+        raise NotATraceError(
+            f"{trace.path}: no steps (no ProfilerStep#N events): call prof.step() once per step "
+            "inside a scheduled profiler"
+        )
+    window_us = (steps[0].cpu_start, steps[-1].completion)
+    if window_us[1] <= window_us[0]:
+        raise NotATraceError(f"{trace.path}: the active window is empty (its steps have no duration)")
+    att = attribute(trace, links, steps, file_table=file_table, source_root=source_root)
+    gpu = gpu_observation(trace, links, scenario)
+    headline = ms_per_step(steps)
+    batch = scenario.get("batch_size") if scenario else None
+    samples = round(batch / headline * 1000.0, 2) if isinstance(batch, (int, float)) and batch > 0 and headline > 0 else None
+    startup = (scenario or {}).get("startup")
+    if not isinstance(startup, dict):
+        startup = {"to_first_step_ms": None, "first_steps_ms": []}
+    schedule = (scenario or {}).get("schedule")
+    if not isinstance(schedule, dict):
+        schedule = {"wait": None, "warmup": None, "active": len(steps), "repeat": None, "source": "trace"}
+    notes = []
+    if not gpu["observed"]:
+        notes.append(gpu["reason"])
+    if att.gpu_unlinked:
+        notes.append(f"{att.gpu_unlinked} of {att.gpu_events} GPU events have no launch call in the trace: "
+                     "they count in step time but are attributed to no line")
+    if att.backward_link == "unavailable":
+        notes.append("backward ops cannot be linked to forward lines (no fwdbwd flows, no sequence numbers)")
+    if file_table is None and any(r["label"].startswith("ss:") for r in att.regions):
+        notes.append("Stepscope region labels found but no file table (files.json): lines are not resolved")
+    if not att.lines:
+        notes.append("no figure could be attributed to a source line (no Stepscope labels and no user-code "
+                     "Python frames; pass --source-root for traces recorded with stacks)")
+    return {
+        "traces": [str(trace.path)],
+        "machine": describe_machine(trace, scenario),
+        "scenario": scenario or {},
+        "schedule": schedule,
+        "gpu": gpu,
+        "startup": startup,
+        "steps": [{"name": s.name, "ms": round(s.ms, 4), "cpu_ms": round((s.cpu_end - s.cpu_start) / 1000.0, 4)}
+                  for s in steps],
+        "ms_per_step": round(headline, 4),
+        "samples_per_s": samples,
+        "lines": att.lines,
+        "regions": att.regions,
+        "findings": [],
+        "window": {"ms": round((window_us[1] - window_us[0]) / 1000.0, 4), "steps": len(steps),
+                   "events": len(trace), "trace_bytes": trace.size_bytes},
+        "attribution": {"gpu_events": att.gpu_events, "gpu_unlinked": att.gpu_unlinked,
+                        "backward_link": att.backward_link},
+        "notes": notes,
+    }

@@ -1,0 +1,66 @@
+"""Steps and their elapsed time (guide §3: the unit is ms/step, never a sum of events).
+
+Definition (shared/PRODUCT.md): a step *completes* when its CPU span has ended and every GPU
+event launched inside that span has ended. A step's duration runs from the previous step's
+completion to its own; the first active step's duration runs from its CPU start (it may include
+GPU work queued before the window: that is part of the window, not start-up).
+
+GPU events are assigned to the step whose CPU span holds their launch call; unlinked GPU events are
+assigned by their own start time to the step whose span, extended to the next step's start, holds it.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from statistics import median
+
+from ..trace import Trace
+from .links import Links
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    cpu_start: float  # µs
+    cpu_end: float
+    completion: float  # max(cpu_end, end of GPU work launched in the step)
+    ms: float  # elapsed: previous completion -> own completion
+
+
+def find_steps(trace: Trace, links: Links) -> list[Step]:
+    rows = links.step_rows
+    if not rows:
+        return []
+    starts = [trace.ts[r] for r in rows]
+    ends = [trace.end(r) for r in rows]
+    completion = list(ends)
+    for g in links.gpu_rows:
+        launch = links.launch_row.get(g)
+        if launch is not None:
+            t = trace.ts[launch]
+            i = bisect.bisect_right(starts, t) - 1
+            if i < 0 or t > ends[i]:
+                continue
+        else:
+            t = trace.ts[g]
+            i = bisect.bisect_right(starts, t) - 1
+            if i < 0:
+                continue
+            if i == len(rows) - 1 and t > ends[i]:
+                continue  # after the last step's span: not launched in the window
+        g_end = trace.end(g)
+        if g_end > completion[i]:
+            completion[i] = g_end
+    steps = []
+    previous = starts[0]
+    for r, s, e, c in zip(rows, starts, ends, completion):
+        # completions are monotonic: a step cannot complete before the one before it
+        c = max(c, previous)
+        steps.append(Step(trace.label(r), s, e, c, (c - previous) / 1000.0))
+        previous = c
+    return steps
+
+
+def ms_per_step(steps: list[Step]) -> float:
+    return median(s.ms for s in steps)

@@ -1,0 +1,39 @@
+"""Which loop is the step: the one at the user's line, or the one that is clearly the step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import NO_STEP, StepscopeError, UsageError
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"{path} is not UTF-8 text") from None
+
+
+def resolve_step(path: Path, line: int | None) -> int:
+    """Return the 1-based header line of the step loop in `path`.
+
+    With `line`: the innermost loop that contains it. Without: the loop `choose_step` picks; an
+    ambiguous or missing choice ends with exit 6 and the candidates listed.
+    """
+    from ..source import loops
+
+    text = _read(path)
+    try:
+        if line is not None:
+            loop = loops.loop_at(text, line)
+            if loop is None:
+                raise StepscopeError(f"line {line} of {path.name} is not inside a for/while loop", NO_STEP)
+            return loop.line
+        return loops.choose_step(text).line
+    except loops.SourceSyntaxError as e:
+        raise UsageError(f"{path.name}: cannot parse: {e}") from None
+    except loops.AmbiguousStep as e:
+        listing = "; ".join(f"line {c.line} ({', '.join(c.reasons) or c.kind})" for c in e.candidates)
+        raise StepscopeError(f"more than one loop could be the step, choose with --line: {listing}", NO_STEP) from None
+    except loops.NoStepFound:
+        raise StepscopeError(f"no loop in {path.name} looks like a training or inference step; choose one with --line", NO_STEP) from None

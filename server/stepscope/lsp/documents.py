@@ -1,0 +1,99 @@
+"""Per-document work of the server: static diagnostics, quick fixes, code lenses, timing hints.
+
+Invariant: results are computed from the document text the server holds (never from disk), and
+a document's cached diagnostics are replaced whole on each change, so quick fixes always match
+what the user sees.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+from ..source import loops
+from . import diagnostics as lsp_diagnostics
+
+if TYPE_CHECKING:
+    from ..rules.model import Diagnostic
+    from .server import StepscopeServer
+
+log = logging.getLogger("stepscope.lsp")
+
+_found: dict[str, list["Diagnostic"]] = {}
+
+
+def _check(uri: str, text: str, path: str) -> list["Diagnostic"]:
+    from ..rules import check_source
+    from ..rules.config import load_config
+
+    try:
+        config = load_config(Path(path).parent)
+    except Exception as e:  # a broken pyproject.toml must not silence every check
+        log.warning("ignoring [tool.stepscope] settings: %s", e)
+        config = None
+    try:
+        return list(check_source(text, path, config))
+    except Exception:
+        log.exception("static checks failed on %s", uri)
+        return []
+
+
+def publish(ls: "StepscopeServer", uri: str) -> None:
+    doc = ls.workspace.get_text_document(uri)
+    if not doc.path.endswith((".py", ".pyi")) and doc.language_id not in ("python", None):
+        return
+    found = _check(uri, doc.source, doc.path)
+    _found[uri] = found
+    ls.last_runs.pop(uri, None)  # timings no longer line up once the text changed
+    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+        uri=uri, version=doc.version, diagnostics=[lsp_diagnostics.to_lsp(d) for d in found]))
+
+
+def forget(uri: str) -> None:
+    _found.pop(uri, None)
+
+
+def code_actions(ls: "StepscopeServer", uri: str, wanted: types.Range) -> list[types.CodeAction]:
+    return lsp_diagnostics.code_actions(uri, _found.get(uri, []), wanted)
+
+
+def step_lenses(ls: "StepscopeServer", uri: str, command: str) -> list[types.CodeLens]:
+    doc = ls.workspace.get_text_document(uri)
+    try:
+        found = loops.find_loops(doc.source)
+    except loops.SourceSyntaxError:
+        return []  # half-typed code: keep the last lenses the client has
+    lenses = []
+    for loop in found:
+        if not loop.is_step:
+            continue
+        pos = types.Position(line=loop.line - 1, character=loop.col)
+        arg = {"uri": uri, "position": {"line": pos.line, "character": pos.character}}
+        lenses.append(types.CodeLens(
+            range=types.Range(start=pos, end=pos),
+            command=types.Command(title="Profile this step", command=command, arguments=[arg]),
+        ))
+    return lenses
+
+
+def timing_hints(ls: "StepscopeServer", uri: str, wanted: types.Range) -> list[types.InlayHint]:
+    run = ls.last_runs.get(uri)
+    if not run:
+        return []
+    doc = ls.workspace.get_text_document(uri)
+    lines = doc.lines
+    hints = []
+    for entry in run["lines"]:
+        if entry["uri"] != uri or not (wanted.start.line <= entry["line"] <= wanted.end.line):
+            continue
+        if entry["line"] >= len(lines):
+            continue
+        end = len(lines[entry["line"]].rstrip("\r\n"))
+        hints.append(types.InlayHint(
+            position=types.Position(line=entry["line"], character=end),
+            label=f"  {entry['label']}", padding_left=True,
+        ))
+    return hints

@@ -1,0 +1,186 @@
+"""The `stepscope.profile` command: position → step loop → capture → report → editor result.
+
+The capture and the analysis run in a worker thread; this coroutine waits on them so that a
+`$/cancelRequest` (or the client cancelling the progress) stops the program promptly. Progress
+is reported to the client's work-done token when it sent one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlparse
+
+from lsprotocol import types
+
+from .. import errors, jsonio, workspace
+from . import results
+
+if TYPE_CHECKING:
+    from .server import StepscopeServer
+
+log = logging.getLogger("stepscope.lsp")
+
+
+class ProfileFailed(Exception):
+    def __init__(self, message: str, exit_code: int, run_dir: str | None = None):
+        super().__init__(message)
+        self.exit_code, self.run_dir = exit_code, run_dir
+
+
+def _path_of(uri: str) -> Path:
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        raise ProfileFailed(f"only files on disk can be profiled (got a {parsed.scheme}: document)", errors.USAGE)
+    return Path(unquote(parsed.path))
+
+
+def _root_for(ls: "StepscopeServer", path: Path) -> Path:
+    best: Path | None = None
+    for folder in ls.workspace.folders.values():
+        try:
+            root = _path_of(folder.uri)
+        except ProfileFailed:
+            continue
+        if root == path or root in path.parents:
+            if best is None or len(str(root)) > len(str(best)):
+                best = root
+    return best or workspace.find_root(path)
+
+
+class _Progress:
+    """Thread-safe progress reporting to a client-created token (no-op without one)."""
+
+    def __init__(self, ls: "StepscopeServer", token: Any, loop: asyncio.AbstractEventLoop):
+        self._ls, self._token, self._loop = ls, token, loop
+
+    def begin(self, title: str) -> None:
+        if self._token is not None:
+            self._ls.work_done_progress.begin(self._token, types.WorkDoneProgressBegin(
+                title=title, cancellable=True, percentage=0))
+
+    def report(self, message: str, percentage: int | None = None) -> None:
+        if self._token is None:
+            return
+        value = types.WorkDoneProgressReport(message=message, percentage=percentage)
+        self._loop.call_soon_threadsafe(self._ls.work_done_progress.report, self._token, value)
+
+    def end(self, message: str) -> None:
+        if self._token is not None:
+            self._ls.work_done_progress.end(self._token, types.WorkDoneProgressEnd(message=message))
+
+    def cancelled(self) -> bool:
+        if self._token is None:
+            return False
+        future = self._ls.work_done_progress.tokens.get(self._token)
+        return bool(future is not None and future.cancelled())
+
+
+class _LogLines:
+    """A text sink that forwards the program's output to the client's log, line by line."""
+
+    def __init__(self, ls: "StepscopeServer", loop: asyncio.AbstractEventLoop):
+        self._ls, self._loop = ls, loop
+
+    def write(self, text: str) -> None:
+        text = text.rstrip("\n")
+        if text:
+            params = types.LogMessageParams(type=types.MessageType.Log, message=f"[program] {text}")
+            self._loop.call_soon_threadsafe(self._ls.window_log_message, params)
+
+    def flush(self) -> None:
+        pass
+
+
+def _build_request(ls: "StepscopeServer", args: dict[str, Any]):
+    from ..capture.request import CaptureRequest, Schedule
+    from ..capture.step import resolve_step
+
+    path = _path_of(str(args.get("uri", "")))
+    if not path.is_file():
+        raise ProfileFailed(f"{path} is not a saved file; save it before profiling", errors.USAGE)
+    position = args.get("position") or {}
+    line = int(position.get("line", 0)) + 1
+    try:
+        loop_line = resolve_step(path, line)
+    except errors.StepscopeError as e:
+        if e.exit_code != errors.NO_STEP:
+            raise ProfileFailed(str(e), e.exit_code) from None
+        # The cursor is outside any loop: fall back to the loop that is clearly the step.
+        try:
+            loop_line = resolve_step(path, None)
+        except errors.StepscopeError as e2:
+            raise ProfileFailed(f"the cursor is not in a loop, and {e2}", e2.exit_code) from None
+    python = args.get("python") or ls.options.get("interpreter") or sys.executable
+    root = _root_for(ls, path)
+    settings = ls.options.get("profile") or {}
+    schedule = Schedule(**{k: int(settings[k]) for k in ("wait", "warmup", "active", "repeat") if k in settings})
+    timeout = settings.get("timeout")
+    return CaptureRequest(root=root, target_file=path, target_line=loop_line, python=str(python),
+                          cwd=path.parent if args.get("cwd") is None else Path(args["cwd"]),
+                          schedule=schedule, timeout_s=float(timeout) if timeout else None)
+
+
+def _capture_and_analyse(req, progress: _Progress, output: _LogLines, cancel: threading.Event):
+    from ..analysis.report import analyze
+    from ..capture.runner import Cancelled, run_capture
+
+    total = req.schedule.wait + req.schedule.warmup + req.schedule.active
+
+    def on_event(event: dict) -> None:
+        if event.get("event") == "step":
+            index = int(event.get("index", 0))
+            progress.report(f"step {index + 1}/{total} ({event.get('phase')})", int(90 * (index + 1) / total))
+        elif event.get("event") == "window-complete":
+            progress.report("window captured, analysing", 92)
+
+    try:
+        result = run_capture(req, output=output, on_event=on_event, cancel=cancel)
+    except Cancelled as e:
+        raise ProfileFailed(str(e), e.exit_code) from None
+    except errors.StepscopeError as e:
+        raise ProfileFailed(str(e), e.exit_code) from None
+    if not result.ok:
+        raise ProfileFailed(f"{result.reason} (run folder {result.run_dir})", result.exit_code, str(result.run_dir))
+    try:
+        report = analyze(result.traces, run_dir=result.run_dir)
+    except errors.StepscopeError as e:
+        raise ProfileFailed(f"the trace could not be analysed: {e}", e.exit_code, str(result.run_dir)) from None
+    jsonio.write_json(result.run_dir / workspace.REPORT, report, replace=False)
+    return result, report
+
+
+async def profile_at(ls: "StepscopeServer", args: dict[str, Any]) -> dict[str, Any]:
+    loop = asyncio.get_running_loop()
+    progress = _Progress(ls, args.get("workDoneToken"), loop)
+    req = _build_request(ls, args)
+    progress.begin("Stepscope: profiling the step")
+    log.info("profiling %s:%d with %s", req.target_file, req.target_line, req.python)
+    cancel = threading.Event()
+    work = loop.run_in_executor(None, _capture_and_analyse, req, progress, _LogLines(ls, loop), cancel)
+    try:
+        while not work.done():
+            if progress.cancelled():
+                cancel.set()
+            await asyncio.wait({work}, timeout=0.2)
+        result, report = work.result()
+    except asyncio.CancelledError:
+        cancel.set()
+        await asyncio.shield(asyncio.wait({work}, timeout=10))
+        progress.end("cancelled")
+        raise
+    except ProfileFailed as e:
+        progress.end(str(e))
+        raise
+    editor = results.profile_result(report, result.run_dir, req.root)
+    for uri in {entry["uri"] for entry in editor["lines"]}:
+        ls.last_runs[uri] = editor
+    progress.end(editor["summary"])
+    caps = ls.client_capabilities.workspace
+    if caps and caps.inlay_hint and caps.inlay_hint.refresh_support:
+        ls.workspace_inlay_hint_refresh(None)
+    return editor

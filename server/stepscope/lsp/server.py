@@ -1,0 +1,114 @@
+"""The Stepscope language server: diagnostics, code lenses, quick fixes, and "Profile this step".
+
+Handlers stay thin: rules come from `stepscope.rules`, loops from `stepscope.source`, captures
+from `stepscope.capture`, reports from `stepscope.analysis`. Anything slow (a capture, an
+analysis) runs in a worker thread; the event loop only waits on it, so `$/cancelRequest` reaches
+the handler at its next await and stops the program.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcServerError
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
+
+from .. import __version__
+from . import documents, profiling
+
+log = logging.getLogger("stepscope.lsp")
+
+PROFILE_COMMAND = "stepscope.profile"
+CLIENT_PROFILE_COMMAND = "stepscope.profileStep"  # the editor's command the code lens invokes
+
+
+class StepscopeProtocol(LanguageServerProtocol):
+    @lsp_method(types.WORKSPACE_EXECUTE_COMMAND)
+    def lsp_workspace__execute_command(self, params: types.ExecuteCommandParams):
+        # pygls hands command handlers only the arguments; the client's progress token travels
+        # in the ExecuteCommandParams, so carry it into the first argument.
+        if params.work_done_token is not None and params.arguments and isinstance(params.arguments[0], dict):
+            params.arguments[0].setdefault("workDoneToken", params.work_done_token)
+        return (yield from super().lsp_workspace__execute_command(params))
+
+
+class StepscopeServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("stepscope", __version__, protocol_cls=StepscopeProtocol)
+        self.options: dict[str, Any] = {}
+        self.last_runs: dict[str, dict[str, Any]] = {}  # uri → editor result of the last run
+        self.runs_lock = threading.Lock()
+
+
+server = StepscopeServer()
+
+
+@server.feature(types.INITIALIZE)
+def initialize(ls: StepscopeServer, params: types.InitializeParams) -> None:
+    opts = params.initialization_options
+    ls.options = opts if isinstance(opts, dict) else {}
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: StepscopeServer, params: types.DidOpenTextDocumentParams) -> None:
+    documents.publish(ls, params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: StepscopeServer, params: types.DidChangeTextDocumentParams) -> None:
+    documents.publish(ls, params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+def did_save(ls: StepscopeServer, params: types.DidSaveTextDocumentParams) -> None:
+    documents.publish(ls, params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: StepscopeServer, params: types.DidCloseTextDocumentParams) -> None:
+    documents.forget(params.text_document.uri)
+    ls.text_document_publish_diagnostics(
+        types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[]))
+
+
+@server.feature(
+    types.TEXT_DOCUMENT_CODE_ACTION,
+    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]),
+)
+def code_action(ls: StepscopeServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    return documents.code_actions(ls, params.text_document.uri, params.range)
+
+
+@server.feature(types.TEXT_DOCUMENT_CODE_LENS)
+def code_lens(ls: StepscopeServer, params: types.CodeLensParams) -> list[types.CodeLens]:
+    return documents.step_lenses(ls, params.text_document.uri, CLIENT_PROFILE_COMMAND)
+
+
+@server.feature(types.TEXT_DOCUMENT_INLAY_HINT)
+def inlay_hint(ls: StepscopeServer, params: types.InlayHintParams) -> list[types.InlayHint]:
+    if ls.options.get("inlayHints") is False:  # VS Code paints decorations instead
+        return []
+    return documents.timing_hints(ls, params.text_document.uri, params.range)
+
+
+@server.command(PROFILE_COMMAND)
+async def profile(ls: StepscopeServer, *arguments: Any) -> dict[str, Any]:
+    if not arguments or not isinstance(arguments[0], dict):
+        raise JsonRpcServerError("stepscope.profile expects one object: {uri, position, python?}", -32602)
+    try:
+        return await profiling.profile_at(ls, arguments[0])
+    except profiling.ProfileFailed as e:
+        raise JsonRpcServerError(str(e), -32001, data={"exit": e.exit_code, "runDir": e.run_dir}) from None
+
+
+def start_stdio() -> None:
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    server.start_io()

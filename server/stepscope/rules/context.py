@@ -1,0 +1,350 @@
+"""What the rules know about one parsed module, computed once per check.
+
+`ModuleContext.build(tree, text)` walks the tree a single time and records, for every call and
+every `if`, where it sits: the enclosing function, the enclosing loops (innermost last), whether a
+periodic guard (`if step % N == 0`) separates it from the innermost step loop, and the enclosing
+`with profile(...)`. Rules are pure functions of this context; none of them walks the tree again
+unless it looks at a small subtree.
+
+Columns: `ast` reports UTF-8 byte offsets; `span()` converts them to str offsets so every
+coordinate leaving this package is in code points.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+from ..source.loops import (
+    MODEL,
+    Loop,
+    call_signal,
+    find_loops,
+    iter_own_nodes,
+    terminal_name,
+)
+
+Span = tuple[int, int, int, int]
+LoopNode = ast.For | ast.AsyncFor | ast.While
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.Module
+
+_LOSS_NAME = re.compile(r"(loss|criterion|objective)", re.IGNORECASE)
+_NOT_TENSOR_TORCH = re.compile(
+    r"^torch\.(cuda|backends|distributed|device|no_grad|enable_grad|inference_mode|manual_seed"
+    r"|set_|get_|is_|profiler|autograd\.profiler|utils|jit|compile|save|load|hub|Generator"
+    r"|Size|dtype|finfo|iinfo|nn\.(?!functional)|optim|amp|autocast|cpu|mps|xpu|accelerator"
+    r"|random|use_deterministic|compiler|_)"
+)
+_SCALAR_METHODS = frozenset({
+    "item", "tolist", "numpy", "size", "dim", "numel", "nelement", "element_size", "ndimension",
+    "is_contiguous", "data_ptr", "get_device", "stride", "storage_offset", "__len__",
+})
+
+
+@dataclass
+class Scope:
+    """Where a node sits. `loops` holds the enclosing loops of the same function, innermost last."""
+
+    function: FunctionNode
+    loops: tuple[Loop, ...]
+    periodic: bool  # under `if ... % N ...` inside the innermost step loop
+    profile_with: ast.With | ast.AsyncWith | None
+    in_record_function: bool
+
+    @property
+    def step_loop(self) -> Loop | None:
+        """The innermost enclosing loop that is a step loop, if any."""
+        for loop in reversed(self.loops):
+            if loop.is_step:
+                return loop
+        return None
+
+
+@dataclass
+class FunctionFacts:
+    """Per-function facts: which names hold tensors, which hold wall-clock readings."""
+
+    node: FunctionNode
+    tensor_names: set[str] = field(default_factory=set)
+    calls: list[ast.Call] = field(default_factory=list)  # own calls (no nested defs)
+    statements_with_timers: list[tuple[str, int, ast.Call]] = field(default_factory=list)
+
+
+@dataclass
+class ModuleContext:
+    tree: ast.Module
+    lines: list[str]
+    loops: list[Loop]
+    loop_by_pos: dict[tuple[int, int], Loop]
+    calls: list[tuple[ast.Call, Scope]]
+    ifs: list[tuple[ast.If | ast.While | ast.IfExp, Scope]]
+    profile_withs: list[tuple[ast.With | ast.AsyncWith, ast.Call, Scope]]
+    functions: dict[int, FunctionFacts]  # id(function node) -> facts
+    imports: dict[str, str]  # local name -> dotted origin ("time.time", "torch.profiler.profile")
+    mentions_cuda: bool
+    model_names: frozenset[str]
+
+    # ---- coordinates -------------------------------------------------------------------------
+    def col(self, line: int, byte_col: int) -> int:
+        """Convert an `ast` byte offset on 1-based `line` to a str offset."""
+        if 1 <= line <= len(self.lines):
+            text = self.lines[line - 1]
+            if not text.isascii():
+                return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="replace"))
+        return byte_col
+
+    def span(self, node: ast.AST, end: ast.AST | None = None) -> Span:
+        last = end or node
+        line = node.lineno  # type: ignore[attr-defined]
+        end_line = last.end_lineno or line  # type: ignore[attr-defined]
+        return (line, self.col(line, node.col_offset),  # type: ignore[attr-defined]
+                end_line, self.col(end_line, last.end_col_offset or 0))  # type: ignore[attr-defined]
+
+    def header_span(self, stmt: ast.stmt, expr: ast.AST) -> Span:
+        """From the statement start to the end of `expr` if on the same line, else end of line."""
+        line = stmt.lineno
+        if expr.end_lineno == line:
+            return (line, self.col(line, stmt.col_offset), line,
+                    self.col(line, expr.end_col_offset or 0))
+        text = self.lines[line - 1] if line <= len(self.lines) else ""
+        return (line, self.col(line, stmt.col_offset), line, len(text.rstrip()))
+
+    def source_of(self, node: ast.AST) -> str:
+        return ast.get_source_segment("\n".join(self.lines), node) or ""
+
+    # ---- names -------------------------------------------------------------------------------
+    def dotted(self, node: ast.AST) -> str | None:
+        """`torch.cuda.synchronize` for that attribute chain, resolving import aliases."""
+        parts: list[str] = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        parts.append(self.imports.get(node.id, node.id))
+        return ".".join(reversed(parts))
+
+    def is_tensor_expr(self, node: ast.AST, facts: FunctionFacts) -> bool:
+        return is_tensor_expr(node, facts.tensor_names, self)
+
+    def facts_for(self, scope: Scope) -> FunctionFacts:
+        return self.functions[id(scope.function)]
+
+    def is_torch_profile_call(self, call: ast.Call) -> str | None:
+        """"torch.profiler" / "autograd" for a profiler constructor call, else None."""
+        name = self.dotted(call.func)
+        if not name or not name.startswith("torch.") or not name.endswith(".profile"):
+            return None
+        if "autograd" in name:
+            return "autograd"
+        if name.endswith("profiler.profile"):
+            return "torch.profiler"
+        return None
+
+    # ---- building ----------------------------------------------------------------------------
+    @classmethod
+    def build(cls, tree: ast.Module, text: str, model_names: Iterable[str] = ()) -> "ModuleContext":
+        models = frozenset(model_names)
+        loops = find_loops(tree, model_names=models)
+        ctx = cls(
+            tree=tree,
+            lines=text.splitlines(),
+            loops=loops,
+            loop_by_pos={(lp.line, lp.col): lp for lp in loops},
+            calls=[],
+            ifs=[],
+            profile_withs=[],
+            functions={},
+            imports=_imports(tree),
+            mentions_cuda="cuda" in text,
+            model_names=models,
+        )
+        _Walker(ctx).run()
+        for facts in ctx.functions.values():
+            _infer_tensor_names(facts, ctx)
+        return ctx
+
+
+def _imports(tree: ast.Module) -> dict[str, str]:
+    names: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    names[alias.asname] = alias.name
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return names
+
+
+def _is_periodic_test(test: ast.expr) -> bool:
+    for node in ast.walk(test):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+            return True
+        if isinstance(node, ast.Call):
+            name = terminal_name(node.func) or ""
+            if re.search(r"(should|every|is_log|log_step|is_print|should_log)", name):
+                return True
+    return False
+
+
+class _Walker:
+    """One pass over the tree that fills `ModuleContext.calls/ifs/profile_withs/functions`."""
+
+    def __init__(self, ctx: ModuleContext):
+        self.ctx = ctx
+
+    def run(self) -> None:
+        module = self.ctx.tree
+        self.ctx.functions[id(module)] = FunctionFacts(module)
+        self.visit_block(module.body, Scope(module, (), False, None, False))
+
+    def visit_block(self, stmts: list[ast.stmt], scope: Scope) -> None:
+        for stmt in stmts:
+            self.visit(stmt, scope)
+
+    def visit(self, node: ast.AST, scope: Scope) -> None:
+        ctx = self.ctx
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for deco in node.decorator_list:
+                self.visit(deco, scope)
+            for default in node.args.defaults + [d for d in node.args.kw_defaults if d]:
+                self.visit(default, scope)
+            ctx.functions[id(node)] = FunctionFacts(node)
+            self.visit_block(node.body, Scope(node, (), False, None, False))
+            return
+        if isinstance(node, ast.Lambda):
+            # A lambda runs later, elsewhere: its calls are not part of the enclosing loop.
+            self.visit(node.body, Scope(scope.function, (), False, scope.profile_with, False))
+            return
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            loop = ctx.loop_by_pos.get((node.lineno, node.col_offset))
+            header = node.test if isinstance(node, ast.While) else node.iter
+            if isinstance(node, ast.While):
+                ctx.ifs.append((node, scope))
+            self.visit(header, scope)
+            inner = scope
+            if loop is not None:
+                inner = Scope(scope.function, scope.loops + (loop,),
+                              False if loop.is_step else scope.periodic,
+                              scope.profile_with, scope.in_record_function)
+            self.visit_block(node.body, inner)
+            self.visit_block(node.orelse, scope)
+            return
+        if isinstance(node, (ast.If, ast.IfExp)):
+            ctx.ifs.append((node, scope))
+            self.visit(node.test, scope)
+            periodic = scope.periodic or _is_periodic_test(node.test)
+            guarded = Scope(scope.function, scope.loops, periodic, scope.profile_with,
+                            scope.in_record_function)
+            if isinstance(node, ast.If):
+                self.visit_block(node.body, guarded)
+                self.visit_block(node.orelse, scope)
+            else:
+                self.visit(node.body, guarded)
+                self.visit(node.orelse, scope)
+            return
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            inner = scope
+            for item in node.items:
+                self.visit(item.context_expr, scope)
+                expr = item.context_expr
+                if isinstance(expr, ast.Call):
+                    if ctx.is_torch_profile_call(expr):
+                        ctx.profile_withs.append((node, expr, scope))
+                        inner = Scope(inner.function, inner.loops, inner.periodic, node,
+                                      inner.in_record_function)
+                    elif terminal_name(expr.func) in ("record_function", "range", "annotate"):
+                        inner = Scope(inner.function, inner.loops, inner.periodic,
+                                      inner.profile_with, True)
+            self.visit_block(node.body, inner)
+            return
+        if isinstance(node, ast.Call):
+            ctx.calls.append((node, scope))
+            ctx.functions[id(scope.function)].calls.append(node)
+        for child in ast.iter_child_nodes(node):
+            self.visit(child, scope)
+
+
+# ---- tensor names ------------------------------------------------------------------------------
+def is_tensor_expr(node: ast.AST, tensor_names: set[str], ctx: ModuleContext) -> bool:
+    """True when `node` evaluates to a tensor as far as a reader can tell from the source."""
+    if isinstance(node, ast.Name):
+        return node.id in tensor_names
+    if isinstance(node, ast.Subscript):
+        return is_tensor_expr(node.value, tensor_names, ctx)
+    if isinstance(node, ast.BinOp):
+        return (is_tensor_expr(node.left, tensor_names, ctx)
+                or is_tensor_expr(node.right, tensor_names, ctx))
+    if isinstance(node, ast.UnaryOp) and not isinstance(node.op, ast.Not):
+        return is_tensor_expr(node.operand, tensor_names, ctx)
+    if isinstance(node, ast.Compare):
+        return any(not isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops) \
+            and any(is_tensor_expr(x, tensor_names, ctx) for x in [node.left, *node.comparators])
+    if isinstance(node, ast.Call):
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            if func.attr in _SCALAR_METHODS:
+                return False
+            if is_tensor_expr(func.value, tensor_names, ctx):
+                return True
+        dotted = ctx.dotted(func) or ""
+        if (dotted.startswith("torch.") and not _NOT_TENSOR_TORCH.match(dotted)) \
+                or dotted.startswith("torch.nn.functional.") or dotted.startswith("F."):
+            return True
+        if call_signal(node, model_names=ctx.model_names) == MODEL:
+            return True
+        name = terminal_name(func) or ""
+        if _LOSS_NAME.search(name) and not name.startswith(("get_", "build_", "make_")):
+            return True
+    return False
+
+
+def _assigned_names(target: ast.expr) -> Iterator[str]:
+    if isinstance(target, ast.Name):
+        yield target.id
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for elt in target.elts:
+            yield from _assigned_names(elt)
+    elif isinstance(target, ast.Starred):
+        yield from _assigned_names(target.value)
+
+
+def _infer_tensor_names(facts: FunctionFacts, ctx: ModuleContext) -> None:
+    body = facts.node.body
+    names = facts.tensor_names
+    nodes = list(iter_own_nodes_all(body))
+    for node in nodes:  # names something calls .backward() on are tensors
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "backward" and isinstance(node.func.value, ast.Name)):
+            names.add(node.func.value.id)
+    for _ in range(2):  # two passes settle chains like `logits = model(x); loss = f(logits)`
+        for node in nodes:
+            if isinstance(node, ast.Assign):
+                if is_tensor_expr(node.value, names, ctx):
+                    for target in node.targets:
+                        if isinstance(target, ast.Name) or (
+                                isinstance(node.value, ast.Call)
+                                and call_signal(node.value, model_names=ctx.model_names) == MODEL):
+                            names.update(_assigned_names(target))
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+                if is_tensor_expr(node.value, names, ctx) and isinstance(node.target, ast.Name):
+                    names.add(node.target.id)
+
+
+def iter_own_nodes_all(stmts: list[ast.stmt]) -> Iterator[ast.AST]:
+    """Every node under `stmts` including nested loops, not nested functions or classes."""
+    stack: list[ast.AST] = list(stmts)[::-1]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+
+
+__all__ = ["ModuleContext", "Scope", "FunctionFacts", "Span", "is_tensor_expr",
+           "iter_own_nodes", "iter_own_nodes_all"]

@@ -1,0 +1,329 @@
+"""Rules about how `torch.profiler` is set up: SS401–SS407 and SS502.
+
+Whole-profiler problems are reported on the `with profile(...)` line; option problems on the
+keyword argument that causes them. Only calls that resolve to torch's profilers count (a
+`profile` from another library is left alone).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Iterator
+
+from ..source.loops import is_range_like, terminal_name
+from .context import ModuleContext, iter_own_nodes_all
+from .model import Diagnostic, Edit, Fix, make_diagnostic
+
+_COSTLY_OPTIONS = {
+    "record_shapes": "recording shapes adds overhead and can keep tensors alive",
+    "with_stack": "recording Python stacks adds overhead to every op",
+    "profile_memory": "tracking memory adds overhead to every allocation",
+}
+_INCLUSIVE_TIME = re.compile(r"^(cpu|cuda|device|xpu|privateuse1)_time(_total)?$")
+
+
+def _keyword(call: ast.Call, name: str) -> ast.keyword | None:
+    return next((k for k in call.keywords if k.arg == name), None)
+
+
+def _has_star_kwargs(call: ast.Call) -> bool:
+    return any(k.arg is None for k in call.keywords)
+
+
+def check_ss401(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
+    for call, _scope in ctx.calls:
+        if not ctx.is_torch_profile_call(call):
+            continue
+        for kw in call.keywords:
+            if kw.arg in _COSTLY_OPTIONS and isinstance(kw.value, ast.Constant) \
+                    and kw.value.value is True:
+                line, col, end_line, end_col = ctx.span(kw.value)
+                fix = Fix(f"Turn {kw.arg} off", (Edit(line, col, end_line, end_col, "False"),))
+                yield make_diagnostic(
+                    "SS401",
+                    f"`{kw.arg}=True`: {_COSTLY_OPTIONS[kw.arg]}; turn it on only for the "
+                    f"question that needs it",
+                    path, ctx.span(kw), fixes=(fix,))
+
+
+def _body_has_loop(stmts: list[ast.stmt]) -> bool:
+    return any(isinstance(n, (ast.For, ast.AsyncFor, ast.While)) for n in iter_own_nodes_all(stmts))
+
+
+def check_ss402(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
+    for with_node, call, _scope in ctx.profile_withs:
+        if ctx.is_torch_profile_call(call) != "torch.profiler":
+            continue
+        if _keyword(call, "schedule") or _has_star_kwargs(call) or len(call.args) >= 2:
+            continue
+        if not _body_has_loop(with_node.body):
+            continue
+        yield make_diagnostic(
+            "SS402",
+            "profile() around a loop with no schedule records every iteration, start-up "
+            "included; pass schedule=torch.profiler.schedule(wait=1, warmup=2, active=5) and call "
+            "prof.step() after each step",
+            path, ctx.header_span(with_node, call))
+
+
+def check_ss403(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
+    for call, _scope in ctx.calls:
+        dotted = ctx.dotted(call.func) or ""
+        if not (dotted.endswith("profiler.schedule") or dotted == "torch.profiler.schedule"):
+            continue
+        kw = _keyword(call, "warmup")
+        if kw and isinstance(kw.value, ast.Constant) and kw.value.value == 0 \
+                and not isinstance(kw.value.value, bool):
+            line, col, end_line, end_col = ctx.span(kw.value)
+            fix = Fix("Add one warm-up step", (Edit(line, col, end_line, end_col, "1"),))
+            yield make_diagnostic(
+                "SS403",
+                "`warmup=0`: the first recorded step also pays the profiler's own start-up; "
+                "use at least one warm-up step",
+                path, ctx.span(kw), fixes=(fix,))
+
+
+def check_ss404(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
+    for with_node, call, _scope in ctx.profile_withs:
+        if ctx.is_torch_profile_call(call) != "torch.profiler" or not _keyword(call, "schedule"):
+            continue
+        if not _body_has_loop(with_node.body):
+            continue
+        names = {item.optional_vars.id for item in with_node.items
+                 if item.context_expr is call and isinstance(item.optional_vars, ast.Name)}
+        if _steps_profiler(with_node.body, names):
+            continue
+        yield make_diagnostic(
+            "SS404",
+            "this profiler has a schedule but nothing in its loop calls prof.step(), so the "
+            "schedule never advances and no step is recorded; call prof.step() at the end of "
+            "each step",
+            path, ctx.header_span(with_node, call))
+
+
+def _steps_profiler(stmts: list[ast.stmt], names: set[str]) -> bool:
+    for node in iter_own_nodes_all(stmts):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr == "step":
+                receiver = terminal_name(func.value) or ""
+                if receiver in names or "prof" in receiver.lower():
+                    return True
+            # The profiler handed to a function or callback may be stepped there.
+            if any(isinstance(a, ast.Name) and a.id in names for a in node.args) or any(
+                    isinstance(k.value, ast.Name) and k.value.id in names for k in node.keywords):
+                return True
+    return False
+
+
+_EXPORTS = frozenset({"export_chrome_trace", "export_stacks", "export_memory_timeline"})
+
+
+def _constant_path(node: ast.AST, ctx: ModuleContext, assigned: dict[str, list[ast.AST]]) -> bool:
+    """True when `node` is a path fixed in the source: a literal, or a name set only to one."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return True
+    if isinstance(node, ast.JoinedStr):
+        return all(isinstance(v, ast.Constant) for v in node.values)
+    if isinstance(node, ast.Call) and terminal_name(node.func) in ("str", "Path", "PurePath",
+                                                                   "fspath") and len(node.args) == 1:
+        return _constant_path(node.args[0], ctx, assigned)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):  # Path("out") / "trace.json"
+        return _constant_path(node.left, ctx, assigned) and _constant_path(node.right, ctx, assigned)
+    if isinstance(node, ast.Name):
+        values = assigned.get(node.id, [])
+        return bool(values) and all(_constant_path(v, ctx, {}) for v in values)
+    return False
+
+
+def check_ss405(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
+    exports = [(c, s) for c, s in ctx.calls
+               if isinstance(c.func, ast.Attribute) and c.func.attr in _EXPORTS and c.args]
+    if not exports:
+        return
+    text = "\n".join(ctx.lines)
+    if re.search(r"\b(exists|is_file|isfile|lexists)\s*\(", text) or re.search(
+            r"open\([^)]*['\"]x['\"]", text):
+        return  # the file checks for an existing trace before writing
+    assigned: dict[str, list[ast.AST]] = {}
+    for node in ast.walk(ctx.tree):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    assigned.setdefault(target.id, []).append(node.value)
+    for call, _scope in exports:
+        target = call.args[0]
+        if not _constant_path(target, ctx, assigned):
+            continue
+        fix = None
+        if isinstance(target, ast.Constant) and isinstance(target.value, str):
+            fix = _unique_name_fix(target, ctx)
+        fixes = (fix,) if fix else ()
+        yield make_diagnostic(
+            "SS405",
+            "the trace is written to a fixed path: a second run overwrites the earlier trace "
+            "without a word; put a run id or time in the name, or refuse when it exists",
+            path, ctx.span(target), fixes=fixes)
+
+
+def _unique_name_fix(target: ast.Constant, ctx: ModuleContext) -> Fix | None:
+    value: str = target.value  # type: ignore[assignment]
+    if any(ch in value for ch in "\"'{}\\\n"):
+        return None  # keep the fix to names that need no escaping
+    folder, slash, name = value.rpartition("/")
+    stem, dot, ext = name.partition(".")
+    stamp = "{time.strftime('%Y%m%d-%H%M%S')}"
+    new_name = f"{stem}-{stamp}{dot}{ext}"
+    new_text = f'f"{folder}{slash}{new_name}"'
+    line, col, end_line, end_col = ctx.span(target)
+    edits = [Edit(line, col, end_line, end_col, new_text)]
+    if not _imports_time(ctx.tree):
+        at = _first_code_line(ctx)
+        edits.insert(0, Edit(at, 0, at, 0, "import time\n"))
+    return Fix("Add the time to the trace name", tuple(edits))
+
+
+def _imports_time(tree: ast.Module) -> bool:
+    return any(isinstance(n, ast.Import) and any(a.name == "time" and a.asname is None
+                                                 for a in n.names) for n in tree.body)
+
+
+def _first_code_line(ctx: ModuleContext) -> int:
+    """The line where a new top-level import can go: after the docstring and `__future__`."""
+    body = ctx.tree.body
+    line = 1
+    for stmt in body:
+        if (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+                and isinstance(stmt.value.value, str) and stmt is body[0]) or (
+                isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__"):
+            line = (stmt.end_lineno or stmt.lineno) + 1
+            continue
+        break
+    return line
+
+
+def check_ss406(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
+    text = "\n".join(ctx.lines)
+    checks_support = "supported_activities" in text
+    for call, _scope in ctx.calls:
+        if ctx.is_torch_profile_call(call) != "torch.profiler":
+            continue
+        kw = _keyword(call, "activities")
+        if kw is None or not isinstance(kw.value, (ast.List, ast.Tuple, ast.Set)):
+            continue
+        kinds = {terminal_name(e) for e in kw.value.elts}
+        if "CUDA" in kinds and not checks_support:
+            yield make_diagnostic(
+                "SS406",
+                "CUDA activities requested without checking supported_activities(): when GPU "
+                "collection is unavailable the trace silently has no GPU events; check and "
+                "refuse (or say so) first",
+                path, ctx.span(kw))
+        elif kinds and kinds <= {"CPU"} and _moves_to_cuda(ctx):
+            yield make_diagnostic(
+                "SS406",
+                "this program runs on a CUDA device but the profiler records CPU activities "
+                "only: the GPU work is missing from the trace; add ProfilerActivity.CUDA when "
+                "supported_activities() has it",
+                path, ctx.span(kw))
+
+
+def _moves_to_cuda(ctx: ModuleContext) -> bool:
+    for call, _scope in ctx.calls:
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr == "cuda" and not (
+                (ctx.dotted(func) or "").startswith("torch.")):
+            return True
+        for arg in [*call.args, *(k.value for k in call.keywords)]:
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str) \
+                    and re.fullmatch(r"cuda(:\d+)?", arg.value):
+                if terminal_name(func) in ("to", "device") or any(
+                        k.arg == "device" and k.value is arg for k in call.keywords):
+                    return True
+    return False
+
+
+def check_ss407(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
+    message = ("summing `{attr}` over profiler rows double counts nested and concurrent events; "
+               "report elapsed time per step (the step's span) instead")
+    for call, _scope in ctx.calls:
+        if not (isinstance(call.func, ast.Name) and call.func.id == "sum" and call.args):
+            continue
+        arg = call.args[0]
+        if isinstance(arg, (ast.GeneratorExp, ast.ListComp)):
+            attr = _inclusive_attr(arg.elt)
+            if attr:
+                yield make_diagnostic("SS407", message.format(attr=attr), path, ctx.span(call))
+    for node in ast.walk(ctx.tree):
+        if isinstance(node, (ast.For, ast.AsyncFor)) and _iterates_profiler_rows(node.iter):
+            for stmt in iter_own_nodes_all(node.body):
+                if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Add):
+                    attr = _inclusive_attr(stmt.value)
+                    if attr:
+                        yield make_diagnostic("SS407", message.format(attr=attr), path,
+                                              ctx.span(stmt))
+
+
+def _inclusive_attr(node: ast.AST) -> str | None:
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Attribute) and _INCLUSIVE_TIME.match(sub.attr):
+            return sub.attr
+    return None
+
+
+def _iterates_profiler_rows(node: ast.AST) -> bool:
+    return any(isinstance(s, ast.Call) and terminal_name(s.func) in ("key_averages", "events")
+               or isinstance(s, ast.Attribute) and s.attr == "function_events"
+               for s in ast.walk(node))
+
+
+def check_ss502(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
+    for with_node, call, _scope in ctx.profile_withs:
+        if ctx.is_torch_profile_call(call) != "torch.profiler":
+            continue
+        for node in iter_own_nodes_all(with_node.body):
+            if not isinstance(node, (ast.For, ast.AsyncFor)):
+                continue
+            loop = ctx.loop_by_pos.get((node.lineno, node.col_offset))
+            if loop is None or not loop.is_step or not loop.header_fetch:
+                continue
+            source = _unwrap(node.iter)
+            if not isinstance(source, (ast.Name, ast.Attribute)) or _is_iterator(source, ctx):
+                continue
+            name = ctx.source_of(source) or "loader"
+            line = with_node.lineno
+            indent = ctx.col(line, with_node.col_offset)
+            s_line, s_col, s_end_line, s_end_col = ctx.span(source)
+            fix = Fix("Create the iterator before the profiled window", (
+                Edit(line, indent, line, indent, f"batches = iter({name})\n" + " " * indent),
+                Edit(s_line, s_col, s_end_line, s_end_col, "batches"),
+            )) if "batches" not in "\n".join(ctx.lines) else None
+            yield make_diagnostic(
+                "SS502",
+                f"iterating `{name}` inside the profiled window creates its iterator (and a "
+                f"DataLoader's worker processes) there; create it with iter() before the window "
+                f"so start-up is not mixed into the steps",
+                path, ctx.span(source), fixes=(fix,) if fix else ())
+            break  # one per window: the first loop is the one that starts the iterator
+
+
+def _unwrap(node: ast.AST) -> ast.AST:
+    while isinstance(node, ast.Call) and terminal_name(node.func) in ("enumerate", "tqdm", "iter"):
+        if not node.args:
+            break
+        node = node.args[0]
+    return node
+
+
+def _is_iterator(node: ast.AST, ctx: ModuleContext) -> bool:
+    """`it = iter(loader)` earlier: already an iterator, nothing is created in the window."""
+    if not isinstance(node, ast.Name):
+        return False
+    for sub in ast.walk(ctx.tree):
+        if isinstance(sub, ast.Assign) and any(isinstance(t, ast.Name) and t.id == node.id
+                                               for t in sub.targets):
+            if isinstance(sub.value, ast.Call) and terminal_name(sub.value.func) in (
+                    "iter", "cycle", "islice"):
+                return True
+    return is_range_like(node)

@@ -1,0 +1,155 @@
+"""SS501: a constant tensor built on the host and moved to the device inside the step loop.
+
+Reported when a tensor factory (`torch.tensor`, `torch.as_tensor`, `torch.ones`, ...) whose
+arguments are all constants (literals, or names set once to a literal outside the loop) is placed
+on a device: with `device=...`, or followed by `.to(...)` / `.cuda()`. Every step then pays a
+host-to-device copy of the same values. The quick fix hoists the expression above the loop.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from ..source.loops import terminal_name
+from .context import ModuleContext
+from .model import Diagnostic, Edit, Fix, make_diagnostic
+
+_FACTORIES = frozenset({"tensor", "as_tensor", "ones", "zeros", "full", "arange", "eye",
+                        "linspace", "FloatTensor", "LongTensor", "Tensor"})
+_COPYING_FACTORIES = frozenset({"tensor", "as_tensor", "FloatTensor", "LongTensor", "Tensor"})
+_SHAPE_METHODS = frozenset({"view", "reshape", "unsqueeze", "float", "half", "long", "double",
+                            "int", "bool", "t", "expand", "contiguous", "repeat", "squeeze"})
+
+
+def _constant_names(ctx: ModuleContext) -> dict[str, bool]:
+    """name -> True when every assignment of it (anywhere) is a literal constant."""
+    result: dict[str, bool] = {}
+    for node in ast.walk(ctx.tree):
+        targets: list[ast.expr] = []
+        value: ast.expr | None = None
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+            targets, value = [node.target], node.value
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            targets, value = [node.target], None
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for arg in [*node.args.args, *node.args.kwonlyargs, *node.args.posonlyargs]:
+                result[arg.arg] = False
+            continue
+        for target in targets:
+            for sub in ast.walk(target):
+                if isinstance(sub, ast.Name):
+                    literal = value is not None and _is_literal(value) and isinstance(target,
+                                                                                      ast.Name)
+                    result[sub.id] = result.get(sub.id, True) and literal
+    return result
+
+
+def _is_literal(node: ast.AST) -> bool:
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, (int, float, complex, bool))
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return all(_is_literal(e) for e in node.elts)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return _is_literal(node.operand)
+    return False
+
+
+def _is_invariant(node: ast.AST, constants: dict[str, bool], assigned_in_loop: set[str]) -> bool:
+    if _is_literal(node):
+        return True
+    if isinstance(node, ast.Name):
+        return constants.get(node.id, False) and node.id not in assigned_in_loop
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return all(_is_invariant(e, constants, assigned_in_loop) for e in node.elts)
+    if isinstance(node, ast.Attribute):  # dtypes: torch.float32
+        return isinstance(node.value, ast.Name) and node.value.id == "torch"
+    if isinstance(node, ast.UnaryOp):
+        return _is_invariant(node.operand, constants, assigned_in_loop)
+    return False
+
+
+def _factory_of(node: ast.AST, ctx: ModuleContext) -> ast.Call | None:
+    """The torch factory call at the root of a `.view(...).float()` chain, if any."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            and node.func.attr in _SHAPE_METHODS:
+        node = node.func.value
+    if isinstance(node, ast.Call):
+        dotted = ctx.dotted(node.func) or ""
+        if dotted.startswith("torch.") and dotted.split(".")[-1] in _FACTORIES \
+                and dotted.count(".") == 1:
+            return node
+    return None
+
+
+def check_ss501(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
+    constants: dict[str, bool] | None = None
+    loop_names: dict[int, set[str]] = {}
+    reported: set[int] = set()
+    for call, scope in ctx.calls:
+        loop = scope.step_loop
+        if loop is None:
+            continue
+        factory: ast.Call | None = None
+        expr: ast.Call = call
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in ("to", "cuda"):
+            factory = _factory_of(func.value, ctx)
+            if factory is not None and func.attr == "to" and not (call.args or call.keywords):
+                factory = None
+        else:
+            candidate = _factory_of(call, ctx)
+            if candidate is call and any(k.arg == "device" and not (
+                    isinstance(k.value, ast.Constant) and k.value.value == "cpu")
+                    for k in call.keywords):
+                factory = call
+                if terminal_name(call.func) not in _COPYING_FACTORIES:
+                    factory = None  # filled on the device: no host-to-device copy
+        if factory is None or id(factory) in reported:
+            continue
+        if constants is None:
+            constants = _constant_names(ctx)
+        if loop.line not in loop_names:
+            loop_names[loop.line] = _names_assigned_between(ctx, loop.line, loop.end_line)
+        args = [*factory.args, *(k.value for k in factory.keywords if k.arg != "device")]
+        if not all(_is_invariant(a, constants, loop_names[loop.line]) for a in args):
+            continue
+        if isinstance(func, ast.Attribute) and func.attr == "to" and not all(
+                _is_invariant(a, constants, loop_names[loop.line]) or isinstance(a, ast.Name)
+                for a in call.args):
+            continue
+        reported.add(id(factory))
+        yield make_diagnostic(
+            "SS501",
+            f"this constant tensor is built on the host and copied to the device on every step "
+            f"of the loop at line {loop.line}; build it once before the loop",
+            path, ctx.span(expr), fixes=_hoist_fix(expr, loop, ctx))
+
+
+def _names_assigned_between(ctx: ModuleContext, start: int, end: int) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ctx.tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) \
+                and start <= node.lineno <= end:
+            names.add(node.id)
+    return names
+
+
+def _hoist_fix(expr: ast.Call, loop, ctx: ModuleContext) -> tuple[Fix, ...]:
+    text = ctx.source_of(expr)
+    if not text or "\n" in text:
+        return ()
+    existing = "\n".join(ctx.lines)
+    name = "const_tensor"
+    n = 2
+    while name in existing:
+        name = f"const_tensor_{n}"
+        n += 1
+    indent = " " * loop.col
+    line, col, end_line, end_col = ctx.span(expr)
+    return (Fix("Build this tensor once, before the loop", (
+        Edit(loop.line, 0, loop.line, 0, f"{indent}{name} = {text}\n"),
+        Edit(line, col, end_line, end_col, name),
+    )),)

@@ -1,0 +1,139 @@
+"""The columnar trace model: one compact table per event family, names interned once.
+
+Invariants:
+- A `Trace` holds no per-event Python objects: every per-event field is an `array.array` column of
+  the same length (`len(trace)`), indexed by the event's row number.
+- Rows are complete events (`ph == "X"`) in file order; `kind` says which family a row belongs to
+  (see `Kind`). Timestamps and durations are in microseconds, as Kineto writes them.
+- Names (`name` column) are ids into `trace.names` (the symbol table); pid/tid pairs are ids into
+  `trace.tracks`. Digit strings are read as integers, so a tid written `"25738"` and `25738` are
+  the same track.
+- Integer columns use -1 for "absent" (no correlation id, no sequence number, no byte count).
+- Only the forward/backward flows (`fwdbwd`) are kept as flow links; launch flows (`ac2g`) are
+  redundant with correlation ids.
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class Kind:
+    """Event families, by the `cat` Kineto writes (every era's spelling)."""
+
+    OTHER = 0
+    CPU_OP = 1  # cpu_op / Operator: aten ops, autograd nodes
+    ANNOTATION = 2  # user_annotation: record_function regions, ProfilerStep#N
+    PYTHON = 3  # python_function: with_stack frames
+    RUNTIME = 4  # cuda_runtime / cuda_driver / Runtime / *_runtime: host-side device API calls
+    KERNEL = 5  # kernel / Kernel
+    MEMCPY = 6  # gpu_memcpy / Memcpy
+    MEMSET = 7  # gpu_memset / Memset
+    GPU_ANNOTATION = 8  # gpu_user_annotation: record_function spans drawn on a stream
+    DEVICE_SYNC = 9  # cuda_sync: device-side record of a synchronisation
+    DEVICE_OTHER = 10  # device activity that is not CUDA/ROCm (e.g. MTIA command processor events)
+
+    NAMES = {
+        0: "other",
+        1: "cpu_op",
+        2: "annotation",
+        3: "python_function",
+        4: "runtime",
+        5: "kernel",
+        6: "memcpy",
+        7: "memset",
+        8: "gpu_annotation",
+        9: "device_sync",
+        10: "device_other",
+    }
+
+    #: kinds that are GPU work (time on a device stream)
+    GPU_WORK = frozenset({KERNEL, MEMCPY, MEMSET})
+
+
+CATEGORY_KIND: dict[str, int] = {
+    "cpu_op": Kind.CPU_OP,
+    "operator": Kind.CPU_OP,
+    "user_annotation": Kind.ANNOTATION,
+    "python_function": Kind.PYTHON,
+    "cuda_runtime": Kind.RUNTIME,
+    "cuda_driver": Kind.RUNTIME,
+    "runtime": Kind.RUNTIME,
+    "hip_runtime": Kind.RUNTIME,
+    "privateuse1_runtime": Kind.RUNTIME,
+    "xpu_runtime": Kind.RUNTIME,
+    "mtia_runtime": Kind.RUNTIME,
+    "kernel": Kind.KERNEL,
+    "gpu_memcpy": Kind.MEMCPY,
+    "memcpy": Kind.MEMCPY,
+    "gpu_memset": Kind.MEMSET,
+    "memset": Kind.MEMSET,
+    "gpu_user_annotation": Kind.GPU_ANNOTATION,
+    "cuda_sync": Kind.DEVICE_SYNC,
+    "mtia_ccp_events": Kind.DEVICE_OTHER,
+}
+
+
+def category_kind(cat: Any) -> int:
+    if not isinstance(cat, str):
+        return Kind.OTHER
+    kind = CATEGORY_KIND.get(cat)
+    if kind is None:
+        kind = CATEGORY_KIND.get(cat.lower(), Kind.OTHER)
+    return kind
+
+
+@dataclass
+class Flows:
+    """Forward→backward links (`fwdbwd`): a start point in a forward op, an end point in a backward op."""
+
+    id: array = field(default_factory=lambda: array("q"))
+    is_end: array = field(default_factory=lambda: array("b"))
+    track: array = field(default_factory=lambda: array("i"))
+    ts: array = field(default_factory=lambda: array("d"))
+
+    def __len__(self) -> int:
+        return len(self.id)
+
+
+@dataclass
+class Trace:
+    """One trace file, read into columns. Build it with `stepscope.trace.read_trace`."""
+
+    path: Path
+    metadata: dict[str, Any] = field(default_factory=dict)  # top-level keys other than traceEvents
+    names: list[str] = field(default_factory=list)  # symbol table
+    tracks: list[tuple[int | str, int | str]] = field(default_factory=list)  # (pid, tid)
+    process_names: dict[int | str, str] = field(default_factory=dict)
+    thread_names: dict[tuple[int | str, int | str], str] = field(default_factory=dict)
+    # one row per complete event
+    kind: array = field(default_factory=lambda: array("b"))
+    name: array = field(default_factory=lambda: array("i"))
+    track: array = field(default_factory=lambda: array("i"))
+    ts: array = field(default_factory=lambda: array("d"))
+    dur: array = field(default_factory=lambda: array("d"))
+    correlation: array = field(default_factory=lambda: array("q"))
+    external_id: array = field(default_factory=lambda: array("q"))
+    sequence: array = field(default_factory=lambda: array("q"))
+    nbytes: array = field(default_factory=lambda: array("q"))
+    flows: Flows = field(default_factory=Flows)
+    #: events of other phases, by phase ("i", "M", "s"/"f" launch flows, ...): counted, not kept
+    skipped: dict[str, int] = field(default_factory=dict)
+    size_bytes: int = 0  # bytes of JSON read (after decompression)
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+    def rows(self, *kinds: int) -> list[int]:
+        """Row numbers of the given kinds, in file order."""
+        wanted = set(kinds)
+        return [i for i, k in enumerate(self.kind) if k in wanted]
+
+    def end(self, row: int) -> float:
+        return self.ts[row] + self.dur[row]
+
+    def label(self, row: int) -> str:
+        return self.names[self.name[row]]

@@ -1,0 +1,474 @@
+"""Read a Kineto / torch.profiler trace (`.json` or `.json.gz`) into the columnar `Trace`.
+
+The file is read as a stream: the `traceEvents` array is decoded by orjson a slice at a time and
+each slice's events are copied into compact columns, then dropped. Memory therefore stays near one
+slice of decoded events plus the columns, whatever the file size.
+
+How slices are cut (the one subtle part): a candidate cut is a `},` in the raw bytes. A cut is
+accepted only if `[` + slice + `]` parses as JSON. A cut that falls inside a string or inside a
+nested object leaves an unterminated string or unbalanced brackets, which never parses, so an
+accepted cut is always between two top-level events. Invalid input is refused once the undecodable
+span exceeds a bound, so bad input never makes the reader hold more than that bound.
+
+Both layouts are read: `{"traceEvents": [...], <metadata>}` (metadata before and/or after the
+events) and the bare array of early (2020) traces.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import zlib
+from pathlib import Path
+from typing import IO, Any, Iterator
+
+import orjson
+
+from ..errors import NotATraceError, UsageError
+from .model import Kind, Trace, category_kind
+
+READ_SIZE = 2 << 20  # bytes read per slice (small slices decode faster and keep memory low)
+MAX_UNCUT = 256 << 20  # an event span this long with no valid cut means the JSON is broken
+MAX_CUT_TRIES = 64  # candidate cuts tried per slice before reading more
+
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_WS = b" \t\r\n"
+
+
+def _open(path: Path) -> IO[bytes]:
+    if not path.exists():
+        raise UsageError(f"no such file: {path}")
+    if path.is_dir():
+        raise UsageError(f"is a folder, not a trace file: {path}")
+    f = open(path, "rb")
+    magic = f.read(2)
+    f.seek(0)
+    if magic == b"\x1f\x8b":
+        return gzip.GzipFile(fileobj=f, mode="rb")  # type: ignore[return-value]
+    return f
+
+
+class _Stream:
+    """Reads the raw bytes, turning decompression errors into one-line reasons."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.f = _open(path)
+        self.eof = False
+        self.total = 0
+
+    def read(self) -> bytes:
+        if self.eof:
+            return b""
+        try:
+            data = self.f.read(READ_SIZE)
+        except EOFError:
+            raise NotATraceError(f"{self.path}: compressed file is truncated") from None
+        except (gzip.BadGzipFile, zlib.error, OSError) as e:
+            raise NotATraceError(f"{self.path}: cannot decompress ({e})") from None
+        if not data:
+            self.eof = True
+        self.total += len(data)
+        return data
+
+    def close(self) -> None:
+        self.f.close()
+
+
+def _try_array(body: bytes | bytearray | memoryview) -> list | None:
+    try:
+        value = orjson.loads(b"[" + bytes(body) + b"]")
+    except orjson.JSONDecodeError:
+        return None
+    return value
+
+
+def _iter_slices(stream: _Stream, meta: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    """Yield ("events", decoded list) or ("raw", bytes of whole events, not yet decoded); fill
+    `meta` with the top-level metadata at the end."""
+    buf = bytearray()
+    # 1. find where the event array starts
+    while True:
+        data = stream.read()
+        buf += data
+        head = bytes(buf[:64]).lstrip(_WS + b"\xef\xbb\xbf")
+        if not head and not data:
+            raise NotATraceError(f"{stream.path}: empty file")
+        if head[:1] == b"[":
+            start = buf.index(b"[") + 1
+            header: bytes | None = None
+            break
+        if head and head[:1] != b"{":
+            raise NotATraceError(f"{stream.path}: not JSON (a trace starts with '{{' or '[')")
+        m = _EVENTS_KEY.search(buf)
+        if m:
+            header = bytes(buf[: m.start()])
+            start = m.end()
+            break
+        if not data or len(buf) > MAX_UNCUT:
+            # the whole document is here (or too much without events): say what it is
+            try:
+                doc = orjson.loads(bytes(buf))
+            except orjson.JSONDecodeError:
+                if not data:
+                    raise NotATraceError(f"{stream.path}: invalid or truncated JSON, and no traceEvents") from None
+                raise NotATraceError(f"{stream.path}: no traceEvents in the first {MAX_UNCUT >> 20} MB") from None
+            raise NotATraceError(f"{stream.path}: JSON {type(doc).__name__} without traceEvents: not a profiler trace")
+    del buf[:start]
+    # A pretty-printed array separates its events by `},` + the same newline-and-indent that
+    # precedes the first event. A raw newline never occurs inside a JSON string and nested
+    # values are indented deeper, so that exact pattern is a safe cut without decoding.
+    head = bytes(buf[:256])
+    indent = head[: len(head) - len(head.lstrip(_WS))]
+    trusted_cut = b"}," + indent + b"{" if b"\n" in indent else None
+    # 2. cut the array into slices of whole events
+    while True:
+        data = stream.read()
+        buf += data
+        if not data:
+            break
+        if trusted_cut is not None:
+            pos = buf.rfind(trusted_cut)
+            if pos > 0:
+                raw = bytes(buf[: pos + 1])
+                del buf[: pos + 2]
+                yield "raw", raw
+                continue
+        cut_end = len(buf)
+        events = None
+        for _ in range(MAX_CUT_TRIES):
+            pos = buf.rfind(b"},", 0, cut_end)
+            if pos < 0:
+                break
+            events = _try_array(memoryview(buf)[: pos + 1])
+            if events is not None:
+                del buf[: pos + 2]
+                break
+            cut_end = pos
+        if events is not None:
+            yield "events", events
+        elif len(buf) > MAX_UNCUT:
+            raise NotATraceError(
+                f"{stream.path}: invalid JSON in traceEvents (no decodable event within "
+                f"{MAX_UNCUT >> 20} MB after byte {stream.total - len(buf)})"
+            )
+    # 3. the rest: the last events, the closing bracket, and metadata written after the events
+    tail_tries = 0
+    end = len(buf)
+    while True:
+        pos = buf.rfind(b"]", 0, end)
+        if pos < 0 or tail_tries > 4096:
+            raise NotATraceError(
+                f"{stream.path}: truncated or invalid JSON (the traceEvents array is not closed)"
+            )
+        tail_tries += 1
+        events = _try_array(memoryview(buf)[:pos])
+        if events is not None:
+            rest = bytes(buf[pos + 1 :])
+            if header is None:
+                if rest.strip(_WS):
+                    end = pos
+                    continue
+            else:
+                try:
+                    doc = orjson.loads(header + b'"traceEvents":[]' + rest)
+                except orjson.JSONDecodeError:
+                    end = pos
+                    continue
+                if not isinstance(doc, dict):
+                    end = pos
+                    continue
+                doc.pop("traceEvents", None)
+                meta.update(doc)
+            yield "events", events
+            return
+        end = pos
+
+
+class _Builder:
+    """Copies decoded events into the columns of a `Trace` (interning names and tracks)."""
+
+    def __init__(self, trace: Trace):
+        self.t = trace
+        self.name_ids: dict[str, int] = {}
+        self.track_ids: dict[tuple, int] = {}
+        self.kind_of: dict[str, int] = {}
+
+    def _name(self, name: Any) -> int:
+        if name.__class__ is not str:
+            name = "" if name is None else str(name)
+        i = self.name_ids.get(name)
+        if i is None:
+            i = self.name_ids[name] = len(self.t.names)
+            self.t.names.append(name)
+        return i
+
+    def _track_norm(self, norm: tuple) -> int:
+        i = self.track_ids.get(norm)
+        if i is None:
+            i = len(self.t.tracks)
+            self.t.tracks.append(norm)
+            self.track_ids[norm] = i
+        return i
+
+    def merge(self, part: Trace) -> None:
+        """Append a slice decoded into its own small `Trace` (ids remapped to this trace's tables)."""
+        t = self.t
+        name_map = [self._name(n) for n in part.names]
+        track_map = [self._track_norm(k) for k in part.tracks]
+        t.kind.extend(part.kind)
+        t.name.extend(map(name_map.__getitem__, part.name))
+        t.track.extend(map(track_map.__getitem__, part.track))
+        t.ts.extend(part.ts)
+        t.dur.extend(part.dur)
+        t.correlation.extend(part.correlation)
+        t.external_id.extend(part.external_id)
+        t.sequence.extend(part.sequence)
+        t.nbytes.extend(part.nbytes)
+        t.flows.id.extend(part.flows.id)
+        t.flows.is_end.extend(part.flows.is_end)
+        t.flows.track.extend(map(track_map.__getitem__, part.flows.track))
+        t.flows.ts.extend(part.flows.ts)
+        t.process_names.update(part.process_names)
+        t.thread_names.update(part.thread_names)
+        for k, v in part.skipped.items():
+            t.skipped[k] = t.skipped.get(k, 0) + v
+
+    def _track(self, pid: Any, tid: Any) -> int:
+        key = (pid, tid)
+        i = self.track_ids.get(key)
+        if i is None:
+            norm = (_norm_id(pid), _norm_id(tid))
+            i = self.track_ids.get(norm)
+            if i is None:
+                i = len(self.t.tracks)
+                self.t.tracks.append(norm)
+                self.track_ids[norm] = i
+            self.track_ids[key] = i
+        return i
+
+    def add(self, events: list) -> None:
+        """Append one slice of decoded events. The hot loop: locals only, no per-event calls
+        except where a value needs coercion (most ids are already ints)."""
+        t = self.t
+        kind_col, name_col, track_col = t.kind, t.name, t.track
+        ts_col, dur_col = t.ts, t.dur
+        corr_col, ext_col, seq_col, bytes_col = t.correlation, t.external_id, t.sequence, t.nbytes
+        skipped = t.skipped
+        flows = t.flows
+        kinds = self.kind_of
+        name_ids = self.name_ids
+        track_ids = self.track_ids
+        CPU_OP, MEMCPY, MEMSET = Kind.CPU_OP, Kind.MEMCPY, Kind.MEMSET
+        for e in events:
+            if e.__class__ is not dict:
+                skipped["?"] = skipped.get("?", 0) + 1
+                continue
+            ph = e.get("ph")
+            if ph == "X":
+                ts = e.get("ts")
+                if ts.__class__ is not float and ts.__class__ is not int:
+                    ts = _float_or_none(ts)
+                    if ts is None:
+                        skipped["X"] = skipped.get("X", 0) + 1
+                        continue
+                cat = e.get("cat")
+                kind = kinds.get(cat) if cat.__class__ is str else Kind.OTHER
+                if kind is None:
+                    kind = kinds[cat] = category_kind(cat)
+                args = e.get("args")
+                corr = ext = seq = nbytes = -1
+                if args.__class__ is dict:
+                    v = args.get("correlation")
+                    if v is not None:
+                        corr = v if v.__class__ is int else _int(v)
+                    v = args.get("External id")
+                    if v is None:
+                        v = args.get("external id")
+                    if v is not None:
+                        ext = v if v.__class__ is int else _int(v)
+                    if kind == CPU_OP:
+                        v = args.get("Sequence number")
+                        if v is not None:
+                            seq = v if v.__class__ is int else _int(v)
+                    elif kind == MEMCPY or kind == MEMSET:
+                        v = args.get("bytes")
+                        if v is None:
+                            v = args.get("size")
+                        if v is not None:
+                            nbytes = v if v.__class__ is int else _int(v)
+                name = e.get("name")
+                nid = name_ids.get(name) if name.__class__ is str else None
+                if nid is None:
+                    nid = self._name(name)
+                tkey = (e.get("pid"), e.get("tid"))
+                try:
+                    tid_ = track_ids.get(tkey)
+                except TypeError:  # a list or object as an id: keep its text
+                    tkey = (_norm_id(tkey[0]), _norm_id(tkey[1]))
+                    tid_ = track_ids.get(tkey)
+                if tid_ is None:
+                    tid_ = self._track(*tkey)
+                dur = e.get("dur")
+                if dur.__class__ is not float and dur.__class__ is not int:
+                    dur = _float_or_none(dur) or 0.0
+                kind_col.append(kind)
+                name_col.append(nid)
+                track_col.append(tid_)
+                ts_col.append(ts)
+                dur_col.append(dur if dur > 0 else 0.0)
+                corr_col.append(corr)
+                ext_col.append(ext)
+                seq_col.append(seq)
+                bytes_col.append(nbytes)
+            elif (ph == "s" or ph == "f") and e.get("cat") == "fwdbwd":
+                fid = _int(e.get("id"))
+                ts = e.get("ts")
+                if fid < 0 or ts is None:
+                    continue
+                flows.id.append(fid)
+                flows.is_end.append(1 if ph == "f" else 0)
+                flows.track.append(self._track(_norm_id(e.get("pid")), _norm_id(e.get("tid"))))
+                flows.ts.append(float(ts))
+            elif ph == "M":
+                self._metadata_event(e)
+            else:
+                key = str(ph)
+                skipped[key] = skipped.get(key, 0) + 1
+
+    def _metadata_event(self, e: dict) -> None:
+        args = e.get("args")
+        if type(args) is not dict:
+            return
+        label = args.get("name")
+        if not isinstance(label, str):
+            return
+        if e.get("name") == "process_name":
+            self.t.process_names[_norm_id(e.get("pid"))] = label
+        elif e.get("name") == "thread_name":
+            self.t.thread_names[(_norm_id(e.get("pid")), _norm_id(e.get("tid")))] = label
+
+
+def _norm_id(v: Any) -> int | str:
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if isinstance(v, str):
+        s = v.strip()
+        if s.lstrip("-").isdigit():
+            return int(s)
+        return s
+    return "" if v is None else str(v)
+
+
+def _float_or_none(v: Any) -> float | None:
+    if v is None or isinstance(v, bool):
+        return None
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if f == f and f not in (float("inf"), float("-inf")) else None
+
+
+def _int(v: Any) -> int:
+    if v is None:
+        return -1
+    if type(v) is int:
+        return v
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        try:
+            return int(str(v), 0)  # hex strings
+        except (TypeError, ValueError):
+            return -1
+
+
+def _decode_part(raw: bytes) -> Trace:
+    """Decode one slice of whole events into a small `Trace` (runs in a worker process)."""
+    part = Trace(path=Path("."))
+    try:
+        events = orjson.loads(b"[" + raw + b"]")
+    except orjson.JSONDecodeError as e:
+        raise ValueError(f"invalid JSON: {e}") from None
+    _Builder(part).add(events)
+    return part
+
+
+PARALLEL_MIN_BYTES = 48 << 20  # below this, starting worker processes costs more than it saves
+MAX_WORKERS = 4  # each worker holds one decoded slice: this bounds the extra memory
+
+
+def default_workers(path: Path) -> int:
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return 1
+    if path.suffix == ".gz" or _is_gzip(path):
+        size *= 8  # traces compress about 8-15x
+    if size < PARALLEL_MIN_BYTES:
+        return 1
+    return max(1, min(os.cpu_count() or 1, MAX_WORKERS))
+
+
+def _is_gzip(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(2) == b"\x1f\x8b"
+    except OSError:
+        return False
+
+
+def read_trace(path: Path | str, *, workers: int | None = None) -> Trace:
+    """Read one trace file. Raises `NotATraceError` / `UsageError` with a one-line reason.
+
+    `workers` > 1 decodes slices in that many worker processes (default: by file size and
+    cores); the result is identical to a single-process read, row for row.
+    """
+    from .workers import WorkerError, WorkerPool
+
+    path = Path(path)
+    trace = Trace(path=path.resolve())
+    builder = _Builder(trace)
+    stream = _Stream(path)
+    n_workers = default_workers(path) if workers is None else max(1, workers)
+    pool: WorkerPool | None = None
+    try:
+        for what, payload in _iter_slices(stream, trace.metadata):
+            if what == "events":
+                if pool is not None:
+                    for part in pool.drain():
+                        builder.merge(part)
+                builder.add(payload)
+            elif n_workers <= 1:
+                try:
+                    builder.merge(_decode_part(payload))
+                except ValueError:
+                    raise WorkerError("invalid JSON") from None
+            else:
+                if pool is None:
+                    pool = WorkerPool(n_workers)
+                for part in pool.submit(payload):
+                    builder.merge(part)
+            del payload
+        if pool is not None:
+            for part in pool.drain():
+                builder.merge(part)
+    except WorkerError as e:
+        reason = "invalid JSON in traceEvents" if "JSON" in str(e) or "json" in str(e) else str(e)
+        raise NotATraceError(f"{path}: {reason} (before byte {stream.total})") from None
+    except (OSError, MemoryError) as e:
+        raise NotATraceError(f"{path}: cannot read ({e.__class__.__name__}: {e})") from None
+    finally:
+        stream.close()
+        if pool is not None:
+            pool.close()
+    trace.size_bytes = stream.total
+    if len(trace) == 0:
+        raise NotATraceError(f"{path}: the trace holds no events (empty window)")
+    return trace

@@ -1,0 +1,87 @@
+"""`stepscope analyze` as a user runs it: one JSON document with --json, one-line errors, exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .kineto_synth import Synth, run_folder
+
+
+def stepscope(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "stepscope", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=120)
+
+
+def two_step_run(tmp: Path) -> Path:
+    s = Synth()
+    for k in range(2):
+        t = k * 1000
+        s.step(k + 1, t, 1000)
+        s.region("ss:f0:5", t + 100, 500)
+        s.launch(t + 200, t + 300, 400)
+    return run_folder(tmp, s)
+
+
+REQUIRED = {"traces", "machine", "scenario", "schedule", "gpu", "startup", "steps", "ms_per_step",
+            "samples_per_s", "lines", "regions", "findings"}
+LINE_FIELDS = {"file", "line", "precision", "wall_ms", "cpu_self_ms", "cpu_total_ms", "gpu_ms", "backward_ms",
+               "kernels", "copies", "sync_ms"}
+
+
+def test_json_output_is_one_document_in_the_contract_shape(tmp_path: Path) -> None:
+    run = two_step_run(tmp_path)
+    proc = stepscope("analyze", str(run), "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)  # fails if anything else is on stdout
+    assert REQUIRED <= set(report)
+    assert report["ms_per_step"] == 1.0
+    line = report["lines"][0]
+    assert LINE_FIELDS <= set(line)
+    assert line["file"] == str(tmp_path / "ws" / "train.py") and line["line"] == 5
+    assert line["gpu_ms"] == 0.4 and line["kernels"] == 1
+    assert set(line["copies"]) == {"h2d", "d2h", "d2d"}
+    assert report["traces"] == [str(run / "trace.json")]
+
+
+def test_text_output_has_the_headline_and_the_table(tmp_path: Path) -> None:
+    run = two_step_run(tmp_path)
+    proc = stepscope("analyze", str(run / "trace.json"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("1.000 ms/step")
+    assert "NVIDIA H200" in proc.stdout.splitlines()[1]
+    assert "train.py:5" in proc.stdout
+
+
+@pytest.mark.parametrize("name, content, reason", [
+    ("missing.json", None, "no such file"),
+    ("empty.json", b"", "empty file"),
+    ("text.json", b"not json at all", "not JSON"),
+    ("config.json", b'{"lr": 0.1}', "not a profiler trace"),
+    ("cut.json", b'{"traceEvents": [{"ph": "X", "name": "ProfilerStep#1", "ts": 1, "dur": 5}, {"ph"', "truncated"),
+    ("nosteps.json", b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 5}]}', "no steps"),
+    ("gz.json.gz", b"\x1f\x8b\x08\x00garbage", "compressed file"),
+])
+def test_bad_input_exits_2_with_one_line_and_no_traceback(tmp_path: Path, name: str, content: bytes | None, reason: str) -> None:
+    path = tmp_path / name
+    if content is not None:
+        path.write_bytes(content)
+    for extra in ([], ["--json"]):
+        proc = stepscope("analyze", str(path), *extra, cwd=tmp_path)
+        assert proc.returncode == 2
+        assert proc.stdout == ""
+        assert "Traceback" not in proc.stderr
+        assert proc.stderr.count("\n") == 1 and reason in proc.stderr, proc.stderr
+
+
+def test_a_folder_without_traces_and_a_bad_source_root_are_usage_errors(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    proc = stepscope("analyze", str(tmp_path / "empty"), cwd=tmp_path)
+    assert proc.returncode == 2 and "no trace" in proc.stderr
+    run = two_step_run(tmp_path)
+    proc = stepscope("analyze", str(run), "--source-root", str(tmp_path / "nowhere"), cwd=tmp_path)
+    assert proc.returncode == 2 and "--source-root" in proc.stderr

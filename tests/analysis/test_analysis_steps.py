@@ -1,0 +1,105 @@
+"""ms/step is elapsed time: a step completes when its CPU span and its GPU work have ended."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .kineto_synth import Synth, run_folder
+from stepscope.analysis.report import analyze
+from stepscope.errors import NotATraceError
+
+
+def gpu_behind_cpu() -> Synth:
+    """Three 1 ms CPU spans; steps 1 and 2 each launch a 20 ms kernel that runs long after the span."""
+    s = Synth()
+    s.step(1, 0, 1000)
+    s.launch(200, 300, 20000)  # runs 300 .. 20300
+    s.step(2, 1000, 1000)
+    s.launch(1100, 20300, 20000)  # queued behind the first: 20300 .. 40300
+    s.step(3, 2000, 1000)
+    s.launch(2100, 40300, 100)  # 40300 .. 40400
+    return s
+
+
+def test_a_step_whose_gpu_work_runs_behind_its_cpu_span_counts_the_gpu_work(tmp_path: Path) -> None:
+    report = analyze([gpu_behind_cpu().write(tmp_path / "t.json")])
+    # completions 20300, 40300, 40400 µs -> durations 20.3, 20.0, 0.1 ms (not the 1 ms CPU spans)
+    assert [s["ms"] for s in report["steps"]] == [20.3, 20.0, 0.1]
+    assert [s["name"] for s in report["steps"]] == ["ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#3"]
+    assert report["ms_per_step"] == 20.0
+    assert all(s["cpu_ms"] == 1.0 for s in report["steps"])
+
+
+def test_cpu_only_steps_are_their_spans_and_gaps_between_steps_count(tmp_path: Path) -> None:
+    s = Synth(devices=[])
+    s.step(5, 0, 3000)
+    s.step(6, 3500, 2000)  # 0.5 ms between steps belongs to step 6 (previous completion -> own)
+    s.step(7, 5500, 4000)
+    report = analyze([s.write(tmp_path / "t.json")])
+    assert [x["ms"] for x in report["steps"]] == [3.0, 2.5, 4.0]
+    assert report["ms_per_step"] == 3.0
+    assert report["gpu"]["observed"] is False
+
+
+def test_gpu_work_queued_before_the_window_lands_in_the_first_step_not_startup(tmp_path: Path) -> None:
+    s = Synth()
+    s.step(3, 1000, 500)
+    # a kernel launched before the window (its launch call is not in the trace) runs until 4000
+    s.launch(0, 1100, 2900, linked=False)
+    s.step(4, 1500, 500)
+    s.launch(1600, 4000, 1000)  # 4000 .. 5000
+    report = analyze([s.write(tmp_path / "t.json")])
+    assert [x["ms"] for x in report["steps"]] == [3.0, 1.0]
+    assert report["startup"] == {"to_first_step_ms": None, "first_steps_ms": []}
+    assert report["attribution"]["gpu_unlinked"] == 1
+
+
+def test_scenario_gives_startup_schedule_batch_and_machine(tmp_path: Path) -> None:
+    scenario = {
+        "machine": {"host": "box", "device": "NVIDIA H200", "devices": ["NVIDIA H200"], "torch": "2.11.0"},
+        "schedule": {"wait": 1, "warmup": 2, "active": 3, "repeat": 1},
+        "startup": {"to_first_step_ms": 812.5, "first_steps_ms": [300.0, 25.0]},
+        "batch_size": 64,
+    }
+    run = run_folder(tmp_path, gpu_behind_cpu(), scenario=scenario)
+    report = analyze([run / "trace.json"])
+    assert report["scenario"] == scenario
+    assert report["schedule"] == scenario["schedule"]
+    assert report["startup"] == scenario["startup"]
+    assert report["machine"]["source"] == "scenario"
+    assert report["machine"]["device"] == "NVIDIA H200"
+    assert report["samples_per_s"] == pytest.approx(64 / 0.020, rel=1e-6)
+
+
+def test_machine_comes_from_the_trace_when_there_is_no_scenario(tmp_path: Path) -> None:
+    s = gpu_behind_cpu()
+    s.metadata = {"distributedInfo": {"rank": 3, "world_size": 8}, "cuda_runtime_version": 12090}
+    report = analyze([s.write(tmp_path / "t.json")])
+    assert report["machine"]["source"] == "trace"
+    assert report["machine"]["device"] == "NVIDIA H200"
+    assert report["machine"]["rank"] == 3
+    assert report["machine"]["cuda_runtime_version"] == 12090
+
+
+def test_a_trace_without_steps_is_refused_with_the_reason(tmp_path: Path) -> None:
+    s = Synth()
+    s.region("forward", 0, 100)
+    with pytest.raises(NotATraceError, match="no steps"):
+        analyze([s.write(tmp_path / "t.json")])
+
+
+def test_per_rank_folder_reports_the_lowest_rank_and_lists_every_rank(tmp_path: Path) -> None:
+    folder = tmp_path / "ranks"
+    for rank, step_us in ((1, 2000), (0, 1000)):
+        s = Synth(devices=[])
+        s.metadata = {"distributedInfo": {"rank": rank, "world_size": 2}}
+        s.step(1, 0, step_us)
+        s.step(2, step_us, step_us)
+        s.write(folder / f"rank{rank}.json")
+    report = analyze([folder])
+    assert report["machine"]["rank"] == 0
+    assert report["ms_per_step"] == 1.0
+    assert sorted((r["rank"], r["ms_per_step"]) for r in report["ranks"]) == [(0, 1.0), (1, 2.0)]
+    assert len(report["traces"]) == 2 and all(Path(t).is_absolute() for t in report["traces"])

@@ -1,0 +1,69 @@
+"""Every trace of the public corpus (several eras, GPUs, CPU-only, multi-rank) reads and analyses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stepscope.analysis.report import analyze
+from stepscope.errors import NotATraceError
+from stepscope.trace import Kind, read_trace
+
+CORPUS = Path("/work/shared/traces/public")
+FILES = sorted(p for p in CORPUS.rglob("*.json*")) if CORPUS.is_dir() else []
+NOT_A_TRACE = {"benchmark_simple_add_et.json.gz"}  # an execution trace (graph of ops), not a Kineto trace
+
+pytestmark = pytest.mark.skipif(not FILES, reason=f"public trace corpus not present at {CORPUS}")
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(CORPUS)))
+def test_reads_or_refuses_with_a_reason(path: Path) -> None:
+    if path.name in NOT_A_TRACE:
+        with pytest.raises(NotATraceError, match="without traceEvents"):
+            read_trace(path)
+        return
+    trace = read_trace(path)
+    assert len(trace) > 0
+    assert all(d >= 0 for d in trace.dur)
+    try:
+        report = analyze([path])
+    except NotATraceError as e:
+        assert "no steps" in str(e)
+        return
+    assert report["ms_per_step"] > 0
+    assert all(s["ms"] >= 0 for s in report["steps"])
+    has_gpu = any(k in Kind.GPU_WORK for k in trace.kind)
+    assert report["gpu"]["observed"] is has_gpu
+    for region in report["regions"]:
+        assert region["wall_ms"] >= 0
+        assert (region["gpu_ms"] is None) is (not has_gpu)
+
+
+def test_2020_bare_array_resnet_has_six_steps_with_gpu() -> None:
+    path = CORPUS / "kineto/tb_plugin_samples/resnet50_num_workers_4/worker0.pt.trace.json.gz"
+    report = analyze([path])
+    assert [s["name"] for s in report["steps"]] == [f"ProfilerStep#{n}" for n in range(5, 11)]
+    assert report["gpu"]["observed"] is True
+    assert report["machine"]["device"] == "no device listed in the trace"
+
+
+def test_amd_trace_is_gpu_analysis_on_the_named_device() -> None:
+    report = analyze([CORPUS / "hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz"])
+    assert report["gpu"]["observed"] is True
+    assert report["machine"]["device"] == "AMD Radeon Graphics"
+    assert report["attribution"]["gpu_unlinked"] == 0
+    assert report["attribution"]["backward_link"] == "flows"
+
+
+def test_cpu_only_trace_says_gpu_not_observed() -> None:
+    report = analyze([CORPUS / "hta/cpu_only_v1/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"])
+    assert report["gpu"]["observed"] is False
+    assert "CPU-only" in report["gpu"]["reason"]
+    assert report["machine"]["rank"] == 34
+
+
+def test_mtia_device_events_are_not_presented_as_gpu_time() -> None:
+    report = analyze([CORPUS / "hta/mtia_trace_single_rank/mtia_rank_0.json.gz"])
+    assert report["gpu"]["observed"] is False
+    assert "non-CUDA device" in report["gpu"]["reason"]

@@ -1,0 +1,216 @@
+"""The streaming reader: every layout and era, slices cut only between events, bad input refused."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from stepscope.errors import NotATraceError, UsageError
+from stepscope.trace import Kind, read_trace
+from stepscope.trace import reader
+
+HOSTILE = ['a},{"ph":"X"', "]}", '"},', "ss:f0:1", "naïve ünïcode ✓", "},\n  {", "\\", "[[", "}]"]
+
+
+def events(n: int, names: list[str] | None = None) -> list[dict]:
+    names = names or ["aten::mm"]
+    out = []
+    for i in range(n):
+        out.append({"ph": "X", "cat": "cpu_op", "name": names[i % len(names)], "pid": 7, "tid": 7,
+                    "ts": 1000.0 + i, "dur": 0.5,
+                    "args": {"External id": i, "nested": [{"a": "},{"}, {"b": [1, 2]}], "s": names[i % len(names)]}})
+    return out
+
+
+def write(path: Path, doc: object, *, gz: bool = False, indent: bool = True) -> Path:
+    data = orjson.dumps(doc, option=orjson.OPT_INDENT_2 if indent else 0)
+    if gz:
+        with gzip.open(path, "wb") as f:
+            f.write(data)
+    else:
+        path.write_bytes(data)
+    return path
+
+
+def columns(trace) -> tuple:
+    return (list(trace.kind), [trace.names[i] for i in trace.name], list(trace.ts), list(trace.dur),
+            list(trace.external_id))
+
+
+@pytest.mark.parametrize("gz", [False, True])
+@pytest.mark.parametrize("indent", [False, True])
+def test_tiny_slices_give_the_same_columns_as_one_slice(tmp_path: Path, monkeypatch, gz: bool, indent: bool) -> None:
+    doc = {"schemaVersion": 1, "deviceProperties": [{"name": "X"}, {"name": "Y"}],
+           "traceEvents": events(300, HOSTILE), "traceName": "after},{the]events"}
+    path = write(tmp_path / ("t.json.gz" if gz else "t.json"), doc, gz=gz, indent=indent)
+    whole = read_trace(path)
+    monkeypatch.setattr(reader, "READ_SIZE", 97)
+    sliced = read_trace(path)
+    assert columns(sliced) == columns(whole)
+    assert len(whole) == 300
+    assert [whole.names[i] for i in whole.name][:len(HOSTILE)] == HOSTILE
+    assert whole.metadata["traceName"] == "after},{the]events"
+    assert whole.metadata["deviceProperties"] == [{"name": "X"}, {"name": "Y"}]
+    assert "traceEvents" not in whole.metadata
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(names=st.lists(st.text(min_size=0, max_size=12), min_size=1, max_size=8),
+       size=st.integers(min_value=1, max_value=400), n=st.integers(min_value=1, max_value=40))
+def test_any_names_any_slice_size_read_like_a_plain_json_load(tmp_path: Path, names, size, n) -> None:
+    path = write(tmp_path / "h.json", {"traceEvents": events(n, names), "z": names})
+    original = reader.READ_SIZE
+    reader.READ_SIZE = size
+    try:
+        trace = read_trace(path)
+    finally:
+        reader.READ_SIZE = original
+    expected = orjson.loads(path.read_bytes())["traceEvents"]
+    assert [trace.names[i] for i in trace.name] == [e["name"] for e in expected]
+    assert trace.metadata == {"z": names}
+
+
+def test_bare_array_of_early_traces(tmp_path: Path, monkeypatch) -> None:
+    path = write(tmp_path / "old.json", events(50))
+    monkeypatch.setattr(reader, "READ_SIZE", 64)
+    trace = read_trace(path)
+    assert len(trace) == 50 and trace.metadata == {}
+
+
+def test_metadata_before_and_after_the_events_is_kept(tmp_path: Path) -> None:
+    raw = (b'{"schemaVersion": 1, "distributedInfo": {"rank": 2}, "traceEvents": '
+           + orjson.dumps(events(3)) + b', "traceName": "x.json", "deviceProperties": []}')
+    (tmp_path / "m.json").write_bytes(raw)
+    trace = read_trace(tmp_path / "m.json")
+    assert trace.metadata == {"schemaVersion": 1, "distributedInfo": {"rank": 2}, "traceName": "x.json",
+                              "deviceProperties": []}
+
+
+def test_string_and_integer_ids_of_one_thread_are_one_track(tmp_path: Path) -> None:
+    evs = [{"ph": "X", "cat": "Operator", "name": "a", "pid": 5, "tid": "25738", "ts": 1, "dur": 1},
+           {"ph": "X", "cat": "cpu_op", "name": "b", "pid": "5", "tid": 25738, "ts": 2, "dur": 1},
+           {"ph": "X", "cat": "Kernel", "name": "k", "pid": 0, "tid": "stream 7", "ts": 3, "dur": 1,
+            "args": {"correlation": "12", "external id": 4}},
+           {"ph": "X", "cat": "Memcpy", "name": "Memcpy HtoD", "pid": 0, "tid": "stream 7", "ts": 4, "dur": 1,
+            "args": {"bytes": 64}}]
+    trace = read_trace(write(tmp_path / "ids.json", {"traceEvents": evs}))
+    assert trace.track[0] == trace.track[1]
+    assert trace.tracks[trace.track[2]] == (0, "stream 7")
+    assert list(trace.kind) == [Kind.CPU_OP, Kind.CPU_OP, Kind.KERNEL, Kind.MEMCPY]
+    assert trace.correlation[2] == 12 and trace.external_id[2] == 4
+    assert trace.nbytes[3] == 64
+
+
+def test_flows_and_metadata_events(tmp_path: Path) -> None:
+    evs = events(2) + [
+        {"ph": "s", "id": 9, "pid": 7, "tid": 7, "ts": 1000.2, "cat": "fwdbwd", "name": "fwdbwd"},
+        {"ph": "f", "id": 9, "pid": 7, "tid": 8, "ts": 1001.2, "cat": "fwdbwd", "name": "fwdbwd", "bp": "e"},
+        {"ph": "s", "id": 3, "pid": 7, "tid": 7, "ts": 1000.2, "cat": "ac2g", "name": "ac2g"},
+        {"ph": "M", "name": "thread_name", "pid": 7, "tid": 8, "args": {"name": "autograd"}},
+        {"ph": "i", "name": "[memory]", "pid": 7, "tid": 7, "ts": 1000},
+    ]
+    trace = read_trace(write(tmp_path / "f.json", {"traceEvents": evs}))
+    assert list(trace.flows.id) == [9, 9] and list(trace.flows.is_end) == [0, 1]
+    assert trace.thread_names == {(7, 8): "autograd"}
+    assert trace.skipped == {"s": 1, "i": 1}
+
+
+@pytest.mark.parametrize("content, reason", [
+    (b"", "empty file"),
+    (b"hello", "not JSON"),
+    (b'{"a": 1}', "without traceEvents"),
+    (b'[1, 2, 3]', "no events"),
+    (b'{"traceEvents": []}', "no events"),
+    (b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 1}, {"ph": "X", "na', "truncated"),
+    (b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 1}, {oops}]}', "invalid"),
+    (b'{"schemaVersion": 1, "traceEv', "truncated"),
+])
+def test_bad_input_is_refused_with_a_one_line_reason(tmp_path: Path, content: bytes, reason: str) -> None:
+    path = tmp_path / "bad.json"
+    path.write_bytes(content)
+    with pytest.raises(NotATraceError) as e:
+        read_trace(path)
+    assert reason in str(e.value) and "\n" not in str(e.value)
+
+
+def test_truncated_and_corrupt_gzip_are_refused(tmp_path: Path) -> None:
+    good = write(tmp_path / "g.json.gz", {"traceEvents": events(2000)}, gz=True)
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    with pytest.raises(NotATraceError, match="truncated"):
+        read_trace(cut)
+    corrupt = tmp_path / "corrupt.json.gz"
+    corrupt.write_bytes(b"\x1f\x8b" + b"\x00" * 100)
+    with pytest.raises(NotATraceError, match="decompress|truncated"):
+        read_trace(corrupt)
+
+
+def test_missing_file_and_folder_are_usage_errors(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="no such file"):
+        read_trace(tmp_path / "nope.json")
+    with pytest.raises(UsageError, match="folder"):
+        read_trace(tmp_path)
+
+
+def test_broken_json_is_refused_after_a_bounded_span(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(reader, "READ_SIZE", 4096)
+    monkeypatch.setattr(reader, "MAX_UNCUT", 64 * 1024)
+    path = tmp_path / "huge.json"
+    path.write_bytes(b'{"traceEvents": [' + b"x" * (4 << 20) + b"]}")
+    with pytest.raises(NotATraceError, match="invalid JSON"):
+        read_trace(path)
+
+
+def all_columns(trace) -> tuple:
+    return (list(trace.kind), [trace.names[i] for i in trace.name], [trace.tracks[i] for i in trace.track],
+            list(trace.ts), list(trace.dur), list(trace.correlation), list(trace.external_id),
+            list(trace.sequence), list(trace.nbytes), list(trace.flows.id), list(trace.flows.ts),
+            [trace.tracks[i] for i in trace.flows.track], trace.metadata, trace.skipped, trace.thread_names)
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_worker_processes_give_the_same_trace_row_for_row(tmp_path: Path, monkeypatch, gz: bool) -> None:
+    evs = events(400, HOSTILE)
+    for i in range(0, 400, 7):
+        evs.append({"ph": "s", "id": i, "pid": 7, "tid": "8", "ts": 1000.0 + i, "cat": "fwdbwd", "name": "fwdbwd"})
+        evs.append({"ph": "X", "cat": "kernel", "name": f"k{i}", "pid": 0, "tid": f"stream {i % 3}",
+                    "ts": 2000.0 + i, "dur": 1, "args": {"correlation": i}})
+    evs.append({"ph": "M", "name": "thread_name", "pid": 7, "tid": 8, "args": {"name": "autograd"}})
+    path = write(tmp_path / ("p.json.gz" if gz else "p.json"), {"schemaVersion": 1, "traceEvents": evs,
+                                                                 "deviceProperties": [{"name": "H"}]}, gz=gz)
+    monkeypatch.setattr(reader, "READ_SIZE", 2048)  # many slices, several per worker
+    single = read_trace(path, workers=1)
+    parallel = read_trace(path, workers=3)
+    assert all_columns(parallel) == all_columns(single)
+    assert len(single) == 400 + 58
+
+
+def test_invalid_json_inside_a_slice_decoded_by_a_worker_is_refused(tmp_path: Path, monkeypatch) -> None:
+    good = orjson.dumps({"traceEvents": events(200)}, option=orjson.OPT_INDENT_2)
+    at = good.index(b'"name": "aten::mm"', len(good) // 2)
+    bad = good[:at] + b'"name": aten::mm' + good[at + len(b'"name": "aten::mm"'):]  # unquoted, mid-file
+    (tmp_path / "bad.json").write_bytes(bad)
+    monkeypatch.setattr(reader, "READ_SIZE", 1024)
+    for workers in (1, 2):
+        with pytest.raises(NotATraceError, match="invalid JSON"):
+            read_trace(tmp_path / "bad.json", workers=workers)
+
+
+def test_odd_field_types_are_coerced_or_skipped_never_a_crash(tmp_path: Path) -> None:
+    evs = [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": "12.5", "dur": "3"},
+           {"ph": "X", "cat": 7, "name": None, "pid": None, "tid": [1], "ts": 20, "dur": None, "args": []},
+           {"ph": "X", "cat": "cpu_op", "name": "no ts", "pid": 1, "tid": 1, "dur": 1},
+           {"ph": "X", "cat": "cpu_op", "name": "bad ts", "pid": 1, "tid": 1, "ts": "soon", "dur": 1},
+           {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 30, "dur": -5,
+            "args": {"correlation": "0x10", "External id": "x"}}]
+    trace = read_trace(write(tmp_path / "odd.json", {"traceEvents": evs}))
+    assert len(trace) == 3
+    assert list(trace.ts) == [12.5, 20.0, 30.0]
+    assert list(trace.dur) == [3.0, 0.0, 0.0]
+    assert trace.correlation[2] == 16 and trace.external_id[2] == -1
+    assert trace.skipped == {"X": 2}

@@ -1,0 +1,152 @@
+"""Stepscope in a real VS Code: the built .vsix installed into code-server, driven in Chromium.
+
+Screenshots land in test-results/vscode/. Needs the tools from tools/setup-tools.sh and the
+.vsix from tools/build-vsix.sh (`make test` does both first).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .codeserver import REPO, RESULTS, CodeServer, require_tools
+
+pytestmark = [pytest.mark.vscode, pytest.mark.slow]
+
+EXAMPLE = REPO / "examples" / "train_cpu.py"
+# The interpreter that runs the user's program must have torch: the project's own virtualenv.
+TORCH_PYTHON = Path(sys.executable)
+
+
+def line_of(text: str, path: Path = EXAMPLE) -> int:
+    """1-based number of the first line containing `text`."""
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if text in line:
+            return number
+    raise AssertionError(f"{text!r} is not in {path}")
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    # A space and a non-ASCII letter in the path: both have broken editor tools before.
+    ws = tmp_path / "my project ü"
+    ws.mkdir()
+    shutil.copy(EXAMPLE, ws / EXAMPLE.name)
+    return ws
+
+
+@pytest.fixture
+def code_server(tmp_path: Path, workspace: Path):
+    require_tools()
+    instances: list[CodeServer] = []
+
+    def start(**options) -> CodeServer:
+        instance = CodeServer(root=tmp_path / "vscode", workspace=workspace, **options)
+        instances.append(instance)
+        instance.start()
+        return instance
+
+    yield start
+    for instance in instances:
+        instance.stop()
+
+
+def assert_driver_ok(result: dict, server: CodeServer) -> None:
+    if not result.get("ok"):
+        pytest.fail(
+            f"{result.get('error', 'the driver failed')}\n"
+            f"steps: {result.get('steps')}\nnotifications: {result.get('notificationsAtFailure')}\n"
+            f"driver: {result.get('driver_output')}\nStepscope log:\n{server.stepscope_log()[-3000:]}",
+            pytrace=False,
+        )
+
+
+def assert_ss101_on_item_call(problems: list[str]) -> None:
+    item_line = line_of("running += loss.item()")
+    rows = [row for row in problems if "SS101" in row]
+    assert rows, f"no SS101 in the Problems view: {problems}"
+    assert any(f"Ln {item_line}," in row for row in rows), f"SS101 not on line {item_line}: {rows}"
+
+
+def test_profile_this_step_paints_inline_timings(code_server, workspace: Path) -> None:
+    server = code_server(settings={"stepscope.interpreter": str(TORCH_PYTHON)})
+    result = server.drive(
+        "profile", RESULTS / "profile", file=EXAMPLE.name, cursorLine=line_of("logits = model(x)"),
+    )
+    assert_driver_ok(result, server)
+    assert_ss101_on_item_call(result["problems"])
+    log = server.stepscope_log()
+    assert f"at {TORCH_PYTHON} (stepscope.interpreter in the user settings)" in log, log[-2000:]
+
+    # The CodeLens run, cancelled: the notification closes, nothing is painted, no error shown.
+    assert any("profiling" in text for text in result["runningStatus"]), result["runningStatus"]
+    assert result["cancelClosedAfterMs"] < 20_000
+    assert result["timingsAfterCancel"] == []
+    assert result["errorsAfterCancel"] == []
+    assert "Profile cancelled" in log
+
+    # The command-palette run: ms/step painted on the statements of the training loop.
+    timings = result["timings"]
+    assert all("ms/step" in t["label"] for t in timings), timings
+    decorated = " ".join(t["line"] for t in timings)
+    assert "loss.backward()" in decorated and "model(x)" in decorated, timings
+    assert any("ms/step" in text for text in result["status"]), result["status"]
+    assert list((workspace / ".stepscope").glob("runs/*")), "the profile left no run folder"
+
+    # An edit makes the timings stale: they are cleared.
+    assert result["timingsAfterEdit"] == []
+
+
+def test_restricted_mode_checks_code_but_does_not_run_it(code_server, workspace: Path) -> None:
+    server = code_server(settings={"stepscope.interpreter": str(TORCH_PYTHON)}, trusted=False)
+    result = server.drive(
+        "restricted", RESULTS / "restricted", file=EXAMPLE.name, cursorLine=line_of("logits = model(x)"),
+    )
+    assert_driver_ok(result, server)
+
+    assert result["restrictedIndicator"], "the workspace did not open in restricted mode"
+    assert_ss101_on_item_call(result["problems"])
+    assert "only in a trusted workspace" in result["refusal"], result["refusal"]
+    assert "Manage Workspace Trust" in result["refusal"]
+    assert result["timings"] == []
+    assert not (workspace / ".stepscope").exists(), "restricted mode ran the program"
+
+
+def test_vsix_on_a_plain_python_checks_code_and_explains_failures(code_server, tmp_path: Path) -> None:
+    """A user with only a bare Python: the .vsix brings the server and its dependencies, and what
+    cannot work (no torch to profile with, a wrong interpreter path) is said in one clear message."""
+    venv = tmp_path / "plain venv"
+    base_python = Path(sys.base_prefix) / "bin" / "python3"
+    subprocess.run([str(base_python), "-m", "venv", "--without-pip", str(venv)], check=True)
+    for module in ("stepscope", "pygls", "lsprotocol", "orjson", "torch"):
+        probe = subprocess.run([str(venv / "bin" / "python"), "-c", f"import {module}"], capture_output=True)
+        assert probe.returncode != 0, f"the plain venv should not have {module}"
+
+    plain_python = venv / "bin" / "python"
+    missing = tmp_path / "no such python"
+    server = code_server(settings={"stepscope.interpreter": str(plain_python)})
+    result = server.drive(
+        "failures", RESULTS / "plain-python", file=EXAMPLE.name, cursorLine=line_of("logits = model(x)"),
+        missingInterpreter=str(missing),
+    )
+    assert_driver_ok(result, server)
+
+    # Static checks run from the bundled server on the bare interpreter.
+    assert_ss101_on_item_call(result["problems"])
+    log = server.stepscope_log()
+    assert f"at {plain_python} (stepscope.interpreter in the user settings)" in log, log[-2000:]
+    assert "bundled/tool/server.py" in log, log[-2000:]
+
+    # Profiling needs torch in the interpreter: the server's one-line reason, with the logs at hand.
+    error = result["profileError"]
+    assert "torch" in error, error
+    assert "Open Logs" in error
+
+    # A wrong interpreter path: the problem and what to do about it.
+    problem = result["interpreterError"]
+    assert "cannot find the interpreter" in problem, problem
+    assert "Select Interpreter" in problem and "Open Logs" in problem

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Builds the VS Code extension for this platform: dist/stepscope-<version>-<target>.vsix.
+# The .vsix carries the bundled client (extension/dist), the server bootstrap (bundled/tool),
+# the server and its pure-Python dependencies (bundled/libs) and orjson for each supported
+# CPython (bundled/native/cp310 ... cp314), so any Python >= 3.10 can run it.
+# Needs the tools from tools/setup-tools.sh (Node 24, vsce).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+TOOLS="${STEPSCOPE_TOOLS:-$ROOT/.cache/tools}"
+ORJSON_VERSION=3.13.0
+PYTHON_MINORS="10 11 12 13 14"
+
+log() { printf 'build-vsix: %s\n' "$*" >&2; }
+die() { log "$*"; exit 1; }
+
+VSCE="$TOOLS/drivers/node_modules/.bin/vsce"
+NODE24_BIN="$TOOLS/node24/node_modules/.bin"
+[ -x "$VSCE" ] && [ -x "$NODE24_BIN/node" ] || die "Node 24 and vsce are missing; run tools/setup-tools.sh first"
+export PATH="$NODE24_BIN:$PATH"
+
+if [ -n "${STEPSCOPE_BUILD_PYTHON:-}" ]; then
+  PYTHON="$STEPSCOPE_BUILD_PYTHON"
+elif [ -x "$ROOT/.venv/bin/python" ]; then
+  PYTHON="$ROOT/.venv/bin/python"
+else
+  PYTHON="$(command -v python3)" || die "no python3 to build the server wheel with"
+fi
+
+case "$(uname -s)-$(uname -m)" in
+  Linux-x86_64) TARGET=linux-x64; WHEEL_PLATFORM=manylinux_2_17_x86_64 ;;
+  Linux-aarch64) TARGET=linux-arm64; WHEEL_PLATFORM=manylinux_2_17_aarch64 ;;
+  *) die "building on $(uname -s) $(uname -m) is not supported yet (Linux x86_64 and aarch64 are)" ;;
+esac
+VERSION="$(node -p "require('./package.json').version")"
+VSIX="dist/stepscope-$VERSION-$TARGET.vsix"
+
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+
+log "client: npm ci, type check, bundle"
+npm ci --no-audit --no-fund --loglevel=error
+node_modules/.bin/tsc -p .
+node esbuild.mjs --production
+
+log "server: wheel and dependencies into bundled/"
+rm -rf bundled
+mkdir -p bundled/tool bundled/libs bundled/native
+cp extension/bundled_tool/server.py bundled/tool/server.py
+# The wheel build is chatty; its log is shown only when it fails.
+"$PYTHON" -m pip wheel . --no-deps --quiet -w "$WORK/wheel" >"$WORK/wheel.log" 2>&1 \
+  || { cat "$WORK/wheel.log" >&2; die "building the stepscope wheel failed"; }
+"$PYTHON" -m pip install --quiet --no-compile --no-deps --only-binary=:all: \
+  --target bundled/libs "$WORK"/wheel/stepscope-*.whl -r tools/bundled-requirements.txt
+rm -rf bundled/libs/bin   # console scripts point at the build interpreter; the editor never uses them
+
+for minor in $PYTHON_MINORS; do
+  "$PYTHON" -m pip download --quiet --only-binary=:all: --no-deps \
+    --python-version "3.$minor" --platform "$WHEEL_PLATFORM" \
+    -d "$WORK/orjson/cp3$minor" "orjson==$ORJSON_VERSION"
+  "$PYTHON" -m zipfile -e "$WORK"/orjson/cp3$minor/orjson-*.whl "bundled/native/cp3$minor"
+done
+find bundled -name __pycache__ -type d -prune -exec rm -rf {} +
+"$PYTHON" tools/check_bundle.py bundled
+
+log "packaging $VSIX"
+mkdir -p dist
+license_flag=()
+ls LICENSE* >/dev/null 2>&1 || license_flag=(--skip-license)
+"$VSCE" package --target "$TARGET" --no-dependencies --allow-missing-repository \
+  --readme-path docs/extension.md "${license_flag[@]}" -o "$VSIX" >&2
+log "built $ROOT/$VSIX"
+echo "$ROOT/$VSIX"
