@@ -13,6 +13,7 @@ import os
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 from torch.utils.data import DataLoader, Dataset
 
 
@@ -29,9 +30,10 @@ class SlowDecodeDataset(Dataset):
 
     def __getitem__(self, i: int):
         g = torch.Generator().manual_seed(i)
-        x = torch.randn(self.features, generator=g)
-        for _ in range(self.decode_work):  # the slow part of the batch read
-            x = torch.tanh(x * 1.0001)
+        image = torch.rand(3, self.decode_work, self.decode_work, generator=g)
+        # The slow part of the batch read: "decode" and resize a synthetic image.
+        image = F.avg_pool2d(F.avg_pool2d(image, 5, 1, 2), 5, 1, 2)
+        x = F.adaptive_avg_pool2d(image, 16).flatten()[: self.features]
         y = int(i % 10)
         return x, y
 
@@ -50,8 +52,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--features", type=int, default=256)
-    parser.add_argument("--decode-work", type=int, default=40)
+    parser.add_argument("--features", type=int, default=768)
+    parser.add_argument("--decode-work", type=int, default=72)
     args = parser.parse_args()
 
     torch.manual_seed(0)

@@ -190,7 +190,7 @@ async function failuresScenario(page) {
   await page.locator(".settings-editor").waitFor({ timeout: 30_000 });
   await page.waitForTimeout(1000);
   await page.keyboard.type("stepscope.interpreter");
-  const input = page.locator(".settings-editor .setting-item-text input").first();
+  const input = page.locator(".settings-editor .setting-item-contents input:visible").first();
   await input.waitFor({ timeout: 30_000 });
   await input.click();
   await page.keyboard.press("Control+A");

@@ -114,7 +114,8 @@ def _build_request(ls: "StepscopeServer", args: dict[str, Any]):
         try:
             loop_line = resolve_step(path, None)
         except errors.StepscopeError as e2:
-            raise ProfileFailed(f"the cursor is not in a loop, and {e2}", e2.exit_code) from None
+            reason = str(e2).replace("choose one with --line", "put the cursor inside the loop to profile")
+            raise ProfileFailed(f"the cursor is not in a loop, and {reason}", e2.exit_code) from None
     python = args.get("python") or ls.options.get("interpreter") or sys.executable
     root = _root_for(ls, path)
     settings = ls.options.get("profile") or {}

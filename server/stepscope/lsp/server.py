@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcServerError
+from pygls.exceptions import JsonRpcInvalidParams, JsonRpcServerError
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
@@ -102,7 +102,7 @@ def inlay_hint(ls: StepscopeServer, params: types.InlayHintParams) -> list[types
 @server.command(PROFILE_COMMAND)
 async def profile(ls: StepscopeServer, *arguments: Any) -> dict[str, Any]:
     if not arguments or not isinstance(arguments[0], dict):
-        raise JsonRpcServerError("stepscope.profile expects one object: {uri, position, python?}", -32602)
+        raise JsonRpcInvalidParams("stepscope.profile expects one object: {uri, position, python?}")
     try:
         return await profiling.profile_at(ls, arguments[0])
     except profiling.ProfileFailed as e:
@@ -111,4 +111,5 @@ async def profile(ls: StepscopeServer, *arguments: Any) -> dict[str, Any]:
 
 def start_stdio() -> None:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("pygls").setLevel(logging.WARNING)  # every message at INFO drowns the log
     server.start_io()

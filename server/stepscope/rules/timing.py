@@ -111,18 +111,36 @@ def _is_device_work(call: ast.Call, ctx: ModuleContext) -> bool:
 
 
 def _is_sync(call: ast.Call, ctx: ModuleContext) -> bool:
-    name = terminal_name(call.func)
+    name = terminal_name(call.func) or ""
     if name in _SYNC_ATTRS or name == "Event":
         return True
+    if "sync" in name.lower() and "async" not in name.lower():
+        return True  # a helper such as `cuda_sync()` or `_sync(t, dev)`
     if isinstance(call.func, ast.Name) and call.func.id in ("float", "int", "print", "bool"):
         return True
     return False
+
+
+def _uses_cuda(facts: FunctionFacts, ctx: ModuleContext) -> bool:
+    """The function (or, at module level, the module) names CUDA itself."""
+    cached = getattr(facts, "_uses_cuda", None)
+    if cached is None:
+        node = facts.node
+        if isinstance(node, ast.Module):
+            cached = ctx.mentions_cuda
+        else:
+            first, last = node.lineno, node.end_lineno or node.lineno
+            cached = any("cuda" in line for line in ctx.lines[first - 1:last])
+        facts._uses_cuda = cached  # type: ignore[attr-defined]
+    return cached
 
 
 def check_ss201(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
     if not ctx.mentions_cuda:
         return
     for interval in timed_intervals(ctx):
+        if not _uses_cuda(interval.function, ctx):
+            continue  # the timed work may run on the CPU: nothing to wait for
         if not any(_is_device_work(c, ctx) for c in interval.calls):
             continue
         if any(_is_sync(c, ctx) for c in interval.calls):

@@ -1,0 +1,186 @@
+"""The real language server over stdio, driven by a real LSP client (pytest-lsp)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "train_cpu.py"
+
+
+def _line_of(text: str, needle: str) -> int:
+    """0-based line of the first line containing `needle`."""
+    return next(i for i, line in enumerate(text.splitlines()) if needle in line)
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "project with space"
+    root.mkdir()
+    shutil.copy(EXAMPLE, root / "train_cpu.py")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "stepscope", "serve"]))
+async def client(lsp_client: LanguageClient, ws: Path):
+    caps = types.ClientCapabilities(
+        workspace=types.WorkspaceClientCapabilities(
+            inlay_hint=types.InlayHintWorkspaceClientCapabilities(refresh_support=True)),
+        window=types.WindowClientCapabilities(work_done_progress=True),
+    )
+    await lsp_client.initialize_session(types.InitializeParams(
+        capabilities=caps,
+        workspace_folders=[types.WorkspaceFolder(uri=ws.as_uri(), name="ws")],
+        initialization_options={"interpreter": sys.executable},
+    ))
+    yield
+    await lsp_client.shutdown_session()
+
+
+def _open(client: LanguageClient, path: Path, text: str | None = None) -> str:
+    uri = path.as_uri()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+        uri=uri, language_id="python", version=1, text=text if text is not None else path.read_text())))
+    return uri
+
+
+async def _diagnostics(client: LanguageClient, uri: str) -> list[types.Diagnostic]:
+    for _ in range(100):
+        if uri in client.diagnostics:
+            return list(client.diagnostics[uri])
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no diagnostics published for {uri}")
+
+
+async def test_sync_in_the_training_loop_is_flagged_on_open_and_cleared_on_change(client: LanguageClient, ws: Path):
+    path = ws / "train_cpu.py"
+    text = path.read_text()
+    uri = _open(client, path)
+    found = await _diagnostics(client, uri)
+    item_line = _line_of(text, "loss.item()")
+    ss101 = [d for d in found if d.code == "SS101"]
+    assert [d.range.start.line for d in ss101] == [item_line]
+    d = ss101[0]
+    assert text.splitlines()[item_line][d.range.start.character:d.range.end.character].startswith("loss.item")
+    assert d.source == "stepscope"
+
+    fixed = text.replace("running += loss.item()  # synchronises every step", "running += 0.0")
+    del client.diagnostics[uri]
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=fixed)]))
+    found = await _diagnostics(client, uri)
+    assert [d for d in found if d.code == "SS101"] == []
+
+
+async def test_half_typed_code_gets_no_crash_and_keeps_serving(client: LanguageClient, ws: Path):
+    path = ws / "broken.py"
+    path.write_text("import torch\nfor x in loader:\n    loss = model(x\n")
+    uri = _open(client, path)
+    await _diagnostics(client, uri)  # published (possibly empty), server alive
+    lenses = await client.text_document_code_lens_async(types.CodeLensParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+    assert not lenses
+
+
+async def test_code_lens_offers_profile_this_step_over_the_training_loop(client: LanguageClient, ws: Path):
+    path = ws / "train_cpu.py"
+    text = path.read_text()
+    uri = _open(client, path)
+    lenses = await client.text_document_code_lens_async(types.CodeLensParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+    loop_line = _line_of(text, "for x, y in loader:")
+    assert [(lens.range.start.line, lens.command.title) for lens in lenses] == [(loop_line, "Profile this step")]
+    assert lenses[0].command.command == "stepscope.profileStep"
+
+
+@pytest.mark.torch
+async def test_profile_command_reports_progress_and_per_line_timings(client: LanguageClient, ws: Path):
+    path = ws / "train_cpu.py"
+    text = path.read_text()
+    uri = _open(client, path)
+    body_line = _line_of(text, "loss.backward()")
+    token = "profile-1"
+    client.progress_reports.setdefault(token, [])
+    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="stepscope.profile",
+        arguments=[{"uri": uri, "position": {"line": body_line, "character": 8}, "python": sys.executable}],
+        work_done_token=token))
+    assert result["msPerStep"] > 0
+    assert "ms/step on CPU only" in result["summary"]
+    by_line = {entry["line"]: entry for entry in result["lines"]}
+    fetch = by_line[_line_of(text, "for x, y in loader:")]
+    item = by_line[_line_of(text, "loss.item()")]
+    assert fetch["label"].split()[1] == "ms/step" and fetch["uri"] == uri
+    # The slow batch read is the costliest line of the step.
+    assert max(result["lines"], key=lambda e: e["wallMs"]) is fetch
+    assert 0 < item["fraction"] < fetch["fraction"] <= 1
+    kinds = [p.kind for p in client.progress_reports[token]]
+    assert kinds[0] == "begin" and kinds[-1] == "end" and "report" in kinds
+    run_dir = Path(result["runDir"])
+    assert run_dir.parent == ws / ".stepscope" / "runs"
+    assert json.loads((run_dir / "status.json").read_text())["status"] == "complete"
+    assert path.read_text() == text  # the user's file is never modified
+
+    hints = await client.text_document_inlay_hint_async(types.InlayHintParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=200, character=0))))
+    assert any("ms/step" in h.label for h in hints)
+
+
+@pytest.mark.torch
+async def test_cancelling_the_progress_stops_the_program(client: LanguageClient, ws: Path):
+    slow = ws / "slow.py"
+    slow.write_text(textwrap.dedent("""\
+        import time
+        import torch
+        model = torch.nn.Linear(4, 4)
+        for i in range(100000):
+            model(torch.randn(2, 4)).sum().backward()
+            time.sleep(0.5)
+        """))
+    uri = _open(client, slow)
+    token = "profile-cancel"
+    client.progress_reports.setdefault(token, [])
+    request = asyncio.ensure_future(client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="stepscope.profile", arguments=[{"uri": uri, "position": {"line": 4, "character": 4}}],
+        work_done_token=token)))
+    for _ in range(200):  # wait until the program is running its steps
+        if any(getattr(p, "message", None) and "step" in p.message for p in client.progress_reports[token]):
+            break
+        await asyncio.sleep(0.1)
+    client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
+    with pytest.raises(Exception, match="cancelled"):
+        await asyncio.wait_for(request, timeout=30)
+    runs = list((ws / ".stepscope" / "runs").iterdir())
+    assert len(runs) == 1
+    status = json.loads((runs[0] / "status.json").read_text())
+    assert status["status"] == "cancelled"
+    assert not (runs[0] / "report.json").exists()
+    ps = subprocess.run(["pgrep", "-f", str(runs[0])], capture_output=True, text=True)
+    assert ps.stdout.strip() == "", "the program is still running"
+
+
+async def test_profile_of_a_file_without_a_step_is_a_clear_error(client: LanguageClient, ws: Path):
+    path = ws / "plain.py"
+    path.write_text("print('hello')\n")
+    uri = _open(client, path)
+    with pytest.raises(Exception, match="no loop in plain.py looks like a training or inference step; put the cursor inside the loop"):
+        await client.workspace_execute_command_async(types.ExecuteCommandParams(
+            command="stepscope.profile", arguments=[{"uri": uri, "position": {"line": 0, "character": 0}}]))
+    with pytest.raises(Exception, match="expects one object"):
+        await client.workspace_execute_command_async(types.ExecuteCommandParams(
+            command="stepscope.profile", arguments=["not an object"]))
+    assert not (ws / ".stepscope" / "runs").exists()
