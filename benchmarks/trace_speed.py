@@ -5,7 +5,8 @@
 For each trace, in the same run and interleaved (A, B, C, A, B, C, ...), one fresh process each:
 - `orjson.loads`: a process that only reads the file and decodes it with `orjson.loads`
   (`.gz` read through gzip) — the floor for any full decode with orjson;
-- `stepscope`: the whole `stepscope analyze TRACE --json` command, stdout discarded;
+- `stepscope`: the whole `stepscope analyze TRACE --json` command, stdout discarded (default
+  worker processes), and `stepscope-1p` the same in one process (`STEPSCOPE_TRACE_WORKERS=1`);
 - `hta` (with --hta-python, an interpreter that has HolisticTraceAnalysis installed):
   `TraceAnalysis(trace_dir=...)`, which parses the trace into its dataframes.
 Wall time is the process's elapsed time; peak memory is the largest sum of resident memory over
@@ -64,10 +65,11 @@ def _tree_rss_kb(root: int) -> int:
     return total
 
 
-def measure(cmd: list[str]) -> tuple[float, float, int]:
+def measure(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int]:
     """(wall seconds, peak MB over the process tree, exit code)."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env={**os.environ, **(env or {})})
     peak = 0
     while proc.poll() is None:
         peak = max(peak, _tree_rss_kb(proc.pid))
@@ -97,6 +99,7 @@ def main() -> int:
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--hta-python", help="an interpreter with HolisticTraceAnalysis installed")
     p.add_argument("--stepscope-python", default=sys.executable)
+    p.add_argument("--no-orjson", action="store_true", help="skip the orjson.loads process (it needs ~8x the JSON in memory)")
     args = p.parse_args()
     print(f"machine: {os.cpu_count()} cores; python {sys.version.split()[0]}; medians of {args.repeat} runs")
     for trace in args.traces:
@@ -106,7 +109,11 @@ def main() -> int:
         contenders: dict[str, list[str]] = {
             "orjson.loads": [sys.executable, "-c", ORJSON_ONLY, str(trace)],
             "stepscope": [args.stepscope_python, "-m", "stepscope", "analyze", str(trace), "--json"],
+            "stepscope-1p": [args.stepscope_python, "-m", "stepscope", "analyze", str(trace), "--json"],
         }
+        envs = {"stepscope-1p": {"STEPSCOPE_TRACE_WORKERS": "1"}}
+        if args.no_orjson:
+            del contenders["orjson.loads"]
         if args.hta_python:
             hta_dir = Path(tempfile.mkdtemp(prefix="hta-"))
             os.symlink(trace.resolve(), hta_dir / trace.name)
@@ -114,7 +121,7 @@ def main() -> int:
         results: dict[str, list[tuple[float, float]]] = {k: [] for k in contenders}
         for _ in range(args.repeat):
             for name, cmd in contenders.items():
-                wall, peak, rc = measure(cmd)
+                wall, peak, rc = measure(cmd, envs.get(name))
                 if rc == 0:
                     results[name].append((wall, peak))
         if hta_dir:
@@ -123,6 +130,8 @@ def main() -> int:
         for name, (wall, peak) in med.items():
             print(f"  {name:<13} {wall:7.2f} s  {size / 1e6 / wall:7.1f} MB/s  peak {peak:8.0f} MB "
                   f"({peak * 1e6 / size:4.2f}x the JSON)")
+        if "stepscope-1p" in med and "orjson.loads" in med:
+            print(f"  stepscope-1p / orjson.loads time: {med['stepscope-1p'][0] / med['orjson.loads'][0]:.2f}x")
         if "stepscope" in med and "orjson.loads" in med:
             print(f"  stepscope / orjson.loads time: {med['stepscope'][0] / med['orjson.loads'][0]:.2f}x  "
                   f"memory: {med['stepscope'][1] / med['orjson.loads'][1]:.2f}x")

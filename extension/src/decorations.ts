@@ -108,9 +108,10 @@ export class TimingDecorations implements vscode.Disposable {
       if (timing.line < 0 || timing.line >= editor.document.lineCount) {
         continue;
       }
-      const end = editor.document.lineAt(timing.line).range.end;
+      // The whole line: the timing sits after its end, and hovering the code shows the details.
+      const line = editor.document.lineAt(timing.line);
       buckets[heatBucket(timing.fraction)].push({
-        range: new vscode.Range(end, end),
+        range: new vscode.Range(line.range.start.translate(0, line.firstNonWhitespaceCharacterIndex), line.range.end),
         hoverMessage: hoverFor(timing),
         renderOptions: { after: { contentText: timing.label } },
       });

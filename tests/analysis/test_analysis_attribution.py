@@ -168,3 +168,35 @@ def test_python_frames_give_function_precision_on_the_def_line(tmp_path: Path) -
     report = analyze([s.write(tmp_path / "t.json")], source_root=ws)
     assert [(r["file"], r["line"], r["precision"]) for r in report["lines"]] == [(str(ws / "train.py"), 1, "function")]
     assert report["lines"][0]["wall_ms"] == pytest.approx(0.7)
+
+
+def test_shortened_frame_paths_resolve_to_a_unique_file_under_the_source_root(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "pkg" / "models").mkdir(parents=True)
+    (ws / "scripts").mkdir()
+    (ws / "scripts" / "train.py").write_text("x = 1\n")
+    (ws / "pkg" / "models" / "net.py").write_text("x = 1\n")
+    (ws / "pkg" / "utils.py").write_text("x = 1\n")
+    (ws / "scripts" / "utils.py").write_text("x = 1\n")  # two utils.py: ambiguous
+    s = Synth(devices=[])
+    for k in range(2):
+        t = k * 1000
+        s.step(k + 1, t, 1000)
+        s.frame("train.py", 10, "train_step", t + 100, 800)  # torch strips the script's folder
+        s.frame("models/net.py", 3, "forward", t + 200, 300)  # stripped down to a package path
+        s.frame("utils.py", 1, "helper", t + 600, 100)
+        s.frame("torch/nn/modules/module.py", 1700, "_call_impl", t + 210, 280)
+    report = analyze([s.write(tmp_path / "t.json")], source_root=ws)
+    found = {(Path(r["file"]).relative_to(ws).as_posix(), r["line"]) for r in report["lines"]}
+    assert found == {("scripts/train.py", 10), ("pkg/models/net.py", 3)}
+    assert all(r["precision"] == "function" for r in report["lines"])
+
+
+@pytest.mark.parametrize("scenario, words", [
+    ({"options": {"cpu_only": True}}, "--cpu-only"),
+    ({"activities": ["CPU"]}, "only CPU activities"),
+])
+def test_the_run_record_says_why_gpu_time_was_not_observed(tmp_path: Path, scenario: dict, words: str) -> None:
+    run = run_folder(tmp_path, build(gpu=False), scenario=scenario)
+    report = analyze([run / "trace.json"])
+    assert report["gpu"]["observed"] is False and words in report["gpu"]["reason"]

@@ -85,3 +85,18 @@ def test_a_folder_without_traces_and_a_bad_source_root_are_usage_errors(tmp_path
     run = two_step_run(tmp_path)
     proc = stepscope("analyze", str(run), "--source-root", str(tmp_path / "nowhere"), cwd=tmp_path)
     assert proc.returncode == 2 and "--source-root" in proc.stderr
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero and /dev/null")
+def test_devices_instead_of_files_are_refused_without_a_traceback(tmp_path: Path) -> None:
+    for device, reason in (("/dev/null", "empty file"), ("/dev/zero", "not JSON")):
+        proc = stepscope("analyze", device, cwd=tmp_path)
+        assert proc.returncode == 2 and reason in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_minimal_trace_without_categories_still_has_its_step(tmp_path: Path) -> None:
+    path = tmp_path / "minimal.json"
+    path.write_text('{"traceEvents": [{"ph": "X", "name": "ProfilerStep#1", "ts": 10, "dur": 2500, "pid": 1, "tid": 1}]}')
+    proc = stepscope("analyze", str(path), "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["steps"] == [{"name": "ProfilerStep#1", "ms": 2.5, "cpu_ms": 2.5}]

@@ -64,3 +64,11 @@ def test_copies_syncs_and_backward_land_on_their_lines(tmp_path: Path) -> None:
     assert all(r["sync_ms"] == 0 for k, r in lines.items() if k != "item")
     assert all(r["precision"] == "exact" for r in lines.values())
     assert lines["copy"]["file"] == str(REPO / "benchmarks" / "trace_record_gpu.py")
+
+
+def test_the_recorded_labels_still_point_at_their_statements() -> None:
+    source = (REPO / "benchmarks" / "trace_record_gpu.py").read_text().splitlines()
+    for name in ("sync", "async"):
+        lines = json.loads((DATA / f"h200_{name}" / "scenario.json").read_text())["lines"]
+        for key, n in lines.items():
+            assert source[n - 1].rstrip().endswith(f"# {key}"), f"line {n} of trace_record_gpu.py moved"

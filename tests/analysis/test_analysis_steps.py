@@ -103,3 +103,30 @@ def test_per_rank_folder_reports_the_lowest_rank_and_lists_every_rank(tmp_path: 
     assert report["ms_per_step"] == 1.0
     assert sorted((r["rank"], r["ms_per_step"]) for r in report["ranks"]) == [(0, 1.0), (1, 2.0)]
     assert len(report["traces"]) == 2 and all(Path(t).is_absolute() for t in report["traces"])
+
+
+def test_a_folder_with_other_json_beside_a_trace_notes_what_was_left_out(tmp_path: Path) -> None:
+    folder = tmp_path / "mixed"
+    s = Synth(devices=[])
+    s.step(1, 0, 1000)
+    s.step(2, 1000, 1000)
+    s.step(3, 2000, 1000)
+    s.write(folder / "rank0.json")
+    (folder / "et.json").write_text('{"schema": "1.0.1", "nodes": []}')
+    report = analyze([folder])
+    assert report["traces"] == [str(folder / "rank0.json")]
+    assert any(n.startswith("left out:") and "et.json" in n for n in report["notes"])
+
+
+def test_a_named_file_that_is_not_a_trace_is_an_error_even_beside_traces(tmp_path: Path) -> None:
+    (tmp_path / "et.json").write_text('{"schema": "1.0.1", "nodes": []}')
+    with pytest.raises(NotATraceError, match="not a profiler trace"):
+        analyze([tmp_path / "et.json"])
+
+
+def test_a_run_folder_reads_only_its_trace(tmp_path: Path) -> None:
+    run = run_folder(tmp_path, gpu_behind_cpu())
+    (run / "events.json").write_text("[1, 2]")  # another record a run folder may hold
+    report = analyze([run])
+    assert report["traces"] == [str(run / "trace.json")]
+    assert not any("left out" in n for n in report["notes"])

@@ -35,6 +35,12 @@ def ws(tmp_path: Path) -> Path:
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "stepscope", "serve"]))
 async def client(lsp_client: LanguageClient, ws: Path):
+    lsp_client.inlay_hint_refreshes = 0
+
+    @lsp_client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
+    def _refresh(params: None) -> None:
+        lsp_client.inlay_hint_refreshes += 1
+
     caps = types.ClientCapabilities(
         workspace=types.WorkspaceClientCapabilities(
             inlay_hint=types.InlayHintWorkspaceClientCapabilities(refresh_support=True)),
@@ -69,7 +75,7 @@ async def test_sync_in_the_training_loop_is_flagged_on_open_and_cleared_on_chang
     text = path.read_text()
     uri = _open(client, path)
     found = await _diagnostics(client, uri)
-    item_line = _line_of(text, "loss.item()")
+    item_line = _line_of(text, "running += loss.item()")
     ss101 = [d for d in found if d.code == "SS101"]
     assert [d.range.start.line for d in ss101] == [item_line]
     d = ss101[0]
@@ -122,7 +128,7 @@ async def test_profile_command_reports_progress_and_per_line_timings(client: Lan
     assert "ms/step on CPU only" in result["summary"]
     by_line = {entry["line"]: entry for entry in result["lines"]}
     fetch = by_line[_line_of(text, "for x, y in loader:")]
-    item = by_line[_line_of(text, "loss.item()")]
+    item = by_line[_line_of(text, "running += loss.item()")]
     assert fetch["label"].split()[1] == "ms/step" and fetch["uri"] == uri
     # The slow batch read is the costliest line of the step.
     assert max(result["lines"], key=lambda e: e["wallMs"]) is fetch
@@ -134,6 +140,7 @@ async def test_profile_command_reports_progress_and_per_line_timings(client: Lan
     assert json.loads((run_dir / "status.json").read_text())["status"] == "complete"
     assert path.read_text() == text  # the user's file is never modified
 
+    assert client.inlay_hint_refreshes >= 1  # other editors are told to ask for the timings
     hints = await client.text_document_inlay_hint_async(types.InlayHintParams(
         text_document=types.TextDocumentIdentifier(uri=uri),
         range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=200, character=0))))

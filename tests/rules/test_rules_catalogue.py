@@ -361,7 +361,9 @@ def test_ss405_not_when_the_name_varies_or_is_checked():
 
 def test_ss406_cuda_without_support_check_and_cpu_only_on_cuda():
     unchecked = """
+        import torch
         from torch.profiler import profile, ProfilerActivity
+        device = "cuda" if torch.cuda.is_available() else "cpu"
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
             model(x)
     """
@@ -378,6 +380,8 @@ def test_ss406_cuda_without_support_check_and_cpu_only_on_cuda():
     assert found(cpu_program, "SS406") == []
     checked = unchecked + "assert ProfilerActivity.CUDA in supported_activities()\n"
     assert found(checked, "SS406") == []
+    cuda_only = unchecked.replace('"cuda" if torch.cuda.is_available() else "cpu"', '"cuda"')
+    assert found(cuda_only, "SS406") == []  # a CUDA-only program fails loudly before profiling
 
 
 def test_ss407_summed_inclusive_times():

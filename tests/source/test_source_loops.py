@@ -187,6 +187,4 @@ def test_project_example_step_is_the_training_loop():
     lines = source.splitlines()
     assert lines[step.line - 1].strip() == "for x, y in loader:"
     assert step.function == "main" and step.header_fetch
-    decode_line = next(i for i, text in enumerate(lines, 1) if "range(self.decode_work)" in text)
-    decode_loop = loop_at(source, decode_line)  # the dataset's decode loop
-    assert decode_loop is not None and decode_loop.is_step is False
+    assert [lp for lp in find_loops(source) if lp.is_step] == [step]  # data loops are not steps

@@ -214,3 +214,25 @@ def test_odd_field_types_are_coerced_or_skipped_never_a_crash(tmp_path: Path) ->
     assert list(trace.dur) == [3.0, 0.0, 0.0]
     assert trace.correlation[2] == 16 and trace.external_id[2] == -1
     assert trace.skipped == {"X": 2}
+
+
+def test_when_workers_die_the_trace_is_read_in_one_process_instead(tmp_path: Path, monkeypatch) -> None:
+    from stepscope.trace import workers
+
+    path = write(tmp_path / "w.json", {"traceEvents": events(300)})
+    monkeypatch.setattr(reader, "READ_SIZE", 2048)
+    expected = all_columns(read_trace(path, workers=1))
+    monkeypatch.setattr(workers.sys, "executable", "/bin/false")  # every worker exits at once
+    assert all_columns(read_trace(path, workers=2)) == expected
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_file_that_indents_nested_objects_like_events_still_reads(tmp_path: Path, monkeypatch, workers: int) -> None:
+    # one object per line, no indentation: nested objects in args start lines exactly like events
+    evs = []
+    for i in range(200):
+        evs.append(b'{"ph": "X", "cat": "cpu_op", "name": "op%d", "pid": 1, "tid": 1, "ts": %d, "dur": 1, "args": {"list": [\n{"a": 1},\n{"b": 2}]}}' % (i, i))
+    (tmp_path / "flat.json").write_bytes(b'{"traceEvents": [\n' + b",\n".join(evs) + b"\n]}")
+    monkeypatch.setattr(reader, "READ_SIZE", 512)
+    trace = read_trace(tmp_path / "flat.json", workers=workers)
+    assert [trace.names[i] for i in trace.name] == [f"op{i}" for i in range(200)]

@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 import time
 import urllib.request
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -72,7 +72,6 @@ class CodeServer:
     workspace: Path
     settings: dict
     trusted: bool = True
-    path_prefix: list[Path] = field(default_factory=list)
     port: int = 0
     process: subprocess.Popen | None = None
 
@@ -86,8 +85,8 @@ class CodeServer:
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("STEPSCOPE_", "VSCODE_"))}
-        # Only the system's folders and the test's own on PATH: no virtualenv leaks in.
-        env["PATH"] = os.pathsep.join([*map(str, self.path_prefix), str(NODE_BIN), SYSTEM_PATH])
+        # Node 24 and the system's folders only: no virtualenv leaks into the editor.
+        env["PATH"] = os.pathsep.join([str(NODE_BIN), SYSTEM_PATH])
         env.pop("VIRTUAL_ENV", None)
         env.pop("PYTHONPATH", None)
         env["HOME"] = str(self.root / "home")
@@ -128,10 +127,10 @@ class CodeServer:
         if self.trusted:
             args.append("--disable-workspace-trust")
         args.append(str(self.workspace))
-        log = open(self.root / "code-server.log", "wb")
-        self.process = subprocess.Popen(
-            args, env=self.env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )
+        with open(self.root / "code-server.log", "wb") as log:
+            self.process = subprocess.Popen(
+                args, env=self.env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            )
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -188,7 +187,7 @@ class CodeServer:
         config_path = self.root / f"{scenario}-config.json"
         config_path.write_text(json.dumps(config))
         # Chromium's singleton socket path must be short; pytest's temporary paths are not.
-        browser_tmp = tempfile.mkdtemp(prefix="ss-browser-")
+        browser_tmp = tempfile.mkdtemp(prefix="ss-browser-", dir="/tmp")
         try:
             run = subprocess.run(
                 [str(NODE), str(DRIVER), str(config_path)],

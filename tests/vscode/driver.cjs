@@ -6,8 +6,9 @@
 //                  the file and checks that its timings are gone.
 //   "restricted":  runs the command and waits for the refusal notification.
 //   "failures":    runs the command with an interpreter that has no torch (the server's error is
-//                  shown), then points stepscope.interpreter at a missing file (the interpreter
-//                  problem is shown with its actions).
+//                  shown, and its Open Logs opens the log), then the workspace settings point
+//                  stepscope.interpreter at a missing file, and at a Python older than 3.10 when the
+//                  machine has one (each problem is shown with its actions).
 "use strict";
 const fs = require("fs");
 const path = require("path");
@@ -137,9 +138,15 @@ async function profileScenario(page) {
   step("run Stepscope: Profile This Step from the command palette");
   await goToLine(page, config.cursorLine);
   await runCommand(page, "Stepscope: Profile This Step");
+  const progressTexts = new Set();
   result.timings = await waitFor(
     "inline ms/step timings",
     async () => {
+      for (const text of await notifications(page)) {
+        if (text.includes("Stepscope: profiling")) {
+          progressTexts.add(text.replace(/\s*\n\s*/g, " | "));
+        }
+      }
       const errors = await errorNotifications(page);
       if (errors.length > 0) {
         throw new Error(`an error appeared instead of timings: ${errors.join(" | ")}`);
@@ -148,10 +155,21 @@ async function profileScenario(page) {
       return timings.length > 0 ? timings : undefined;
     },
     config.profileTimeoutMs ?? 240_000,
+    250,
   );
+  result.progressTexts = [...progressTexts];
   await page.waitForTimeout(500);
   result.status = (await statusTexts(page)).filter((t) => t.includes("Stepscope"));
   await shot(page, "timings");
+
+  step("hover a timed line");
+  await page.locator(".monaco-editor .view-line span", { hasText: "backward" }).last().hover();
+  const hover = page.locator(".monaco-hover:visible", { hasText: "share of the step" }).first();
+  await hover.waitFor({ timeout: 15_000 });
+  result.hover = await hover.innerText();
+  await shot(page, "hover");
+  await page.mouse.move(5, 5);
+  await page.keyboard.press("Escape");
 
   step("edit the file: its timings go away");
   await page.keyboard.press("End");
@@ -171,34 +189,38 @@ async function restrictedScenario(page) {
   await shot(page, "refused");
 }
 
+function setWorkspaceInterpreter(interpreter) {
+  const vscodeDir = path.join(config.folder, ".vscode");
+  fs.mkdirSync(vscodeDir, { recursive: true });
+  fs.writeFileSync(
+    path.join(vscodeDir, "settings.json"),
+    JSON.stringify({ "stepscope.interpreter": interpreter }, null, 2),
+  );
+}
+
+async function closeNotifications(page) {
+  await runCommand(page, "Notifications: Clear All Notifications");
+  await page.locator(".notification-toast").first().waitFor({ state: "detached", timeout: 10_000 });
+}
+
 async function failuresScenario(page) {
   step("profile with an interpreter that has no torch");
   await runCommand(page, "Stepscope: Profile This Step");
-  result.profileError = await waitFor(
-    "the profile error",
-    async () => (await errorNotifications(page))[0],
-    config.profileTimeoutMs ?? 240_000,
-  );
+  const errorToast = page.locator(".notification-toast", { has: page.locator(".codicon-error") }).first();
+  await errorToast.waitFor({ timeout: config.profileTimeoutMs ?? 240_000 });
+  result.profileError = await errorToast.innerText();
   await shot(page, "profile-error");
-  await page.locator(".notification-toast .codicon-notifications-clear").first().click().catch(() => {});
-  for (const close of await page.locator(".notification-toast .codicon-close").all()) {
-    await close.click().catch(() => {});
-  }
 
-  step("point stepscope.interpreter at a missing file, in the Settings editor");
-  await runCommand(page, "Preferences: Open User Settings");
-  await page.locator(".settings-editor").waitFor({ timeout: 30_000 });
-  await page.waitForTimeout(1000);
-  await page.keyboard.type("stepscope.interpreter");
-  const input = page.locator(".settings-editor .setting-item-contents input:visible").first();
-  await input.waitFor({ timeout: 30_000 });
-  await input.click();
-  await page.keyboard.press("Control+A");
-  await page.keyboard.type(config.missingInterpreter);
-  await page.keyboard.press("Enter");
-  await page.waitForTimeout(1000);
-  await shot(page, "settings");
-  await page.keyboard.press("Escape");
+  step("Open Logs from the error");
+  await errorToast.getByRole("button", { name: "Open Logs" }).click();
+  const logLine = page.locator(".part.panel .view-lines", { hasText: "Profile failed" }).first();
+  await logLine.waitFor({ timeout: 15_000 });
+  result.logsShown = (await logLine.innerText()).replace(/\u00a0/g, " ");
+  await shot(page, "logs");
+  await closeNotifications(page);
+
+  step("point stepscope.interpreter at a missing file, in the workspace settings");
+  setWorkspaceInterpreter(config.missingInterpreter);
   result.interpreterError = await toast(
     page,
     "the interpreter problem",
@@ -206,6 +228,19 @@ async function failuresScenario(page) {
     60_000,
   );
   await shot(page, "interpreter-error");
+
+  if (config.oldInterpreter) {
+    step(`point stepscope.interpreter at ${config.oldInterpreter}, a Python older than 3.10`);
+    await closeNotifications(page);
+    setWorkspaceInterpreter(config.oldInterpreter);
+    result.oldInterpreterError = await toast(
+      page,
+      "the version problem",
+      (t) => t.includes(config.oldInterpreter),
+      60_000,
+    );
+    await shot(page, "old-python-error");
+  }
 }
 
 async function main() {

@@ -6,6 +6,8 @@ Screenshots land in test-results/vscode/. Needs the tools from tools/setup-tools
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -89,13 +91,17 @@ def test_profile_this_step_paints_inline_timings(code_server, workspace: Path) -
     assert result["errorsAfterCancel"] == []
     assert "Profile cancelled" in log
 
-    # The command-palette run: ms/step painted on the statements of the training loop.
+    # The command-palette run: the server's progress reports show in the notification, then
+    # ms/step is painted on the statements of the training loop.
+    progress = [t for t in result["progressTexts"] if re.search(r"profiling train_cpu\.py:\d+: \S", t)]
+    assert progress, f"no progress message reached the notification: {result['progressTexts']}"
     timings = result["timings"]
     assert all("ms/step" in t["label"] for t in timings), timings
     decorated = " ".join(t["line"] for t in timings)
     assert "loss.backward()" in decorated and "model(x)" in decorated, timings
     assert any("ms/step" in text for text in result["status"]), result["status"]
     assert list((workspace / ".stepscope").glob("runs/*")), "the profile left no run folder"
+    assert "wall:" in result["hover"] and "share of the step" in result["hover"], result["hover"]
 
     # An edit makes the timings stale: they are cleared.
     assert result["timingsAfterEdit"] == []
@@ -128,10 +134,11 @@ def test_vsix_on_a_plain_python_checks_code_and_explains_failures(code_server, t
 
     plain_python = venv / "bin" / "python"
     missing = tmp_path / "no such python"
+    old_python = python_older_than_3_10()
     server = code_server(settings={"stepscope.interpreter": str(plain_python)})
     result = server.drive(
         "failures", RESULTS / "plain-python", file=EXAMPLE.name, cursorLine=line_of("logits = model(x)"),
-        missingInterpreter=str(missing),
+        missingInterpreter=str(missing), oldInterpreter=str(old_python) if old_python else None,
     )
     assert_driver_ok(result, server)
 
@@ -145,8 +152,30 @@ def test_vsix_on_a_plain_python_checks_code_and_explains_failures(code_server, t
     error = result["profileError"]
     assert "torch" in error, error
     assert "Open Logs" in error
+    assert "Profile failed" in result["logsShown"], result["logsShown"]
 
     # A wrong interpreter path: the problem and what to do about it.
     problem = result["interpreterError"]
-    assert "cannot find the interpreter" in problem, problem
+    assert "cannot find the interpreter" in problem and "workspace settings" in problem, problem
     assert "Select Interpreter" in problem and "Open Logs" in problem
+
+    if old_python:
+        old = result["oldInterpreterError"]
+        assert "needs Python 3.10 or newer" in old and "Select Interpreter" in old, old
+    else:
+        print("no CPython older than 3.10 on this machine: the version message was not exercised")
+
+
+def python_older_than_3_10() -> Path | None:
+    """A real CPython 3.6-3.9 from PATH or pyenv, to see the version check refuse it."""
+    pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    candidates = [Path(p) / f"python3.{m}" for m in range(9, 5, -1) for p in os.environ["PATH"].split(os.pathsep)]
+    candidates += sorted(pyenv_root.glob("versions/3.[6-9].*/bin/python3"), reverse=True)
+    for candidate in candidates:
+        if not candidate.is_file():
+            continue
+        probe = subprocess.run([str(candidate), "-c", "import sys; print(sys.version_info[1])"],
+                               capture_output=True, text=True)
+        if probe.returncode == 0 and probe.stdout.strip().isdigit() and int(probe.stdout) < 10:
+            return candidate
+    return None

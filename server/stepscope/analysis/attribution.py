@@ -24,13 +24,14 @@ from __future__ import annotations
 import bisect
 import re
 from collections import defaultdict
+from itertools import compress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Hashable
 
 from ..trace import Kind, Trace
-from .intervals import Interval, clip, length, merge, union_length
-from .labels import FileTable, parse_frame, parse_ss_label, user_frame_path
+from .intervals import Interval, clip, union_length
+from .labels import FileTable, FrameResolver, parse_frame, parse_ss_label
 from .links import Links, copy_direction
 from .steps import Step
 
@@ -138,7 +139,7 @@ def attribute(
     step_track = trace.track[links.step_rows[0]] if links.step_rows else None
     gpu_observed = bool(links.gpu_rows)
     devices = links.device_tracks
-    frame_root = source_root or (file_table.root if file_table else None)
+    frames = FrameResolver(source_root or (file_table.root if file_table else None), file_table)
 
     # --- nodes: regions (every label), exact lines (ss labels), function lines (user frames)
     region_nodes: list[_Node] = []
@@ -147,35 +148,40 @@ def attribute(
     region_info: dict[str, tuple[str | None, int | None]] = {}
     frame_cache: dict[int, tuple | None] = {}
     ss_cache: dict[int, tuple | None] = {}
-    for i in range(len(trace)):
-        k = trace.kind[i]
-        if k != Kind.ANNOTATION and k != Kind.PYTHON:
+    # resolve each distinct name once; only rows whose name leads somewhere are visited
+    for name_id in set(trace.name[i] for i in trace.rows(Kind.PYTHON)):
+        frame = parse_frame(trace.names[name_id])
+        path = frames.resolve(frame) if frame else None
+        frame_cache[name_id] = ("function", path, frame.line) if (frame and path) else None
+    frame_names = frozenset(n for n, key in frame_cache.items() if key is not None)
+    ts_col, dur_col, track_col, name_col = trace.ts, trace.dur, trace.track, trace.name
+    for i in trace.rows(Kind.ANNOTATION):
+        start = ts_col[i]
+        end = start + dur_col[i]
+        if end < w0 or start > w1 or track_col[i] in devices:
             continue
-        start, end = trace.ts[i], trace.end(i)
-        if end < w0 or start > w1 or trace.track[i] in devices:
+        track, name_id = track_col[i], name_col[i]
+        label = trace.names[name_id]
+        if _STEP.match(label):
             continue
-        track, name_id = trace.track[i], trace.name[i]
-        if k == Kind.ANNOTATION:
-            label = trace.names[name_id]
-            if _STEP.match(label):
+        region_nodes.append(_Node(start, end, track, label))
+        if name_id not in ss_cache:
+            ss = parse_ss_label(label)
+            path = file_table.resolve(ss.file_id) if (ss and file_table) else None
+            ss_cache[name_id] = ("exact", path, ss.line) if (ss and path) else None
+            region_info[label] = (path, ss.line if ss else None)
+        key = ss_cache[name_id]
+        if key is not None:
+            line_nodes.append(_Node(start, end, track, key))
+    if frame_names:
+        for i in trace.rows_named(frame_names):
+            if trace.kind[i] != Kind.PYTHON:
                 continue
-            region_nodes.append(_Node(start, end, track, label))
-            if name_id not in ss_cache:
-                ss = parse_ss_label(label)
-                path = file_table.resolve(ss.file_id) if (ss and file_table) else None
-                ss_cache[name_id] = ("exact", path, ss.line) if (ss and path) else None
-                region_info[label] = (path, ss.line if ss else None)
-            key = ss_cache[name_id]
-            if key is not None:
-                line_nodes.append(_Node(start, end, track, key))
-        else:
-            if name_id not in frame_cache:
-                frame = parse_frame(trace.names[name_id])
-                path = user_frame_path(frame, frame_root) if frame else None
-                frame_cache[name_id] = ("function", path, frame.line) if (frame and path) else None
-            key = frame_cache[name_id]
-            if key is not None:
-                frame_nodes.append(_Node(start, end, track, key))
+            start = ts_col[i]
+            end = start + dur_col[i]
+            if end < w0 or start > w1 or track_col[i] in devices:
+                continue
+            frame_nodes.append(_Node(start, end, track_col[i], frame_cache[name_col[i]]))
 
     # --- points: GPU launches, host syncs, forward points of backward ops
     gpu_points = _Points()
@@ -188,6 +194,7 @@ def attribute(
         if w0 <= trace.ts[r] <= w1:
             sync_points.add(trace.track[r], trace.ts[r], r)
     backward_points, backward_link = _backward_points(trace, w0, w1)
+    gpu_under = _gpu_under_backward(trace, backward_points, gpu_points)
 
     def figures(nodes: list[_Node]) -> dict[Hashable, dict]:
         gpu_hits = _hits(nodes, gpu_points, step_track)
@@ -219,7 +226,7 @@ def attribute(
                 fig["backward_ms"] = None
             else:
                 fig["backward_ms"] = _ms(union_length((trace.ts[r], trace.end(r)) for r in bwd_rows), n_steps)
-            fig["backward_gpu_ms"] = _backward_gpu_ms(trace, bwd_rows, gpu_points, n_steps, gpu_observed)
+            fig["backward_gpu_ms"] = _backward_gpu_ms(trace, set(bwd_rows), gpu_under, n_steps, gpu_observed)
             out[key] = fig
         return out
 
@@ -283,35 +290,44 @@ def _gpu_figures(trace: Trace, rows: list[int], n_steps: int, observed: bool) ->
     }
 
 
-def _backward_gpu_ms(trace: Trace, bwd_rows: list[int], gpu_points: _Points, n_steps: int, observed: bool) -> float | None:
-    """GPU time of the events launched from inside the given backward ops (same thread)."""
-    if not observed:
-        return None
-    if not bwd_rows:
-        return 0.0
-    spans: dict[int, list[Interval]] = defaultdict(list)
-    for r in bwd_rows:
-        spans[trace.track[r]].append((trace.ts[r], trace.end(r)))
-    merged = {t: merge(ivs) for t, ivs in spans.items()}
-    starts = {t: [s for s, _ in ivs] for t, ivs in merged.items()}
-    gpu_iv: list[Interval] = []
+def _gpu_under_backward(trace: Trace, backward_points: _Points, gpu_points: _Points) -> dict[int, list[int]]:
+    """For each backward op, the GPU events launched from inside it (same thread, by launch time)."""
+    by_track: dict[int, list[int]] = defaultdict(list)
+    for r in set(backward_points.row):
+        by_track[trace.track[r]].append(r)
+    starts: dict[int, list[float]] = {}
+    for track, rows in by_track.items():
+        rows.sort(key=trace.ts.__getitem__)
+        starts[track] = [trace.ts[r] for r in rows]
+    out: dict[int, list[int]] = defaultdict(list)
     for track, ts, row in zip(gpu_points.track, gpu_points.ts, gpu_points.row):
-        ivs = merged.get(track)
-        if not ivs:
+        rows = by_track.get(track)
+        if not rows:
             continue
         j = bisect.bisect_right(starts[track], ts) - 1
-        if j >= 0 and ts <= ivs[j][1]:
-            gpu_iv.append((trace.ts[row], trace.end(row)))
-    return _ms(length(merge(gpu_iv)), n_steps)
+        # backward ops of one thread run one after another; look back a little for an enclosing one
+        for r in reversed(rows[max(0, j - 8) : j + 1]):
+            if trace.end(r) >= ts:
+                out[r].append(row)
+                break
+    return out
+
+
+def _backward_gpu_ms(trace: Trace, bwd_rows: list[int], gpu_under: dict[int, list[int]], n_steps: int,
+                     observed: bool) -> float | None:
+    """GPU time of the events launched from inside the given backward ops (union)."""
+    if not observed:
+        return None
+    return _ms(union_length((trace.ts[g], trace.end(g)) for r in bwd_rows for g in gpu_under.get(r, ())), n_steps)
 
 
 def _backward_points(trace: Trace, w0: float, w1: float) -> tuple[_Points, str]:
     """Forward points of the backward ops in the window, and how they were linked."""
     points = _Points()
     bwd_rows_by_track: dict[int, list[int]] = defaultdict(list)
-    backward_ids = {i for i, n in enumerate(trace.names) if _BACKWARD.match(n)}
-    for i in range(len(trace)):
-        if trace.kind[i] == Kind.CPU_OP and trace.name[i] in backward_ids and w0 <= trace.ts[i] <= w1:
+    backward_ids = frozenset(i for i, n in enumerate(trace.names) if _BACKWARD.match(n))
+    for i in trace.rows_named(backward_ids):
+        if trace.kind[i] == Kind.CPU_OP and w0 <= trace.ts[i] <= w1:
             bwd_rows_by_track[trace.track[i]].append(i)
     if not bwd_rows_by_track:
         return points, "none needed"
@@ -341,9 +357,9 @@ def _backward_points(trace: Trace, w0: float, w1: float) -> tuple[_Points, str]:
         return points, "flows"
     # no flows: match backward ops to forward ops by sequence number
     forward_by_seq: dict[int, int] = {}
-    for i in range(len(trace)):
+    for i in compress(range(len(trace.sequence)), map((-1).__lt__, trace.sequence)):
         seq = trace.sequence[i]
-        if seq >= 0 and trace.kind[i] == Kind.CPU_OP and trace.name[i] not in backward_ids and seq not in forward_by_seq:
+        if trace.kind[i] == Kind.CPU_OP and trace.name[i] not in backward_ids and seq not in forward_by_seq:
             forward_by_seq[seq] = i
     linked = False
     for rows in bwd_rows_by_track.values():

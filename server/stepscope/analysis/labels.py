@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,24 +77,78 @@ def load_file_table(path: Path) -> FileTable:
     return FileTable(Path(doc["root"]), files)
 
 
-def user_frame_path(frame: Frame, source_root: Path | None) -> str | None:
-    """The absolute path of a frame in the user's code, or None for library / synthetic frames."""
-    if frame.function == "<module>" or frame.path.startswith("<"):
-        # a module frame spans the whole script: it names no line of the step
-        return None
-    raw = frame.path.replace("\\", "/")
-    if any(marker in raw for marker in _LIBRARY_MARKERS) or "/torch/" in raw or raw.startswith("torch/"):
-        return None
-    p = Path(frame.path)
-    if not p.is_absolute():
-        # a relative frame path is relative to the program's working directory, which the trace
-        # does not record: accept it only where the file really is under the source root
-        if source_root is None or not (source_root / p).is_file():
+_SKIP_DIRS = {".git", ".hg", ".venv", "venv", "env", "node_modules", "__pycache__", "site-packages",
+              "dist-packages", ".stepscope", ".tox", ".mypy_cache", ".pytest_cache", "build", "dist"}
+MAX_INDEXED_FILES = 50_000
+
+
+class FrameResolver:
+    """Maps the path of a `python_function` frame to an absolute path in the user's code.
+
+    torch writes frame paths shortened by the `sys.path` entry they were found under (the script's
+    folder, site-packages, ...), so a user frame often reads `train.py` or `model/net.py`. Such a
+    relative path is resolved, in order: under the source root; against the run's file table; by a
+    unique match of its trailing parts among the source root's `.py` files. Library frames, module
+    frames and paths that match no file, or several, resolve to None: no line is better than a wrong one.
+    """
+
+    def __init__(self, root: Path | None, table: FileTable | None = None):
+        self.root = root
+        self.table = table
+        self._by_name: dict[str, list[str]] | None = None
+        self._cache: dict[str, str | None] = {}
+
+    def resolve(self, frame: Frame) -> str | None:
+        if frame.function == "<module>" or frame.path.startswith("<"):
+            # a module frame spans the whole script: it names no line of the step
             return None
-        p = source_root / p
-    if source_root is not None:
-        try:
-            p.relative_to(source_root)
-        except ValueError:
+        cached = self._cache.get(frame.path, "")
+        if cached != "":
+            return cached
+        result = self._resolve(frame.path)
+        self._cache[frame.path] = result
+        return result
+
+    def _resolve(self, raw_path: str) -> str | None:
+        raw = raw_path.replace("\\", "/")
+        if any(marker in raw for marker in _LIBRARY_MARKERS) or "/torch/" in raw or raw.startswith("torch/"):
             return None
-    return str(p)
+        p = Path(raw_path)
+        if p.is_absolute():
+            if self.root is None:
+                return str(p)
+            try:
+                p.relative_to(self.root)
+            except ValueError:
+                return None
+            return str(p)
+        if self.root is None:
+            return None
+        if (self.root / p).is_file():
+            return str(self.root / p)
+        tail = raw.lstrip("./")
+        if self.table is not None:
+            hits = [rel for rel in self.table.files.values() if rel == tail or rel.endswith("/" + tail)]
+            if len(hits) == 1:
+                return str(self.table.root.joinpath(*hits[0].split("/")))
+        hits = [rel for rel in self._index().get(tail.rsplit("/", 1)[-1], []) if rel == tail or rel.endswith("/" + tail)]
+        if len(hits) == 1:
+            return str(self.root.joinpath(*hits[0].split("/")))
+        return None
+
+    def _index(self) -> dict[str, list[str]]:
+        if self._by_name is None:
+            self._by_name = {}
+            count = 0
+            assert self.root is not None
+            for folder, dirs, files in os.walk(self.root):
+                dirs[:] = [d for d in dirs if d not in _SKIP_DIRS and not d.startswith(".")]
+                rel_folder = Path(folder).relative_to(self.root).as_posix()
+                for name in files:
+                    if name.endswith(".py"):
+                        rel = name if rel_folder == "." else f"{rel_folder}/{name}"
+                        self._by_name.setdefault(name, []).append(rel)
+                        count += 1
+                if count > MAX_INDEXED_FILES:
+                    break
+        return self._by_name

@@ -37,27 +37,22 @@ class Links:
 
 def build_links(trace: Trace) -> Links:
     kinds = trace.kind
-    device_tracks = {trace.track[i] for i in range(len(trace)) if kinds[i] in _DEVICE_KINDS}
-    gpu_rows: list[int] = []
+    device_rows = trace.rows(*_DEVICE_KINDS)
+    device_tracks = {trace.track[i] for i in device_rows}
+    gpu_rows = [i for i in device_rows if kinds[i] in Kind.GPU_WORK]
+    names = trace.names
+    sync_name_ids = frozenset(i for i, n in enumerate(names) if _SYNC_CALL.search(n))
+    step_name_ids = frozenset(i for i, n in enumerate(names) if _STEP.match(n))
     runtime_by_corr: dict[int, int] = {}
     sync_rows: list[int] = []
-    step_rows: list[int] = []
-    names = trace.names
-    sync_name_ids = {i for i, n in enumerate(names) if _SYNC_CALL.search(n)}
-    step_name_ids = {i for i, n in enumerate(names) if _STEP.match(n)}
-    for i in range(len(trace)):
-        k = kinds[i]
-        if k in Kind.GPU_WORK:
-            gpu_rows.append(i)
-        elif k == Kind.RUNTIME:
-            corr = trace.correlation[i]
-            if corr >= 0:
-                runtime_by_corr.setdefault(corr, i)
-            if trace.name[i] in sync_name_ids:
-                sync_rows.append(i)
-        elif (k == Kind.ANNOTATION or k == Kind.CPU_OP) and trace.name[i] in step_name_ids:
-            if trace.track[i] not in device_tracks:
-                step_rows.append(i)
+    for i in trace.rows(Kind.RUNTIME):
+        corr = trace.correlation[i]
+        if corr >= 0 and corr not in runtime_by_corr:
+            runtime_by_corr[corr] = i
+        if trace.name[i] in sync_name_ids:
+            sync_rows.append(i)
+    step_rows = [i for i in trace.rows_named(step_name_ids)
+                 if kinds[i] in (Kind.ANNOTATION, Kind.CPU_OP, Kind.OTHER) and trace.track[i] not in device_tracks]
     launch_row: dict[int, int] = {}
     for g in gpu_rows:
         corr = trace.correlation[g]

@@ -49,12 +49,17 @@ def describe_machine(trace: Trace, scenario: dict[str, Any] | None) -> dict[str,
 def gpu_observation(trace: Trace, links: Links, scenario: dict[str, Any] | None) -> dict[str, Any]:
     if links.gpu_rows:
         return {"observed": True, "reason": None}
-    runtime_calls = sum(1 for k in trace.kind if k == Kind.RUNTIME)
-    other_device = sum(1 for k in trace.kind if k == Kind.DEVICE_OTHER)
+    runtime_calls = trace.kind.count(Kind.RUNTIME)
+    other_device = trace.kind.count(Kind.DEVICE_OTHER)
     props = trace.metadata.get("deviceProperties") or trace.metadata.get("computeProperties") or []
     errors = [e for e in (trace.metadata.get("ERROR") or []) if isinstance(e, str)]
-    if isinstance(scenario, dict) and scenario.get("cpu_only"):
+    scenario = scenario if isinstance(scenario, dict) else {}
+    options = scenario.get("options") if isinstance(scenario.get("options"), dict) else {}
+    activities = scenario.get("activities")
+    if scenario.get("cpu_only") or options.get("cpu_only"):
         reason = "GPU collection was off for this run (--cpu-only): GPU time was not observed"
+    elif isinstance(activities, list) and activities and not any(str(a).upper() in ("CUDA", "XPU", "MTIA", "PRIVATEUSE1") for a in activities):
+        reason = (f"the profiler recorded only {', '.join(map(str, activities))} activities: GPU time was not observed")
     elif other_device:
         reason = (f"the trace holds {other_device} events of a non-CUDA device; they are not analysed as GPU "
                   "time, so GPU time was not observed")

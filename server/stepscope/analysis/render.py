@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 MAX_ROWS = 30
+MAX_STEPS_SHOWN = 10
 
 
 def _fmt_ms(v: float | None) -> str:
@@ -44,12 +45,21 @@ def render_text(report: dict) -> str:
         headline += f", {report['samples_per_s']:.1f} samples/s"
     out.append(headline)
     out.append(f"measured on: {_machine_name(report.get('machine', {}))}")
-    out.append("steps (ms): " + ", ".join(f"{s['ms']:.3f}" for s in steps))
+    values = [s["ms"] for s in steps]
+    if len(values) <= MAX_STEPS_SHOWN:
+        out.append("steps (ms): " + ", ".join(f"{v:.3f}" for v in values))
+    else:
+        shown = ", ".join(f"{v:.3f}" for v in values[:MAX_STEPS_SHOWN])
+        out.append(f"steps (ms): {shown}, ... ({len(values)} steps; min {min(values):.3f}, max {max(values):.3f})")
     startup = report.get("startup") or {}
     if startup.get("to_first_step_ms") is not None:
         first = ", ".join(f"{v:.1f}" for v in startup.get("first_steps_ms") or [])
         out.append(f"start-up (separate from the window): {startup['to_first_step_ms']:.1f} ms to the first step"
                    + (f"; first steps {first} ms" if first else ""))
+    ranks = report.get("ranks") or []
+    if ranks:
+        per_rank = ", ".join(f"rank {r['rank']}: {r['ms_per_step']:.3f}" for r in ranks)
+        out.append(f"ranks (ms/step): {per_rank}; figures below are rank {report['machine'].get('rank')}'s")
     gpu = report.get("gpu") or {}
     out.append("GPU: observed" if gpu.get("observed") else f"GPU: not observed ({gpu.get('reason')})")
 

@@ -34,20 +34,25 @@ _NOT_TRACES = {"files.json", "scenario.json", "status.json", "report.json", "spe
 
 
 def trace_paths(path: Path) -> tuple[list[Path], Path | None]:
-    """The trace files named by a CLI argument, and the run folder when it is one."""
+    """The trace files named by a CLI argument, and the run folder when it is one.
+
+    A file is taken as given. In a run folder (it holds `files.json`) only `trace*.json(.gz)` are
+    traces; in any other folder every `.json` / `.json.gz` but the run folder's own records is.
+    """
     path = Path(path)
     if not path.exists():
         raise UsageError(f"no such file or folder: {path}")
-    if path.is_file():
+    if not path.is_dir():  # a file, or a device / pipe: the reader says what it holds
         run_dir = path.parent if (path.parent / FILES_JSON).is_file() else None
         return [path], run_dir
+    run_dir = path if (path / FILES_JSON).is_file() else None
     found = sorted(
         p for p in path.iterdir()
         if p.is_file() and p.name not in _NOT_TRACES and (p.name.endswith(".json") or p.name.endswith(".json.gz"))
+        and (run_dir is None or p.name.startswith("trace"))
     )
     if not found:
         raise UsageError(f"no trace (.json / .json.gz) in folder: {path}")
-    run_dir = path if (path / FILES_JSON).is_file() else None
     return found, run_dir
 
 
@@ -68,9 +73,12 @@ def analyze(paths: list[Path], *, source_root: Path | None = None, run_dir: Path
     if not paths:
         raise UsageError("no trace given")
     files: list[Path] = []
+    from_folder: set[Path] = set()  # files found by listing a folder, not named by the caller
     for p in paths:
         found, found_run = trace_paths(Path(p))
         files.extend(found)
+        if Path(p).is_dir():
+            from_folder.update(found)
         if run_dir is None:
             run_dir = found_run
     run_dir = Path(run_dir).resolve() if run_dir is not None else None
@@ -79,11 +87,28 @@ def analyze(paths: list[Path], *, source_root: Path | None = None, run_dir: Path
     root = Path(source_root).resolve() if source_root is not None else None
 
     shown_root = root or (file_table.root if file_table else None)
-    reports = [_analyze_one(read_trace(f), file_table=file_table, source_root=root, scenario=scenario) for f in files]
+    reports: list[dict] = []
+    skipped: list[str] = []
+    errors: list[NotATraceError] = []
+    for f in files:
+        try:
+            reports.append(_analyze_one(read_trace(f), file_table=file_table, source_root=root, scenario=scenario))
+        except NotATraceError as e:
+            if f not in from_folder:
+                raise
+            # a folder may hold other JSON beside its traces: say what was left out, go on
+            skipped.append(str(e))
+            errors.append(e)
+    if not reports:
+        # the reason of a file that is a trace says more than "this JSON is not a trace"
+        traces_only = [e for e in errors if "not a profiler trace" not in str(e) and "not JSON" not in str(e)]
+        raise (traces_only or errors)[0]
+    files = [Path(r["traces"][0]) for r in reports]
     reports.sort(key=lambda r: (r["machine"].get("rank") is None, r["machine"].get("rank") or 0))
     report = reports[0]
     report["traces"] = [str(f.resolve()) for f in files]
     report["source_root"] = str(shown_root) if shown_root else None
+    report["notes"].extend(f"left out: {reason}" for reason in skipped)
     if len(reports) > 1:
         report["ranks"] = [
             {"trace": r["traces"][0], "rank": r["machine"].get("rank"), "ms_per_step": r["ms_per_step"],

@@ -109,7 +109,18 @@ async def profile(ls: StepscopeServer, *arguments: Any) -> dict[str, Any]:
         raise JsonRpcServerError(str(e), -32001, data={"exit": e.exit_code, "runDir": e.run_dir}) from None
 
 
+class _ExpectedFailures(logging.Filter):
+    """pygls logs every failed request with a traceback; a failed profile (the program crashed,
+    the user cancelled) is an answer, not a server error, and its one line is already sent."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, (JsonRpcServerError, JsonRpcInvalidParams))
+
+
 def start_stdio() -> None:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("pygls").setLevel(logging.WARNING)  # every message at INFO drowns the log
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_ExpectedFailures())
     server.start_io()

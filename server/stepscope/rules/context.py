@@ -50,8 +50,6 @@ class Scope:
     function: FunctionNode
     loops: tuple[Loop, ...]
     periodic: bool  # under `if ... % N ...` inside the innermost step loop
-    profile_with: ast.With | ast.AsyncWith | None
-    in_record_function: bool
 
     @property
     def step_loop(self) -> Loop | None:
@@ -69,7 +67,8 @@ class FunctionFacts:
     node: FunctionNode
     tensor_names: set[str] = field(default_factory=set)
     calls: list[ast.Call] = field(default_factory=list)  # own calls (no nested defs)
-    statements_with_timers: list[tuple[str, int, ast.Call]] = field(default_factory=list)
+    assigns: list[ast.Assign | ast.AugAssign | ast.AnnAssign] = field(default_factory=list)
+    subtractions: list[ast.BinOp] = field(default_factory=list)
 
 
 @dataclass
@@ -85,6 +84,24 @@ class ModuleContext:
     imports: dict[str, str]  # local name -> dotted origin ("time.time", "torch.profiler.profile")
     mentions_cuda: bool
     model_names: frozenset[str]
+    text: str = ""
+    loop_nodes: list[LoopNode] = field(default_factory=list)
+    assigns: list[ast.Assign | ast.AugAssign | ast.AnnAssign] = field(default_factory=list)
+    stores: list[tuple[int, str]] = field(default_factory=list)  # (line, name) of every binding
+    functions_defs: list[ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=list)
+    _assigned: dict[str, list[ast.expr]] | None = None
+
+    def assigned_values(self) -> dict[str, list[ast.expr]]:
+        """name -> every value assigned to it with `name = value`, anywhere in the module."""
+        if self._assigned is None:
+            out: dict[str, list[ast.expr]] = {}
+            for node in self.assigns:
+                if isinstance(node, ast.Assign):
+                    for target in node.targets:
+                        if isinstance(target, ast.Name):
+                            out.setdefault(target.id, []).append(node.value)
+            self._assigned = out
+        return self._assigned
 
     # ---- coordinates -------------------------------------------------------------------------
     def col(self, line: int, byte_col: int) -> int:
@@ -112,7 +129,17 @@ class ModuleContext:
         return (line, self.col(line, stmt.col_offset), line, len(text.rstrip()))
 
     def source_of(self, node: ast.AST) -> str:
-        return ast.get_source_segment("\n".join(self.lines), node) or ""
+        """The source text of `node` (offsets in `ast` are UTF-8 bytes)."""
+        line, end_line = node.lineno, node.end_lineno or node.lineno  # type: ignore[attr-defined]
+        if not (1 <= line <= end_line <= len(self.lines)):
+            return ""
+        chunk = [text.encode("utf-8") for text in self.lines[line - 1:end_line]]
+        end_col = node.end_col_offset or 0  # type: ignore[attr-defined]
+        if len(chunk) == 1:
+            return chunk[0][node.col_offset:end_col].decode("utf-8", "replace")  # type: ignore[attr-defined]
+        chunk[0] = chunk[0][node.col_offset:]  # type: ignore[attr-defined]
+        chunk[-1] = chunk[-1][:end_col]
+        return b"\n".join(chunk).decode("utf-8", "replace")
 
     # ---- names -------------------------------------------------------------------------------
     def dotted(self, node: ast.AST) -> str | None:
@@ -157,9 +184,10 @@ class ModuleContext:
             ifs=[],
             profile_withs=[],
             functions={},
-            imports=_imports(tree),
+            imports={},
             mentions_cuda="cuda" in text,
             model_names=models,
+            text=text,
         )
         _Walker(ctx).run()
         for facts in ctx.functions.values():
@@ -167,17 +195,14 @@ class ModuleContext:
         return ctx
 
 
-def _imports(tree: ast.Module) -> dict[str, str]:
-    names: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    names[alias.asname] = alias.name
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            for alias in node.names:
-                names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-    return names
+def _add_import(names: dict[str, str], node: ast.Import | ast.ImportFrom) -> None:
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.asname:
+                names[alias.asname] = alias.name
+    elif node.module and node.level == 0:
+        for alias in node.names:
+            names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
 
 
 def _is_periodic_test(test: ast.expr) -> bool:
@@ -192,15 +217,20 @@ def _is_periodic_test(test: ast.expr) -> bool:
 
 
 class _Walker:
-    """One pass over the tree that fills `ModuleContext.calls/ifs/profile_withs/functions`."""
+    """One pass over the tree that fills the context's indexes (calls, ifs, assignments, loops,
+    bindings, imports, `with` items). Profiler `with` statements are picked out after the pass,
+    once every import is known."""
 
     def __init__(self, ctx: ModuleContext):
         self.ctx = ctx
+        self.withs: list[tuple[ast.With | ast.AsyncWith, ast.Call, Scope]] = []
 
     def run(self) -> None:
-        module = self.ctx.tree
-        self.ctx.functions[id(module)] = FunctionFacts(module)
-        self.visit_block(module.body, Scope(module, (), False, None, False))
+        ctx = self.ctx
+        module = ctx.tree
+        ctx.functions[id(module)] = FunctionFacts(module)
+        self.visit_block(module.body, Scope(module, (), False))
+        ctx.profile_withs = [(w, c, s) for w, c, s in self.withs if ctx.is_torch_profile_call(c)]
 
     def visit_block(self, stmts: list[ast.stmt], scope: Scope) -> None:
         for stmt in stmts:
@@ -208,38 +238,58 @@ class _Walker:
 
     def visit(self, node: ast.AST, scope: Scope) -> None:
         ctx = self.ctx
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if isinstance(node, ast.Call):
+            ctx.calls.append((node, scope))
+            ctx.functions[id(scope.function)].calls.append(node)
+        elif isinstance(node, ast.Name):
+            if not isinstance(node.ctx, ast.Load):
+                ctx.stores.append((node.lineno, node.id))
+            return
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            ctx.assigns.append(node)
+            ctx.functions[id(scope.function)].assigns.append(node)
+        elif isinstance(node, ast.BinOp):
+            if isinstance(node.op, ast.Sub):
+                ctx.functions[id(scope.function)].subtractions.append(node)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            _add_import(ctx.imports, node)
+            return
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            ctx.stores.append((node.lineno, node.name))
+            ctx.functions_defs.append(node)
             for deco in node.decorator_list:
                 self.visit(deco, scope)
             for default in node.args.defaults + [d for d in node.args.kw_defaults if d]:
                 self.visit(default, scope)
             ctx.functions[id(node)] = FunctionFacts(node)
-            self.visit_block(node.body, Scope(node, (), False, None, False))
+            self.visit_block(node.body, Scope(node, (), False))
             return
-        if isinstance(node, ast.Lambda):
+        elif isinstance(node, ast.Lambda):
             # A lambda runs later, elsewhere: its calls are not part of the enclosing loop.
-            self.visit(node.body, Scope(scope.function, (), False, scope.profile_with, False))
+            self.visit(node.body, Scope(scope.function, (), False))
             return
-        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            ctx.loop_nodes.append(node)
             loop = ctx.loop_by_pos.get((node.lineno, node.col_offset))
-            header = node.test if isinstance(node, ast.While) else node.iter
             if isinstance(node, ast.While):
                 ctx.ifs.append((node, scope))
-            self.visit(header, scope)
+                self.visit(node.test, scope)
+            else:
+                self.visit(node.target, scope)
+                self.visit(node.iter, scope)
             inner = scope
             if loop is not None:
                 inner = Scope(scope.function, scope.loops + (loop,),
-                              False if loop.is_step else scope.periodic,
-                              scope.profile_with, scope.in_record_function)
+                              False if loop.is_step else scope.periodic)
             self.visit_block(node.body, inner)
             self.visit_block(node.orelse, scope)
             return
-        if isinstance(node, (ast.If, ast.IfExp)):
+        elif isinstance(node, (ast.If, ast.IfExp)):
             ctx.ifs.append((node, scope))
             self.visit(node.test, scope)
-            periodic = scope.periodic or _is_periodic_test(node.test)
-            guarded = Scope(scope.function, scope.loops, periodic, scope.profile_with,
-                            scope.in_record_function)
+            guarded = scope
+            if not scope.periodic and _is_periodic_test(node.test):
+                guarded = Scope(scope.function, scope.loops, True)
             if isinstance(node, ast.If):
                 self.visit_block(node.body, guarded)
                 self.visit_block(node.orelse, scope)
@@ -247,24 +297,15 @@ class _Walker:
                 self.visit(node.body, guarded)
                 self.visit(node.orelse, scope)
             return
-        if isinstance(node, (ast.With, ast.AsyncWith)):
-            inner = scope
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
             for item in node.items:
                 self.visit(item.context_expr, scope)
-                expr = item.context_expr
-                if isinstance(expr, ast.Call):
-                    if ctx.is_torch_profile_call(expr):
-                        ctx.profile_withs.append((node, expr, scope))
-                        inner = Scope(inner.function, inner.loops, inner.periodic, node,
-                                      inner.in_record_function)
-                    elif terminal_name(expr.func) in ("record_function", "range", "annotate"):
-                        inner = Scope(inner.function, inner.loops, inner.periodic,
-                                      inner.profile_with, True)
-            self.visit_block(node.body, inner)
+                if item.optional_vars is not None:
+                    self.visit(item.optional_vars, scope)
+                if isinstance(item.context_expr, ast.Call):
+                    self.withs.append((node, item.context_expr, scope))
+            self.visit_block(node.body, scope)
             return
-        if isinstance(node, ast.Call):
-            ctx.calls.append((node, scope))
-            ctx.functions[id(scope.function)].calls.append(node)
         for child in ast.iter_child_nodes(node):
             self.visit(child, scope)
 
@@ -314,15 +355,16 @@ def _assigned_names(target: ast.expr) -> Iterator[str]:
 
 
 def _infer_tensor_names(facts: FunctionFacts, ctx: ModuleContext) -> None:
-    body = facts.node.body
     names = facts.tensor_names
-    nodes = list(iter_own_nodes_all(body))
-    for node in nodes:  # names something calls .backward() on are tensors
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "backward" and isinstance(node.func.value, ast.Name)):
-            names.add(node.func.value.id)
+    for call in facts.calls:  # names something calls .backward() on are tensors
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr == "backward" \
+                and isinstance(func.value, ast.Name):
+            names.add(func.value.id)
+    if not facts.assigns:
+        return
     for _ in range(2):  # two passes settle chains like `logits = model(x); loss = f(logits)`
-        for node in nodes:
+        for node in facts.assigns:
             if isinstance(node, ast.Assign):
                 if is_tensor_expr(node.value, names, ctx):
                     for target in node.targets:
@@ -330,8 +372,8 @@ def _infer_tensor_names(facts: FunctionFacts, ctx: ModuleContext) -> None:
                                 isinstance(node.value, ast.Call)
                                 and call_signal(node.value, model_names=ctx.model_names) == MODEL):
                             names.update(_assigned_names(target))
-            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
-                if is_tensor_expr(node.value, names, ctx) and isinstance(node.target, ast.Name):
+            elif node.value is not None and isinstance(node.target, ast.Name):
+                if is_tensor_expr(node.value, names, ctx):
                     names.add(node.target.id)
 
 

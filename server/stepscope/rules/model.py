@@ -110,7 +110,7 @@ RULES: dict[str, RuleInfo] = {r.code: r for r in (
              "trace exported to a fixed path that may already exist", "warning"),
     RuleInfo("SS406", "gpu-activities",
              "CUDA activities not checked with supported_activities(), or a CUDA program "
-             "profiled with CPU-only activities", "warning"),
+             "profiled with CPU-only activities", "warning", default_on=False),
     RuleInfo("SS407", "summed-profiler-rows",
              "time columns summed across profiler rows (nested events double count)", "warning"),
     RuleInfo("SS501", "constant-moved-every-step",

@@ -47,8 +47,16 @@ def check_ss401(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
                     path, ctx.span(kw), fixes=(fix,))
 
 
-def _body_has_loop(stmts: list[ast.stmt]) -> bool:
-    return any(isinstance(n, (ast.For, ast.AsyncFor, ast.While)) for n in iter_own_nodes_all(stmts))
+def _body_has_step_loop(stmts: list[ast.stmt], ctx: ModuleContext) -> bool:
+    """A training/inference step loop runs inside (a kernel micro-benchmark loop does not count:
+    its authors warm up by hand and read kernel durations, which the profiler's start-up does not
+    distort)."""
+    for node in iter_own_nodes_all(stmts):
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            loop = ctx.loop_by_pos.get((node.lineno, node.col_offset))
+            if loop is not None and (loop.is_step or loop.contains):
+                return True
+    return False
 
 
 def check_ss402(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
@@ -57,7 +65,7 @@ def check_ss402(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
             continue
         if _keyword(call, "schedule") or _has_star_kwargs(call) or len(call.args) >= 2:
             continue
-        if not _body_has_loop(with_node.body):
+        if not _body_has_step_loop(with_node.body, ctx):
             continue
         yield make_diagnostic(
             "SS402",
@@ -88,7 +96,7 @@ def check_ss404(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
     for with_node, call, _scope in ctx.profile_withs:
         if ctx.is_torch_profile_call(call) != "torch.profiler" or not _keyword(call, "schedule"):
             continue
-        if not _body_has_loop(with_node.body):
+        if not _body_has_step_loop(with_node.body, ctx):
             continue
         names = {item.optional_vars.id for item in with_node.items
                  if item.context_expr is call and isinstance(item.optional_vars, ast.Name)}
@@ -205,7 +213,10 @@ def _first_code_line(ctx: ModuleContext) -> int:
 
 def check_ss406(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
     text = "\n".join(ctx.lines)
-    checks_support = "supported_activities" in text
+    checks_support = "supported_activities(" in text
+    # Code that can run without CUDA (it chooses a device) is where a CPU-only trace can pass
+    # for a GPU one; CUDA-only code fails loudly elsewhere first.
+    chooses_device = bool(re.search(r"is_available\(\)|device\.type|[\"']cpu[\"']", text))
     for call, _scope in ctx.calls:
         if ctx.is_torch_profile_call(call) != "torch.profiler":
             continue
@@ -213,7 +224,7 @@ def check_ss406(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
         if kw is None or not isinstance(kw.value, (ast.List, ast.Tuple, ast.Set)):
             continue
         kinds = {terminal_name(e) for e in kw.value.elts}
-        if "CUDA" in kinds and not checks_support:
+        if "CUDA" in kinds and not checks_support and chooses_device:
             yield make_diagnostic(
                 "SS406",
                 "CUDA activities requested without checking supported_activities(): when GPU "

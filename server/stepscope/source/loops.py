@@ -174,6 +174,8 @@ def call_signal(call: ast.Call, profiler_names: frozenset[str] = frozenset(),
 def _is_model_name(name: str, model_names: frozenset[str]) -> bool:
     if name in model_names:
         return True
+    if name[:1].isupper():
+        return False  # `Net(10)` builds a model; it does not run one
     return bool(_MODEL_NAME.match(name)) and not _NOT_A_MODEL_CALL.match(name)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass, field
+from itertools import compress
 from pathlib import Path
 from typing import Any
 
@@ -128,9 +129,14 @@ class Trace:
         return len(self.ts)
 
     def rows(self, *kinds: int) -> list[int]:
-        """Row numbers of the given kinds, in file order."""
-        wanted = set(kinds)
-        return [i for i, k in enumerate(self.kind) if k in wanted]
+        """Row numbers of the given kinds, in file order (selected at C speed, no Python loop)."""
+        if len(kinds) == 1:
+            return list(compress(range(len(self.kind)), map(kinds[0].__eq__, self.kind)))
+        return list(compress(range(len(self.kind)), map(frozenset(kinds).__contains__, self.kind)))
+
+    def rows_named(self, name_ids: set[int] | frozenset[int]) -> list[int]:
+        """Row numbers whose name id is in `name_ids`, in file order."""
+        return list(compress(range(len(self.name)), map(name_ids.__contains__, self.name)))
 
     def end(self, row: int) -> float:
         return self.ts[row] + self.dur[row]

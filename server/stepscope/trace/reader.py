@@ -84,7 +84,7 @@ def _try_array(body: bytes | bytearray | memoryview) -> list | None:
     return value
 
 
-def _iter_slices(stream: _Stream, meta: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+def _iter_slices(stream: _Stream, meta: dict[str, Any], *, trusted_cuts: bool = True) -> Iterator[tuple[str, Any]]:
     """Yield ("events", decoded list) or ("raw", bytes of whole events, not yet decoded); fill
     `meta` with the top-level metadata at the end."""
     buf = bytearray()
@@ -121,7 +121,7 @@ def _iter_slices(stream: _Stream, meta: dict[str, Any]) -> Iterator[tuple[str, A
     # values are indented deeper, so that exact pattern is a safe cut without decoding.
     head = bytes(buf[:256])
     indent = head[: len(head) - len(head.lstrip(_WS))]
-    trusted_cut = b"}," + indent + b"{" if b"\n" in indent else None
+    trusted_cut = b"}," + indent + b"{" if trusted_cuts and b"\n" in indent else None
     # 2. cut the array into slices of whole events
     while True:
         data = stream.read()
@@ -401,27 +401,36 @@ def _decode_part(raw: bytes) -> Trace:
 
 
 PARALLEL_MIN_BYTES = 48 << 20  # below this, starting worker processes costs more than it saves
-MAX_WORKERS = 4  # each worker holds one decoded slice: this bounds the extra memory
+MAX_WORKERS = 8
+WORKER_BYTES = 40 << 20  # one worker's memory: an interpreter plus one decoded slice
 
 
 def default_workers(path: Path) -> int:
-    try:
-        size = path.stat().st_size
-    except OSError:
-        return 1
-    if path.suffix == ".gz" or _is_gzip(path):
-        size *= 8  # traces compress about 8-15x
+    """Worker processes for a file: as many as cores allow while the whole read stays within
+    twice the JSON's size (the parent keeps ~80 MB plus its columns, about a quarter of the JSON).
+    `STEPSCOPE_TRACE_WORKERS=N` overrides."""
+    forced = os.environ.get("STEPSCOPE_TRACE_WORKERS", "").strip()
+    if forced.isdigit():
+        return max(1, int(forced))
+    size = _json_size(path)
     if size < PARALLEL_MIN_BYTES:
         return 1
-    return max(1, min(os.cpu_count() or 1, MAX_WORKERS))
+    budget = 2 * size - (80 << 20) - size // 4
+    return max(1, min(os.cpu_count() or 1, MAX_WORKERS, budget // WORKER_BYTES))
 
 
-def _is_gzip(path: Path) -> bool:
+def _json_size(path: Path) -> int:
+    """Bytes of JSON in the file; for gzip, the size its trailer records (modulo 4 GiB)."""
     try:
+        size = path.stat().st_size
         with open(path, "rb") as f:
-            return f.read(2) == b"\x1f\x8b"
+            if f.read(2) != b"\x1f\x8b":
+                return size
+            f.seek(-4, os.SEEK_END)
+            recorded = int.from_bytes(f.read(4), "little")
     except OSError:
-        return False
+        return 0
+    return recorded if recorded >= size else size * 10
 
 
 def read_trace(path: Path | str, *, workers: int | None = None) -> Trace:
@@ -430,16 +439,30 @@ def read_trace(path: Path | str, *, workers: int | None = None) -> Trace:
     `workers` > 1 decodes slices in that many worker processes (default: by file size and
     cores); the result is identical to a single-process read, row for row.
     """
+    path = Path(path)
+    n_workers = default_workers(path) if workers is None else max(1, workers)
+    used: dict[str, bool] = {}
+    try:
+        return _read(path, n_workers, trusted_cuts=True, used=used)
+    except NotATraceError:
+        if not used.get("trusted_cuts"):
+            raise
+        # A layout cut led to JSON that does not decode: either the JSON is broken, or the file
+        # indents nested values like events. Read again cutting only where the JSON proves it.
+        return _read(path, 1, trusted_cuts=False, used=used)
+
+
+def _read(path: Path, n_workers: int, *, trusted_cuts: bool, used: dict[str, bool]) -> Trace:
     from .workers import WorkerError, WorkerPool
 
-    path = Path(path)
     trace = Trace(path=path.resolve())
     builder = _Builder(trace)
     stream = _Stream(path)
-    n_workers = default_workers(path) if workers is None else max(1, workers)
     pool: WorkerPool | None = None
     try:
-        for what, payload in _iter_slices(stream, trace.metadata):
+        for what, payload in _iter_slices(stream, trace.metadata, trusted_cuts=trusted_cuts):
+            if what == "raw":
+                used["trusted_cuts"] = True
             if what == "events":
                 if pool is not None:
                     for part in pool.drain():
@@ -460,8 +483,9 @@ def read_trace(path: Path | str, *, workers: int | None = None) -> Trace:
             for part in pool.drain():
                 builder.merge(part)
     except WorkerError as e:
-        reason = "invalid JSON in traceEvents" if "JSON" in str(e) or "json" in str(e) else str(e)
-        raise NotATraceError(f"{path}: {reason} (before byte {stream.total})") from None
+        if "JSON" in str(e):
+            raise NotATraceError(f"{path}: invalid JSON in traceEvents (before byte {stream.total})") from None
+        raise NotATraceError(f"{path}: {e} (before byte {stream.total})") from None
     except (OSError, MemoryError) as e:
         raise NotATraceError(f"{path}: cannot read ({e.__class__.__name__}: {e})") from None
     finally:

@@ -66,8 +66,9 @@ class WorkerPool:
         env = dict(os.environ)
         env["PYTHONPATH"] = package_parent + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         self.procs = [
+            # stderr discarded: a worker's failure reaches the user as the parent's one-line reason
             subprocess.Popen([sys.executable, "-m", "stepscope.trace.workers"], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, env=env)
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
             for _ in range(n)
         ]
         self.sent = 0  # slices sent
@@ -132,9 +133,14 @@ def _serve() -> None:
             reply = ("ok", _decode_part(raw))
         except ValueError as e:
             reply = ("error", str(e))
+        except MemoryError:
+            reply = ("error", "a decoding worker ran out of memory")
         del raw
         _write_frame(stdout, pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 if __name__ == "__main__":
-    _serve()
+    try:
+        _serve()
+    except (KeyboardInterrupt, BrokenPipeError):
+        pass

@@ -1,0 +1,166 @@
+"""The built .vsix as a user receives it: what it carries, and its server on every CPython
+3.10+ this machine has, each a bare interpreter with nothing installed.
+
+Needs the .vsix from tools/build-vsix.sh (`make test` builds it first).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from .codeserver import REPO, vsix_path
+
+pytestmark = pytest.mark.vscode
+
+EXAMPLE = REPO / "examples" / "train_cpu.py"
+SUPPORTED_MINORS = range(10, 15)
+
+
+@pytest.fixture(scope="module")
+def vsix() -> Path:
+    path = vsix_path()
+    if not path.exists():
+        pytest.fail(f"{path} is missing: run tools/build-vsix.sh", pytrace=False)
+    return path
+
+
+@pytest.fixture(scope="module")
+def unpacked(vsix: Path, tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("vsix")
+    with zipfile.ZipFile(vsix) as archive:
+        archive.extractall(root)
+    return root / "extension"
+
+
+def test_vsix_carries_client_server_and_native_libraries_only(vsix: Path) -> None:
+    with zipfile.ZipFile(vsix) as archive:
+        names = archive.namelist()
+        manifest = archive.read("extension.vsixmanifest").decode()
+        package = json.loads(archive.read("extension/package.json"))
+
+    assert 'TargetPlatform="linux-x64"' in manifest
+    assert package["main"] == "./extension/dist/extension.js"
+    assert package["capabilities"]["untrustedWorkspaces"]["supported"] == "limited"
+    for required in (
+        "extension/extension/dist/extension.js",
+        "extension/bundled/tool/server.py",
+        "extension/bundled/libs/stepscope/lsp/server.py",
+        "extension/bundled/libs/pygls/__init__.py",
+        "extension/bundled/libs/lsprotocol/types.py",
+        "extension/bundled/libs/cattrs/__init__.py",
+        "extension/bundled/libs/exceptiongroup/__init__.py",  # cattrs needs it on 3.10
+    ):
+        assert required in names, f"{required} is not in the .vsix"
+    for minor in SUPPORTED_MINORS:
+        pattern = re.compile(rf"extension/bundled/native/cp3{minor}/orjson/orjson\.cpython-3{minor}-x86_64-linux-gnu\.so")
+        assert any(pattern.fullmatch(n) for n in names), f"no orjson for CPython 3.{minor}"
+    unwanted = [n for n in names if "node_modules/" in n or n.endswith((".ts", ".map", ".pyc")) or "/tests/" in n]
+    assert unwanted == [], unwanted[:10]
+    # No orjson and no torch among the pure-Python libraries: they would be the wrong build.
+    assert not any(n.startswith(("extension/bundled/libs/orjson", "extension/bundled/libs/torch")) for n in names)
+
+
+def available_pythons() -> dict[int, Path]:
+    """One CPython per supported minor version found here: PATH, then pyenv's versions."""
+    found: dict[int, Path] = {}
+    candidates = [Path(sys.base_prefix) / "bin" / "python3"]
+    for minor in SUPPORTED_MINORS:
+        for folder in os.environ.get("PATH", "").split(os.pathsep):
+            candidates.append(Path(folder) / f"python3.{minor}")
+    pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    candidates += sorted(pyenv_root.glob("versions/3.*/bin/python3"))
+    for candidate in candidates:
+        if not candidate.is_file() or ".venv" in candidate.parts:
+            continue
+        probe = subprocess.run(
+            [str(candidate), "-I", "-c", "import sys; print(sys.implementation.name, *sys.version_info[:2])"],
+            capture_output=True, text=True,
+        )
+        parts = probe.stdout.split()
+        if probe.returncode == 0 and len(parts) == 3 and parts[0] == "cpython" and int(parts[2]) in SUPPORTED_MINORS:
+            found.setdefault(int(parts[2]), candidate)
+    return found
+
+
+class StdioLspClient:
+    """Just enough of an LSP client to start a server and read its diagnostics."""
+
+    def __init__(self, command: list[str], cwd: Path):
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+        self.process = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.next_id = 0
+
+    def send(self, method: str, params: dict, request: bool = False) -> None:
+        message = {"jsonrpc": "2.0", "method": method, "params": params}
+        if request:
+            self.next_id += 1
+            message["id"] = self.next_id
+        body = json.dumps(message).encode()
+        self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.process.stdin.flush()
+
+    def receive(self) -> dict:
+        length = None
+        while True:
+            line = self.process.stdout.readline()
+            if not line:
+                raise AssertionError(f"the server exited: {self.process.stderr.read().decode()[-2000:]}")
+            if line in (b"\r\n", b"\n"):
+                break
+            if line.lower().startswith(b"content-length:"):
+                length = int(line.split(b":")[1])
+        return json.loads(self.process.stdout.read(length))
+
+    def wait_for(self, predicate, limit: int = 200) -> dict:
+        for _ in range(limit):
+            message = self.receive()
+            if predicate(message):
+                return message
+        raise AssertionError("the expected message never came")
+
+    def close(self) -> None:
+        self.process.kill()
+        self.process.wait(timeout=10)
+        for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
+            stream.close()
+
+
+def test_bundled_server_checks_code_on_every_supported_python_here(unpacked: Path, tmp_path: Path) -> None:
+    pythons = available_pythons()
+    assert pythons, "no CPython 3.10+ found on this machine"
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    source = EXAMPLE.read_text()
+    item_line = next(i for i, line in enumerate(source.splitlines()) if "running += loss.item()" in line)
+    uri = (workspace / "train_cpu.py").as_uri()
+
+    checked = []
+    for minor, python in sorted(pythons.items()):
+        client = StdioLspClient([str(python), str(unpacked / "bundled" / "tool" / "server.py")], workspace)
+        try:
+            client.send("initialize", {"processId": os.getpid(), "rootUri": workspace.as_uri(),
+                                       "capabilities": {}}, request=True)
+            client.wait_for(lambda m: m.get("id") == 1)
+            client.send("initialized", {})
+            client.send("textDocument/didOpen", {"textDocument": {
+                "uri": uri, "languageId": "python", "version": 1, "text": source}})
+            published = client.wait_for(
+                lambda m: m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == uri)
+        finally:
+            client.close()
+        diagnostics = published["params"]["diagnostics"]
+        ss101 = [d for d in diagnostics if d.get("code") == "SS101"]
+        assert ss101, f"Python 3.{minor} ({python}): no SS101 in {diagnostics}"
+        assert ss101[0]["range"]["start"]["line"] == item_line
+        assert ss101[0]["source"] == "stepscope"
+        checked.append(f"3.{minor}")
+    print(f"bundled server checked on Python {', '.join(checked)}")
