@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stepscope.rules import Config
+from stepscope.rules.context import source_lines
 from stepscope.rules.engine import check_source
 from stepscope.rules.files import check_notebook, decode_source
 from stepscope.source import AmbiguousStep, NoStepFound, SourceSyntaxError, choose_step, find_loops, loop_at
@@ -71,7 +72,7 @@ def programs(draw, depth: int = 0) -> str:
 
 
 def assert_well_formed(text: str, diags) -> None:
-    lines = text.splitlines() or [""]
+    lines = source_lines(text) or [""]
     keys = [(d.line, d.col, d.code) for d in diags]
     assert keys == sorted(keys)
     for d in diags:

@@ -1,18 +1,25 @@
-"""Rewrite a module's syntax tree so the chosen loop reports its step and its lines.
+"""Rewrite a module's syntax tree so the step and the workspace code it calls report their lines.
 
-Pure `ast` work, no torch. The rewrite keeps every original line number, so tracebacks and the
-trace labels point at the user's own lines, and it never touches the file on disk.
+Pure `ast` work, no torch. Every original line number is kept, so tracebacks and trace labels
+point at the user's own lines; the file on disk is never touched.
 
-For the step loop at `line`:
-- `for TARGET in ITER:` becomes `for TARGET in __stepscope__.iterate(ITER, "ss:<id>:<line>:next"):`
-  — the iterator's `next()` is the batch read, reported on the loop's own line, and each step
-  begins just before it.
-- `while TEST:` gets `__stepscope__.step_boundary()` as the first statement of its body.
-- Every statement of the body, at any nesting depth inside compound statements, is wrapped in
-  `with __stepscope__.region("ss:<id>:<stmt line>"):`. A compound statement is wrapped as a whole
-  (its figure includes its body) and its inner statements are wrapped too.
-Function and class definitions inside the body are left alone: defining them costs nothing
-worth a region.
+What the rewrite adds (the runtime object is `__stepscope__`, a `window.StepWindow`):
+- The step loop at `step_line`:
+  `for T in ITER:` → `for T in __stepscope__.iterate(ITER, "ss:<id>:<line>:next"):` (the
+  iterator's `next()` is the batch read, reported on the loop's own line; each step begins just
+  before it); `while` loops get `__stepscope__.step_boundary()` as their first statement.
+  Each statement of its body, at any nesting depth inside compound statements, is wrapped in
+  `with __stepscope__.region("ss:<id>:<stmt line>"):` — a compound statement is wrapped as a whole
+  and its inner statements too.
+- The step function `step_function` (each call is a step): `__stepscope__.step_boundary()` first,
+  then its statements wrapped as for a loop body.
+- Every other function of a workspace module: its body runs inside `__stepscope__.frame()` (call
+  depth in workspace code) and each statement inside `__stepscope__.line("ss:...")`, which records
+  only while the window runs and the call is within the configured depth of the step.
+  Generator and async functions are not counted as frames (a suspended generator would hold its
+  depth), but their statements are still labelled.
+Function and class definitions, `pass`, `global` and `nonlocal` are never wrapped: they cost
+nothing worth a region.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from .protocol import fetch_label, region_label
 RUNTIME_NAME = "__stepscope__"
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SKIP = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Pass, ast.Global, ast.Nonlocal)
 
 
@@ -36,54 +44,128 @@ def _runtime_call(attr: str, args: list[ast.expr], like: ast.AST) -> ast.Call:
     return ast.copy_location(ast.Call(func=func, args=args, keywords=[]), like)
 
 
-def _wrap_statements(body: list[ast.stmt], file_id: str) -> list[ast.stmt]:
-    out: list[ast.stmt] = []
-    for stmt in body:
-        if isinstance(stmt, _SKIP):
-            out.append(stmt)
-            continue
-        _wrap_children(stmt, file_id)
-        label = ast.copy_location(ast.Constant(region_label(file_id, stmt.lineno)), stmt)
-        item = ast.withitem(context_expr=_runtime_call("region", [label], stmt), optional_vars=None)
-        wrapper = ast.With(items=[item], body=[stmt])
-        out.append(ast.copy_location(wrapper, stmt))
-    return out
+def _with(attr: str, args: list[ast.expr], body: list[ast.stmt], like: ast.stmt) -> ast.With:
+    item = ast.withitem(context_expr=_runtime_call(attr, args, like), optional_vars=None)
+    return ast.copy_location(ast.With(items=[item], body=body), like)
 
 
-def _wrap_children(stmt: ast.stmt, file_id: str) -> None:
-    """Wrap the statements nested in a compound statement, in place."""
-    for field in ("body", "orelse", "finalbody"):
-        block = getattr(stmt, field, None)
-        if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
-            setattr(stmt, field, _wrap_statements(block, file_id))
-    for handler in getattr(stmt, "handlers", ()) or ():
-        handler.body = _wrap_statements(handler.body, file_id)
-    for case in getattr(stmt, "cases", ()) or ():  # match statements
-        case.body = _wrap_statements(case.body, file_id)
+class _Rewriter:
+    def __init__(self, file_id: str, step_line: int | None, step_function: str | None):
+        self.file_id = file_id
+        self.step_line = step_line
+        self.step_function = step_function
+        self.step_found = False
+
+    # -- statements ---------------------------------------------------------------------------
+    def wrap_block(self, body: list[ast.stmt], how: str) -> list[ast.stmt]:
+        """Wrap each statement of a block in a `how` ("region" or "line") context."""
+        out: list[ast.stmt] = []
+        for stmt in body:
+            if isinstance(stmt, _FUNCTIONS):
+                self.function(stmt)
+                out.append(stmt)
+                continue
+            if isinstance(stmt, ast.ClassDef):
+                self.block_functions(stmt.body)
+                out.append(stmt)
+                continue
+            if isinstance(stmt, _SKIP):
+                out.append(stmt)
+                continue
+            if isinstance(stmt, _LOOPS) and stmt.lineno == self.step_line:
+                self.step_loop(stmt)
+                out.append(stmt)  # the loop statement itself is not a line of the step
+                continue
+            self.children(stmt, how)
+            label = ast.copy_location(ast.Constant(region_label(self.file_id, stmt.lineno)), stmt)
+            out.append(_with(how, [label], [stmt], stmt))
+        return out
+
+    def children(self, stmt: ast.stmt, how: str) -> None:
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(stmt, field, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                setattr(stmt, field, self.wrap_block(block, how))
+        for handler in getattr(stmt, "handlers", ()) or ():
+            handler.body = self.wrap_block(handler.body, how)
+        for case in getattr(stmt, "cases", ()) or ():  # match statements
+            case.body = self.wrap_block(case.body, how)
+
+    def block_functions(self, body: list[ast.stmt]) -> None:
+        """Instrument functions defined in a block without labelling the block itself
+        (module and class level code runs once; it is not part of a step)."""
+        for stmt in body:
+            if isinstance(stmt, _FUNCTIONS):
+                self.function(stmt)
+            elif isinstance(stmt, ast.ClassDef):
+                self.block_functions(stmt.body)
+            elif isinstance(stmt, _LOOPS) and stmt.lineno == self.step_line:
+                self.step_loop(stmt)
+            else:
+                for field in ("body", "orelse", "finalbody"):
+                    block = getattr(stmt, field, None)
+                    if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                        self.block_functions(block)
+                for handler in getattr(stmt, "handlers", ()) or ():
+                    self.block_functions(handler.body)
+
+    # -- the step -----------------------------------------------------------------------------
+    def step_loop(self, loop: ast.For | ast.AsyncFor | ast.While) -> None:
+        self.step_found = True
+        loop.body = self.wrap_block(loop.body, "region")
+        loop.orelse = self.wrap_block(loop.orelse, "line") if loop.orelse else loop.orelse
+        if isinstance(loop, ast.For):  # `async for` needs an async iterator: it gets a boundary
+            label = ast.copy_location(ast.Constant(fetch_label(self.file_id, loop.lineno)), loop.iter)
+            loop.iter = _runtime_call("iterate", [loop.iter, label], loop.iter)
+        else:
+            boundary = ast.copy_location(ast.Expr(_runtime_call("step_boundary", [], loop)), loop)
+            loop.body.insert(0, boundary)
+
+    def function(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        doc, body = _split_docstring(fn.body)
+        if self.step_function is not None and fn.name == self.step_function and not self.step_found:
+            self.step_found = True
+            boundary = ast.copy_location(ast.Expr(_runtime_call("step_boundary", [], fn)), body[0])
+            fn.body = doc + [boundary] + self.wrap_block(body, "region")
+            return
+        wrapped = self.wrap_block(body, "line")
+        if isinstance(fn, ast.AsyncFunctionDef) or _is_generator(fn):
+            fn.body = doc + wrapped
+        else:
+            fn.body = doc + [_with("frame", [], wrapped, body[0])]
 
 
-def find_loop(tree: ast.AST, line: int) -> ast.For | ast.AsyncFor | ast.While:
-    for node in ast.walk(tree):
-        if isinstance(node, _LOOPS) and node.lineno == line:
-            return node
-    raise LoopNotFound(f"no for/while loop starts at line {line}")
+def _split_docstring(body: list[ast.stmt]) -> tuple[list[ast.stmt], list[ast.stmt]]:
+    if (len(body) > 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)):
+        return body[:1], body[1:]
+    return [], body
 
 
-def instrument_step_loop(tree: ast.Module, line: int, file_id: str) -> ast.Module:
-    """Instrument the loop whose header is at `line` (1-based). Mutates and returns `tree`."""
-    loop = find_loop(tree, line)
-    loop.body = _wrap_statements(loop.body, file_id)
-    if isinstance(loop, ast.For):  # `async for` needs an async iterator: it gets a boundary
-        label = ast.copy_location(ast.Constant(fetch_label(file_id, loop.lineno)), loop.iter)
-        loop.iter = _runtime_call("iterate", [loop.iter, label], loop.iter)
-    else:
-        boundary = ast.copy_location(ast.Expr(_runtime_call("step_boundary", [], loop)), loop)
-        loop.body.insert(0, boundary)
+def _is_generator(fn: ast.AST) -> bool:
+    for node in ast.walk(fn):
+        if node is not fn and isinstance(node, (*_FUNCTIONS, ast.Lambda, ast.ClassDef)):
+            continue  # yields of nested functions don't make this one a generator
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return True
+    return False
+
+
+def instrument_module(tree: ast.Module, file_id: str, *, step_line: int | None = None,
+                      step_function: str | None = None) -> ast.Module:
+    """Instrument a workspace module in place; with `step_line`/`step_function` it holds the step."""
+    rewriter = _Rewriter(file_id, step_line, step_function)
+    rewriter.block_functions(tree.body)
+    if (step_line is not None or step_function is not None) and not rewriter.step_found:
+        what = f"no for/while loop starts at line {step_line}" if step_line is not None \
+            else f"no function named {step_function!r}"
+        raise LoopNotFound(what)
     return ast.fix_missing_locations(tree)
 
 
-def compile_instrumented(source: str | bytes, filename: str, line: int, file_id: str):
+def compile_module(source: str | bytes, filename: str, file_id: str, *, step_line: int | None = None,
+                   step_function: str | None = None):
     """Parse, instrument and compile `source` as if it were the file `filename`."""
     tree = ast.parse(source, filename=filename)
-    instrument_step_loop(tree, line, file_id)
+    instrument_module(tree, file_id, step_line=step_line, step_function=step_function)
     return compile(tree, filename, "exec", dont_inherit=True)

@@ -66,7 +66,7 @@ def main(spec_path: str, process_start: float) -> int:
 
     from . import scenario as scenario_mod
     from .instrument import LoopNotFound
-    from .program import run_module, run_script
+    from .program import Workspace, run_module, run_script
     from .window import StepWindow, WindowComplete
 
     opts = spec["options"]
@@ -88,17 +88,19 @@ def main(spec_path: str, process_start: float) -> int:
         activities=activities,
         record_shapes=bool(opts.get("shapes")), with_stack=bool(opts.get("stack")),
         profile_memory=bool(opts.get("memory")), run_to_end=bool(opts.get("run_to_end")),
+        max_depth=int(opts.get("depth", 2)),
         emit=emit, process_start=process_start,
     )
     emit("started", pid=os.getpid())
 
     outcome: dict[str, Any] = {"exit": protocol.EXIT_OK, "reason": None}
     entry, target, argv = spec["entry"], spec["target"], spec.get("argv", [])
+    ws = Workspace(spec["root"], target)
     try:
         if entry["kind"] == "module":
-            run_module(entry["name"], argv, target, window)
+            run_module(entry["name"], argv, ws, window)
         else:
-            run_script(entry["path"], argv, target, window)
+            run_script(entry["path"], argv, ws, window)
     except WindowComplete:
         pass
     except LoopNotFound as e:
@@ -121,8 +123,9 @@ def main(spec_path: str, process_start: float) -> int:
         window.finish_early()
         if outcome["exit"] == protocol.EXIT_OK:
             if window.steps_run() == 0:
+                step = f"the loop at line {target['line']}" if target.get("line") else f"a call of {target.get('function')}()"
                 outcome = {"exit": protocol.EXIT_NO_STEP,
-                           "reason": f"the program ended without reaching the loop at line {target['line']}"}
+                           "reason": f"the program ended without reaching {step}"}
             elif window.active_steps_seen() == 0:
                 need = sched["wait"] + sched["warmup"] + sched["active"]
                 outcome = {"exit": protocol.EXIT_PROGRAM_FAILED,
@@ -144,6 +147,7 @@ def main(spec_path: str, process_start: float) -> int:
         "traces": window.traces_written,
     })
     _write_json(os.path.join(run_dir, "scenario.json"), record)
+    _write_json(os.path.join(run_dir, "files.json"), ws.table())
     if outcome["exit"] != protocol.EXIT_OK:
         emit("failed", **outcome)
     emit("finished", exit=outcome["exit"], traces=window.traces_written)

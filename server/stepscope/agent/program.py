@@ -1,46 +1,88 @@
-"""Run the user's program as `python script.py` or `python -m module` would, with one file's
-step loop instrumented in memory.
+"""Run the user's program as `python script.py` or `python -m module` would, with its workspace
+modules instrumented in memory.
 
-Invariants: the file on disk is never modified, and no bytecode is written for the instrumented
-module (its code object is built from the rewritten tree each time); `sys.argv`, `sys.path[0]`,
-`__name__ == "__main__"` and `__file__` look as they do under plain Python, so argparse,
-relative imports and multiprocessing's spawn (which re-imports `__main__` by path) behave.
+Invariants:
+- Files on disk are never modified and no bytecode is written for an instrumented module (its
+  code object is rebuilt from the rewritten tree; `__pycache__` is neither read nor written).
+- `sys.argv`, `sys.path[0]`, `__name__ == "__main__"`, `__file__` and `__spec__` look as they do
+  under plain Python, so argparse, relative imports and multiprocessing's spawn (which re-imports
+  `__main__` by path) behave as usual.
+- Only files inside the workspace root are instrumented, never installed packages.
 """
 
 from __future__ import annotations
 
 import importlib.abc
 import importlib.machinery
-import importlib.util
 import os
 import runpy
 import sys
 import types
 from typing import Any
 
-from .instrument import RUNTIME_NAME, compile_instrumented
+from .instrument import RUNTIME_NAME, compile_module
+
+_NOT_WORKSPACE = {"site-packages", "dist-packages", "node_modules", "__pypackages__"}
+_AGENT_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class Workspace:
+    """Which files are the user's, their ids in the file table, and where the step is."""
+
+    def __init__(self, root: str, step: dict[str, Any]):
+        self.root = os.path.realpath(root)
+        self.step_path = os.path.realpath(step["path"])
+        self.step_line: int | None = step.get("line")
+        self.step_function: str | None = step.get("function")
+        self.files: dict[str, str] = {}  # real path → file id
+        self.file_id(self.step_path)  # the step's file is always f0
+
+    def file_id(self, real_path: str) -> str:
+        if real_path not in self.files:
+            self.files[real_path] = f"f{len(self.files)}"
+        return self.files[real_path]
+
+    def owns(self, path: str) -> bool:
+        real = os.path.realpath(path)
+        if not real.endswith(".py") or real.startswith(_AGENT_PACKAGE + os.sep):
+            return False
+        if real != self.root and not real.startswith(self.root + os.sep):
+            return False
+        parts = os.path.relpath(real, self.root).split(os.sep)[:-1]
+        return not any(p in _NOT_WORKSPACE or p.startswith(".") or p in ("venv", "env") for p in parts)
+
+    def compile(self, source: bytes, path: str):
+        real = os.path.realpath(path)
+        is_step = real == self.step_path
+        return compile_module(
+            source, path, self.file_id(real),
+            step_line=self.step_line if is_step else None,
+            step_function=self.step_function if is_step else None,
+        )
+
+    def table(self) -> dict[str, Any]:
+        return {"root": self.root,
+                "files": {fid: os.path.relpath(p, self.root).replace(os.sep, "/") for p, fid in self.files.items()}}
 
 
 class _InstrumentingLoader(importlib.machinery.SourceFileLoader):
-    def __init__(self, fullname: str, path: str, *, line: int, file_id: str, runtime: Any):
+    def __init__(self, fullname: str, path: str, ws: Workspace, runtime: Any):
         super().__init__(fullname, path)
-        self._line, self._file_id, self._runtime = line, file_id, runtime
+        self._ws, self._runtime = ws, runtime
 
     def get_code(self, fullname: str):  # never reads or writes __pycache__
-        source = self.get_data(self.path)
-        return compile_instrumented(source, self.path, self._line, self._file_id)
+        return self._ws.compile(self.get_data(self.path), self.path)
 
     def exec_module(self, module: types.ModuleType) -> None:
         module.__dict__[RUNTIME_NAME] = self._runtime
         super().exec_module(module)
 
 
-class _TargetFinder(importlib.abc.MetaPathFinder):
-    """Hands out the instrumenting loader for exactly one file, found by its real path."""
+class _WorkspaceFinder(importlib.abc.MetaPathFinder):
+    """Hands out the instrumenting loader for source modules inside the workspace."""
 
-    def __init__(self, path: str, line: int, file_id: str, runtime: Any):
-        self._path = os.path.realpath(path)
-        self._line, self._file_id, self._runtime = line, file_id, runtime
+    def __init__(self, ws: Workspace, runtime: Any):
+        self._ws, self._runtime = ws, runtime
 
     def find_spec(self, fullname, path=None, target=None):
         for finder in sys.meta_path:
@@ -54,30 +96,34 @@ class _TargetFinder(importlib.abc.MetaPathFinder):
                 break
         else:
             return None
-        if spec.origin and os.path.realpath(spec.origin) == self._path:
-            spec.loader = _InstrumentingLoader(
-                fullname, spec.origin, line=self._line, file_id=self._file_id, runtime=self._runtime
-            )
+        loader = spec.loader
+        if (spec.origin and isinstance(loader, importlib.machinery.SourceFileLoader)
+                and self._ws.owns(spec.origin)):
+            spec.loader = _InstrumentingLoader(fullname, spec.origin, self._ws, self._runtime)
             return spec
         return None
 
 
-def run_script(path: str, argv: list[str], target: dict[str, Any], runtime: Any) -> None:
-    """Execute `path` as __main__; instrument it if it is the target file, else hook the import."""
+def install_import_hook(ws: Workspace, runtime: Any) -> None:
+    sys.meta_path.insert(0, _WorkspaceFinder(ws, runtime))
+
+
+def run_script(path: str, argv: list[str], ws: Workspace, runtime: Any) -> None:
+    """Execute `path` as __main__, instrumented like any workspace module."""
     path = os.path.abspath(path)
     sys.argv = [path, *argv]
     sys.path[0] = os.path.dirname(path)
     main = types.ModuleType("__main__")
     main.__dict__.update({"__file__": path, "__builtins__": __builtins__, "__spec__": None,
-                          "__loader__": None, "__package__": None, "__cached__": None})
-    main.__dict__[RUNTIME_NAME] = runtime
-    if os.path.realpath(target["path"]) == os.path.realpath(path):
-        with open(path, "rb") as f:
-            code = compile_instrumented(f.read(), path, target["line"], target["file_id"])
+                          "__loader__": None, "__package__": None, "__cached__": None,
+                          RUNTIME_NAME: runtime})
+    with open(path, "rb") as f:
+        source = f.read()
+    if ws.owns(path) or os.path.realpath(path) == ws.step_path:
+        code = ws.compile(source, path)
     else:
-        install_import_hook(target, runtime)
-        with open(path, "rb") as f:
-            code = compile(f.read(), path, "exec", dont_inherit=True)
+        code = compile(source, path, "exec", dont_inherit=True)
+    install_import_hook(ws, runtime)
     saved_main = sys.modules.get("__main__")
     sys.modules["__main__"] = main
     try:
@@ -87,12 +133,8 @@ def run_script(path: str, argv: list[str], target: dict[str, Any], runtime: Any)
             sys.modules["__main__"] = saved_main
 
 
-def run_module(name: str, argv: list[str], target: dict[str, Any], runtime: Any) -> None:
-    install_import_hook(target, runtime)
+def run_module(name: str, argv: list[str], ws: Workspace, runtime: Any) -> None:
+    install_import_hook(ws, runtime)
     sys.argv = [name, *argv]
     sys.path[0] = os.getcwd()
     runpy.run_module(name, init_globals={RUNTIME_NAME: runtime}, run_name="__main__", alter_sys=True)
-
-
-def install_import_hook(target: dict[str, Any], runtime: Any) -> None:
-    sys.meta_path.insert(0, _TargetFinder(target["path"], target["line"], target["file_id"], runtime))

@@ -4,7 +4,10 @@
 - `iterate(iterable, label)` wraps the step loop's iterable: before each `next()` it marks a step
   boundary, and the `next()` itself runs inside the batch-read region.
 - `step_boundary()` marks a boundary for `while` loops.
-- `region(label)` is a `record_function` context for one statement.
+- `region(label)` is a `record_function` context for one statement of the step itself.
+- `frame()` counts calls into workspace functions; `line(label)` labels a statement of such a
+  function while the window records and the call is at most `max_depth` workspace frames below
+  the step.
 
 Invariants:
 - One fresh `torch.profiler.profile` per run (events accumulate across start/stop otherwise).
@@ -34,6 +37,25 @@ class WindowComplete(BaseException):
     """
 
 
+_NULL = nullcontext()
+
+
+class _Frame:
+    """Context manager counting workspace call depth (one shared instance, no allocation)."""
+
+    __slots__ = ("_window",)
+
+    def __init__(self, window: "StepWindow") -> None:
+        self._window = window
+
+    def __enter__(self) -> None:
+        self._window.depth += 1
+
+    def __exit__(self, *exc: object) -> bool:
+        self._window.depth -= 1
+        return False
+
+
 class StepWindow:
     def __init__(
         self,
@@ -48,6 +70,7 @@ class StepWindow:
         with_stack: bool,
         profile_memory: bool,
         run_to_end: bool,
+        max_depth: int = 2,
         emit: Callable[..., None],
         process_start: float,
     ) -> None:
@@ -71,6 +94,10 @@ class StepWindow:
         self.window_complete = False
         self._running = False
         self._boundary_unused = False
+        self.max_depth = max_depth
+        self.depth = 0  # workspace frames entered and not yet left
+        self._base_depth = 0  # depth at the last step boundary: the step's own level
+        self._frame = _Frame(self)
 
     # -- called by the instrumented program -------------------------------------------------
     def iterate(self, iterable: Iterable[Any], label: str) -> Iterator[Any]:
@@ -87,6 +114,7 @@ class StepWindow:
 
     def step_boundary(self) -> None:
         now = time.perf_counter()
+        self._base_depth = self.depth
         if self.window_complete:
             if self.run_to_end:
                 return
@@ -114,7 +142,15 @@ class StepWindow:
 
     def region(self, label: str):
         if not self._running:
-            return nullcontext()
+            return _NULL
+        return record_function(label)
+
+    def frame(self) -> "_Frame":
+        return self._frame
+
+    def line(self, label: str):
+        if not self._running or not 0 <= self.depth - self._base_depth <= self.max_depth:
+            return _NULL
         return record_function(label)
 
     # -- bookkeeping ------------------------------------------------------------------------

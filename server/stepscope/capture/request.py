@@ -44,8 +44,10 @@ class CaptureRequest:
 
     root: Path                       # workspace root: .stepscope/ lives here, file ids are relative to it
     target_file: Path                # the file that holds the step loop
-    target_line: int                 # 1-based line of the loop header
+    target_line: int | None          # 1-based line of the loop header (None with target_function)
     python: str                      # interpreter that runs the program (must have torch)
+    target_function: str | None = None  # each call of this function is a step
+    depth: int = 2                    # workspace call depth that gets line regions
     entry_script: Path | None = None  # the program's start, when not target_file
     entry_module: str | None = None   # `-m MODULE`
     args: tuple[str, ...] = ()

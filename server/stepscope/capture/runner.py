@@ -68,14 +68,16 @@ def _spec(req: CaptureRequest, run: workspace.RunFolder) -> dict:
         entry = {"kind": "script", "path": str(req.entry_script or req.target_file)}
     return {
         "run_dir": str(run.path),
+        "root": str(Path(req.root).resolve()),
         "entry": entry,
         "argv": list(req.args),
-        "target": {"path": str(req.target_file), "file_id": "f0", "line": req.target_line},
+        "target": {"path": str(req.target_file), "line": req.target_line, "function": req.target_function},
         "schedule": req.schedule.as_dict(),
         "options": {"cpu_only": req.cpu_only, "shapes": req.shapes, "stack": req.stack,
-                    "memory": req.memory, "run_to_end": req.run_to_end},
+                    "memory": req.memory, "run_to_end": req.run_to_end, "depth": req.depth},
         "scenario": {
-            "step": {"file": str(req.target_file), "line": req.target_line, "kind": "loop"},
+            "step": {"file": str(req.target_file), "line": req.target_line, "function": req.target_function,
+                     "kind": "loop" if req.target_function is None else "function"},
             "program": {"entry": entry, "args": list(req.args), "cwd": str(req.cwd or req.root),
                         "python": req.python},
             "options": {"cpu_only": req.cpu_only, "shapes": req.shapes, "stack": req.stack,

@@ -43,6 +43,19 @@ _SCALAR_METHODS = frozenset({
 })
 
 
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
+def source_lines(text: str) -> list[str]:
+    """Split `text` into lines exactly where Python's tokenizer does (not at form feeds or
+    Unicode line separators, which `str.splitlines` also splits on), so `ast` line numbers index
+    this list."""
+    lines = _NEWLINE.split(text)
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
 @dataclass
 class Scope:
     """Where a node sits. `loops` holds the enclosing loops of the same function, innermost last."""
@@ -177,7 +190,7 @@ class ModuleContext:
         loops = find_loops(tree, model_names=models)
         ctx = cls(
             tree=tree,
-            lines=text.splitlines(),
+            lines=source_lines(text),
             loops=loops,
             loop_by_pos={(lp.line, lp.col): lp for lp in loops},
             calls=[],
@@ -388,5 +401,5 @@ def iter_own_nodes_all(stmts: list[ast.stmt]) -> Iterator[ast.AST]:
         stack.extend(reversed(list(ast.iter_child_nodes(node))))
 
 
-__all__ = ["ModuleContext", "Scope", "FunctionFacts", "Span", "is_tensor_expr",
+__all__ = ["ModuleContext", "Scope", "FunctionFacts", "Span", "is_tensor_expr", "source_lines",
            "iter_own_nodes", "iter_own_nodes_all"]

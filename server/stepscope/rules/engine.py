@@ -13,11 +13,12 @@ Invariants:
 from __future__ import annotations
 
 import ast
+import gc
 import re
 from typing import Callable, Iterable
 
 from .config import Config
-from .context import ModuleContext
+from .context import ModuleContext, source_lines
 from .labels import check_ss301
 from .model import Diagnostic, Edit, Fix
 from .profiler import (
@@ -71,7 +72,7 @@ def parse_tolerant(text: str) -> tuple[ast.Module | None, str]:
         line = e.lineno or 0
     except (ValueError, RecursionError, MemoryError):
         return None, text
-    lines = text.splitlines(keepends=True)
+    lines = re.split(r"(?<=\n)|(?<=\r)(?!\n)", text)
     # The error may be reported a line or two below the half-typed statement: try a few cuts.
     for cut in (line - 1, line - 2, line - 3):
         if cut <= 0:
@@ -135,10 +136,23 @@ def check_source(text: str, path: str, config: Config | None = None, *,
         return []
     if "\x00" in text:
         return []
+    # A syntax tree is hundreds of thousands of small objects with no cycles; letting the cycle
+    # collector scan them again and again while they are built costs more than the checks.
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _check(text, path, config, codes, strict)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _check(text: str, path: str, config: Config, codes: list[str],
+           strict: bool) -> list[Diagnostic]:
     tree, parsed_text = parse_tolerant(text)
     if tree is None:
         return []
-    lines = parsed_text.splitlines()
+    lines = source_lines(parsed_text)
     found: list[Diagnostic] = []
     try:
         ctx = ModuleContext.build(tree, parsed_text, config.model_names)

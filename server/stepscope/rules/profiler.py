@@ -128,7 +128,7 @@ def _steps_profiler(stmts: list[ast.stmt], names: set[str]) -> bool:
 _EXPORTS = frozenset({"export_chrome_trace", "export_stacks", "export_memory_timeline"})
 
 
-def _constant_path(node: ast.AST, ctx: ModuleContext, assigned: dict[str, list[ast.AST]]) -> bool:
+def _constant_path(node: ast.AST, ctx: ModuleContext, assigned: dict[str, list[ast.expr]]) -> bool:
     """True when `node` is a path fixed in the source: a literal, or a name set only to one."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return True
@@ -150,16 +150,11 @@ def check_ss405(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
                if isinstance(c.func, ast.Attribute) and c.func.attr in _EXPORTS and c.args]
     if not exports:
         return
-    text = "\n".join(ctx.lines)
+    text = ctx.text
     if re.search(r"\b(exists|is_file|isfile|lexists)\s*\(", text) or re.search(
             r"open\([^)]*['\"]x['\"]", text):
         return  # the file checks for an existing trace before writing
-    assigned: dict[str, list[ast.AST]] = {}
-    for node in ast.walk(ctx.tree):
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                if isinstance(target, ast.Name):
-                    assigned.setdefault(target.id, []).append(node.value)
+    assigned = ctx.assigned_values()
     for call, _scope in exports:
         target = call.args[0]
         if not _constant_path(target, ctx, assigned):
@@ -212,7 +207,7 @@ def _first_code_line(ctx: ModuleContext) -> int:
 
 
 def check_ss406(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
-    text = "\n".join(ctx.lines)
+    text = ctx.text
     checks_support = "supported_activities(" in text
     # Code that can run without CUDA (it chooses a device) is where a CPU-only trace can pass
     # for a GPU one; CUDA-only code fails loudly elsewhere first.
@@ -241,6 +236,15 @@ def check_ss406(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
 
 
 def _moves_to_cuda(ctx: ModuleContext) -> bool:
+    cached = getattr(ctx, "_moves_to_cuda", None)
+    if cached is None:
+        cached = ctx._moves_to_cuda = _find_cuda_move(ctx)  # type: ignore[attr-defined]
+    return cached
+
+
+def _find_cuda_move(ctx: ModuleContext) -> bool:
+    if not ctx.mentions_cuda:
+        return False
     for call, _scope in ctx.calls:
         func = call.func
         if isinstance(func, ast.Attribute) and func.attr == "cuda" and not (
@@ -266,7 +270,7 @@ def check_ss407(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
             attr = _inclusive_attr(arg.elt)
             if attr:
                 yield make_diagnostic("SS407", message.format(attr=attr), path, ctx.span(call))
-    for node in ast.walk(ctx.tree):
+    for node in ctx.loop_nodes:
         if isinstance(node, (ast.For, ast.AsyncFor)) and _iterates_profiler_rows(node.iter):
             for stmt in iter_own_nodes_all(node.body):
                 if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Add):
@@ -309,7 +313,7 @@ def check_ss502(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
             fix = Fix("Create the iterator before the profiled window", (
                 Edit(line, indent, line, indent, f"batches = iter({name})\n" + " " * indent),
                 Edit(s_line, s_col, s_end_line, s_end_col, "batches"),
-            )) if "batches" not in "\n".join(ctx.lines) else None
+            )) if "batches" not in ctx.text else None
             yield make_diagnostic(
                 "SS502",
                 f"iterating `{name}` inside the profiled window creates its iterator (and a "
@@ -331,10 +335,7 @@ def _is_iterator(node: ast.AST, ctx: ModuleContext) -> bool:
     """`it = iter(loader)` earlier: already an iterator, nothing is created in the window."""
     if not isinstance(node, ast.Name):
         return False
-    for sub in ast.walk(ctx.tree):
-        if isinstance(sub, ast.Assign) and any(isinstance(t, ast.Name) and t.id == node.id
-                                               for t in sub.targets):
-            if isinstance(sub.value, ast.Call) and terminal_name(sub.value.func) in (
-                    "iter", "cycle", "islice"):
-                return True
+    for value in ctx.assigned_values().get(node.id, []):
+        if isinstance(value, ast.Call) and terminal_name(value.func) in ("iter", "cycle", "islice"):
+            return True
     return is_range_like(node)

@@ -8,10 +8,11 @@ sync). `torch.cuda.synchronize()` in a loop that also reads a clock is measureme
 from __future__ import annotations
 
 import ast
+import bisect
 from typing import Iterator
 
-from ..source.loops import MODEL, call_signal, terminal_name
-from .context import ModuleContext, Scope, iter_own_nodes
+from ..source.loops import MODEL, call_signal, iter_statements, terminal_name
+from .context import ModuleContext, Scope
 from .model import Diagnostic, make_diagnostic
 
 _SYNC_METHODS = {
@@ -28,10 +29,13 @@ _TENSOR_PREDICATES = frozenset({"isnan", "isinf", "isfinite", "any", "all", "equ
 
 
 def _loop_reads_clock(ctx: ModuleContext, loop_line: int) -> bool:
+    lines = getattr(ctx, "_clock_lines", None)
+    if lines is None:
+        lines = sorted(c.lineno for c, _ in ctx.calls if terminal_name(c.func) in _CLOCKS)
+        ctx._clock_lines = lines  # type: ignore[attr-defined]
     loop = next(lp for lp in ctx.loops if lp.line == loop_line)
-    return any(loop.line <= call.lineno <= loop.end_line
-               and terminal_name(call.func) in _CLOCKS
-               for call, _ in ctx.calls)
+    i = bisect.bisect_left(lines, loop.line)
+    return i < len(lines) and lines[i] <= loop.end_line
 
 
 def _is_sync_method_call(node: ast.AST) -> bool:
@@ -206,14 +210,15 @@ def _is_clock(call: ast.Call) -> bool:
 
 
 def _blocks(stmts: list[ast.stmt]) -> Iterator[list[ast.stmt]]:
+    """`stmts` and every statement block nested in it."""
     yield stmts
-    for node in iter_own_nodes(stmts):
-        if isinstance(node, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith,
-                             ast.Try)):
-            for field_name in ("body", "orelse", "finalbody"):
-                block = getattr(node, field_name, None)
-                if block:
-                    yield from _blocks(block)
+    for stmt in iter_statements(stmts):
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(stmt, name, None)
+            if block:
+                yield block
+        for handler in getattr(stmt, "handlers", ()) or ():
+            yield handler.body
 
 
 def _is_sync_call(call: ast.Call, ctx: ModuleContext) -> bool:

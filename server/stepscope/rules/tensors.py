@@ -9,6 +9,7 @@ host-to-device copy of the same values. The quick fix hoists the expression abov
 from __future__ import annotations
 
 import ast
+import bisect
 from typing import Iterator
 
 from ..source.loops import terminal_name
@@ -25,25 +26,22 @@ _SHAPE_METHODS = frozenset({"view", "reshape", "unsqueeze", "float", "half", "lo
 def _constant_names(ctx: ModuleContext) -> dict[str, bool]:
     """name -> True when every assignment of it (anywhere) is a literal constant."""
     result: dict[str, bool] = {}
-    for node in ast.walk(ctx.tree):
-        targets: list[ast.expr] = []
-        value: ast.expr | None = None
-        if isinstance(node, ast.Assign):
-            targets, value = node.targets, node.value
-        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
-            targets, value = [node.target], node.value
-        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
-            targets, value = [node.target], None
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for arg in [*node.args.args, *node.args.kwonlyargs, *node.args.posonlyargs]:
-                result[arg.arg] = False
-            continue
+    for node in ctx.assigns:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        value = node.value if not isinstance(node, ast.AugAssign) else None
         for target in targets:
+            literal = value is not None and isinstance(target, ast.Name) and _is_literal(value)
             for sub in ast.walk(target):
                 if isinstance(sub, ast.Name):
-                    literal = value is not None and _is_literal(value) and isinstance(target,
-                                                                                      ast.Name)
                     result[sub.id] = result.get(sub.id, True) and literal
+    for loop in ctx.loop_nodes:
+        if isinstance(loop, (ast.For, ast.AsyncFor)):
+            for sub in ast.walk(loop.target):
+                if isinstance(sub, ast.Name):
+                    result[sub.id] = False
+    for fn in ctx.functions_defs:
+        for arg in [*fn.args.args, *fn.args.kwonlyargs, *fn.args.posonlyargs]:
+            result[arg.arg] = False
     return result
 
 
@@ -129,19 +127,17 @@ def check_ss501(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
 
 
 def _names_assigned_between(ctx: ModuleContext, start: int, end: int) -> set[str]:
-    names: set[str] = set()
-    for node in ast.walk(ctx.tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) \
-                and start <= node.lineno <= end:
-            names.add(node.id)
-    return names
+    stores = ctx.stores  # recorded in source order, so sorted by line
+    lo = bisect.bisect_left(stores, (start, ""))
+    hi = bisect.bisect_right(stores, (end, "\uffff"))
+    return {name for _, name in stores[lo:hi]}
 
 
 def _hoist_fix(expr: ast.Call, loop, ctx: ModuleContext) -> tuple[Fix, ...]:
     text = ctx.source_of(expr)
     if not text or "\n" in text:
         return ()
-    existing = "\n".join(ctx.lines)
+    existing = ctx.text
     name = "const_tensor"
     n = 2
     while name in existing:

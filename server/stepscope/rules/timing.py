@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from ..source.loops import BACKWARD, MODEL, OPTIMIZER, call_signal, terminal_name
-from .context import FunctionFacts, ModuleContext, iter_own_nodes_all
+from .context import FunctionFacts, ModuleContext
 from .model import Diagnostic, Edit, Fix, make_diagnostic
 
 _CLOCK_FUNCS = {
@@ -57,16 +57,14 @@ def timed_intervals(ctx: ModuleContext) -> list[TimedInterval]:
         if not any(_clock_kind(c, ctx) for c in facts.calls):
             continue
         clock_assigns: dict[str, list[tuple[int, ast.Call, str]]] = {}
-        subtractions: list[ast.BinOp] = []
-        for node in iter_own_nodes_all(facts.node.body):
+        for node in facts.assigns:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 \
                     and isinstance(node.targets[0], ast.Name):
                 kind = _clock_kind(node.value, ctx)
                 if kind:
                     clock_assigns.setdefault(node.targets[0].id, []).append(
                         (node.lineno, node.value, kind))  # type: ignore[arg-type]
-            elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub):
-                subtractions.append(node)
+        subtractions = facts.subtractions
         for sub in subtractions:
             if not isinstance(sub.right, ast.Name) or sub.right.id not in clock_assigns:
                 continue

@@ -179,10 +179,28 @@ def _is_model_name(name: str, model_names: frozenset[str]) -> bool:
     return bool(_MODEL_NAME.match(name)) and not _NOT_A_MODEL_CALL.match(name)
 
 
-def _profiler_names(tree: ast.AST) -> frozenset[str]:
+def iter_statements(stmts: Iterable[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement under `stmts`, nested blocks included, without visiting expressions."""
+    stack: list[ast.stmt] = list(stmts)[::-1]
+    while stack:
+        stmt = stack.pop()
+        yield stmt
+        children: list[ast.stmt] = []
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(stmt, name, None)
+            if isinstance(block, list):
+                children.extend(block)
+        for handler in getattr(stmt, "handlers", ()) or ():
+            children.extend(handler.body)
+        for case in getattr(stmt, "cases", ()) or ():
+            children.extend(case.body)
+        stack.extend(reversed(children))
+
+
+def _profiler_names(tree: ast.Module) -> frozenset[str]:
     """Names bound to a profiler: `with profile(...) as prof`, `prof = torch.profiler.profile(...)`."""
     names: set[str] = set()
-    for node in ast.walk(tree):
+    for node in iter_statements(tree.body):
         if isinstance(node, (ast.With, ast.AsyncWith)):
             for item in node.items:
                 if (isinstance(item.context_expr, ast.Call)
