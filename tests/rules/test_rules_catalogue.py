@@ -391,6 +391,8 @@ def test_ss407_summed_inclusive_times():
         for evt in prof.events():
             acc += evt.cpu_time_total
         self_total = sum(e.self_cpu_time_total for e in prof.key_averages())
+        kernels = [e for e in prof.key_averages() if e.device_type == DeviceType.CUDA]
+        busy = sum(e.cuda_time_total for e in kernels)
     """
     assert [line for line, _ in found(text, "SS407")] == [1, 4]
 
@@ -426,12 +428,14 @@ def test_ss501_not_for_data_or_on_device_fills():
 def test_ss502_iterator_created_in_window_and_fix():
     text = """
         from torch.profiler import profile, schedule
-        with profile(schedule=schedule(wait=1, warmup=1, active=2)) as prof:
+        with profile(schedule=schedule(wait=0, warmup=0, active=2)) as prof:
             for x, y in loader:
                 model(x).sum().backward()
                 prof.step()
     """
     assert found(text, "SS502") == [(3, "loader")]
+    assert found(text.replace("schedule=schedule(wait=0, warmup=0, active=2)", ""), "SS502") == [
+        (3, "loader")]
     diag = next(d for d in check(text) if d.code == "SS502")
     fixed = apply_fix(src(text), diag.fixes[0])
     assert fixed.splitlines()[1] == "batches = iter(loader)"
@@ -439,11 +443,22 @@ def test_ss502_iterator_created_in_window_and_fix():
     assert not [d for d in check(fixed) if d.code == "SS502"]
 
 
+def test_ss502_not_when_the_first_read_falls_in_a_skipped_step():
+    text = """
+        from torch.profiler import profile, schedule
+        with profile(schedule=schedule(wait=1, warmup=1, active=2)) as prof:
+            for x, y in loader:
+                model(x).sum().backward()
+                prof.step()
+    """
+    assert found(text, "SS502") == []
+
+
 def test_ss502_not_with_an_iterator_made_before_the_window():
     text = """
         from torch.profiler import profile, schedule
         it = iter(loader)
-        with profile(schedule=schedule(wait=1, warmup=1, active=2)) as prof:
+        with profile() as prof:
             for _ in range(4):
                 x = next(it)
                 model(x).sum().backward()

@@ -207,3 +207,14 @@ def test_paths_with_spaces_and_non_ascii(tmp_path: Path, name: str):
     write(tmp_path, f"{name}/train.py", SYNC_LOOP)
     done = run_stepscope("check", name, cwd=tmp_path)
     assert done.returncode == 1 and done.stdout.startswith(f"{name}/train.py:6:14: SS101")
+
+
+def test_python_api_checks_paths_and_reports_unreadable_files(tmp_path: Path):
+    from stepscope.rules import Config, check_files, check_paths
+
+    write(tmp_path, "pkg/train.py", SYNC_LOOP)
+    write(tmp_path, "pkg/bad.py", b"\xff\xfe\x00garbage")
+    diags = check_paths([tmp_path / "pkg"], Config())
+    assert [(Path(d.path).name, d.code, d.line) for d in diags] == [("train.py", "SS101", 6)]
+    result = check_files([tmp_path / "pkg"], Config())
+    assert result.files_checked == 1 and [Path(e.path).name for e in result.errors] == ["bad.py"]

@@ -88,10 +88,13 @@ def main(spec_path: str, process_start: float) -> int:
         activities=activities,
         record_shapes=bool(opts.get("shapes")), with_stack=bool(opts.get("stack")),
         profile_memory=bool(opts.get("memory")), run_to_end=bool(opts.get("run_to_end")),
-        max_depth=int(opts.get("depth", 2)),
+        max_depth=int(opts.get("depth", 2)), line_regions=bool(opts.get("line_regions", True)),
         emit=emit, process_start=process_start,
     )
     emit("started", pid=os.getpid())
+    from . import guard
+
+    guard.install(window.note)
 
     outcome: dict[str, Any] = {"exit": protocol.EXIT_OK, "reason": None}
     entry, target, argv = spec["entry"], spec["target"], spec.get("argv", [])
@@ -145,7 +148,13 @@ def main(spec_path: str, process_start: float) -> int:
         "activities": [str(a).split(".")[-1] for a in activities],
         "program_state": scenario_mod.program_state(),
         "traces": window.traces_written,
+        "observed": window.observed,
+        "notes": window.notes,
     })
+    batch = (window.observed.get("batch") or {}).get("batch_size")
+    if batch is None:
+        batch = (window.observed.get("data_source") or {}).get("batch_size")
+    record["batch_size"] = batch
     _write_json(os.path.join(run_dir, "scenario.json"), record)
     _write_json(os.path.join(run_dir, "files.json"), ws.table())
     if outcome["exit"] != protocol.EXIT_OK:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import sys
 from typing import Any
 
@@ -56,11 +57,8 @@ def driver_version() -> str | None:
     try:
         with open("/proc/driver/nvidia/version", encoding="utf-8") as f:
             first = f.readline()
-        parts = first.split()
-        for i, word in enumerate(parts):
-            if word == "Kernel" and i + 2 < len(parts):
-                return parts[i + 2]
-        return first.strip() or None
+        match = re.search(r"\b(\d{2,4}\.\d+(?:\.\d+)?)\b", first)
+        return match.group(1) if match else None
     except OSError:
         return None
 

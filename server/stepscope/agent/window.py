@@ -21,6 +21,7 @@ Invariants:
 from __future__ import annotations
 
 import os
+import sys
 import time
 from contextlib import nullcontext
 from typing import Any, Callable, Iterable, Iterator
@@ -71,6 +72,7 @@ class StepWindow:
         profile_memory: bool,
         run_to_end: bool,
         max_depth: int = 2,
+        line_regions: bool = True,
         emit: Callable[..., None],
         process_start: float,
     ) -> None:
@@ -95,9 +97,13 @@ class StepWindow:
         self._running = False
         self._boundary_unused = False
         self.max_depth = max_depth
+        self.line_regions = line_regions  # False: step boundaries only (to measure our own overhead)
         self.depth = 0  # workspace frames entered and not yet left
         self._base_depth = 0  # depth at the last step boundary: the step's own level
         self._frame = _Frame(self)
+        self.observed: dict[str, Any] = {}  # what the step is made of (probe.py), first active step
+        self._modes_pending = False
+        self.notes: list[dict[str, str]] = []
 
     # -- called by the instrumented program -------------------------------------------------
     def iterate(self, iterable: Iterable[Any], label: str) -> Iterator[Any]:
@@ -110,6 +116,8 @@ class StepWindow:
                 except StopIteration:
                     self._boundary_unused = True
                     return
+            if "batch" not in self.observed and self._in_active_step():
+                self._observe(sys._getframe(1), iterable=iterable, item=item)
             yield item
 
     def step_boundary(self) -> None:
@@ -139,19 +147,54 @@ class StepWindow:
                 return
         self._emit("step", index=self.steps_started, phase=self.phase(self.steps_started))
         self.steps_started += 1
+        if "models" not in self.observed and self._in_active_step():
+            self._observe(sys._getframe(1))
 
     def region(self, label: str):
-        if not self._running:
+        if not self._running or not self.line_regions:
             return _NULL
+        if self._modes_pending:
+            self._modes_pending = False
+            from .probe import describe_modes
+
+            self.observed["modes"] = describe_modes()
         return record_function(label)
 
     def frame(self) -> "_Frame":
         return self._frame
 
     def line(self, label: str):
-        if not self._running or not 0 <= self.depth - self._base_depth <= self.max_depth:
+        if not self._running or not self.line_regions or not 0 <= self.depth - self._base_depth <= self.max_depth:
             return _NULL
         return record_function(label)
+
+    def note(self, kind: str, detail: str) -> None:
+        self.notes.append({"kind": kind, "detail": detail})
+
+    # -- what the step is made of -------------------------------------------------------------
+    def _in_active_step(self) -> bool:
+        return self.steps_started > 0 and self.phase(self.steps_started - 1) == "active"
+
+    def _observe(self, frame: Any, *, iterable: Any = None, item: Any = None) -> None:
+        from . import probe
+
+        try:
+            if frame is not None and frame.f_code.co_name == "iterate":
+                frame = frame.f_back
+            if "models" not in self.observed and frame is not None:
+                models = probe.describe_models(frame.f_locals)
+                if not models and frame.f_globals is not frame.f_locals:
+                    models = probe.describe_models(frame.f_globals)
+                self.observed["models"] = models
+                self._modes_pending = True
+                if iterable is None and frame.f_code.co_argcount:  # a function step: its arguments
+                    names = frame.f_code.co_varnames[:frame.f_code.co_argcount]
+                    self.observed["arguments"] = probe.describe_batch([frame.f_locals.get(n) for n in names])
+            if iterable is not None:
+                self.observed["data_source"] = probe.describe_source(iterable)
+                self.observed["batch"] = probe.describe_batch(item)
+        except Exception as e:  # observing must never break the program
+            self.observed["error"] = f"{type(e).__name__}: {e}"
 
     # -- bookkeeping ------------------------------------------------------------------------
     def phase(self, index: int) -> str:

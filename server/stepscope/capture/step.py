@@ -37,3 +37,26 @@ def resolve_step(path: Path, line: int | None) -> int:
         raise StepscopeError(f"more than one loop could be the step, choose with --line: {listing}", NO_STEP) from None
     except loops.NoStepFound:
         raise StepscopeError(f"no loop in {path.name} looks like a training or inference step; choose one with --line", NO_STEP) from None
+
+
+def resolve_function(path: Path, name: str) -> int:
+    """Return the def line of the function (or method) `name` in `path`; exit 6 if absent.
+
+    `name` may be qualified (`Trainer.training_step`); the last part is what gets instrumented.
+    """
+    import ast
+
+    text = _read(path)
+    try:
+        tree = ast.parse(text, filename=str(path))
+    except SyntaxError as e:
+        raise UsageError(f"{path.name}: cannot parse: line {e.lineno}: {e.msg}") from None
+    short = name.rsplit(".", 1)[-1]
+    found = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == short]
+    if not found:
+        raise StepscopeError(f"no function named {short!r} in {path.name}", NO_STEP)
+    if len(found) > 1:
+        lines = ", ".join(str(n.lineno) for n in found)
+        raise StepscopeError(f"several functions named {short!r} in {path.name} (lines {lines}): "
+                             "point --line at the loop that calls the one you mean", NO_STEP)
+    return found[0].lineno

@@ -17,7 +17,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("script", help="the file that holds the step loop")
     which = p.add_mutually_exclusive_group()
     which.add_argument("--line", type=int, help="line of the step loop (or any line inside it)")
-    which.add_argument("--function", help="each call of this function is a step (not yet supported)")
+    which.add_argument("--function", help="each call of this function is a step (e.g. a request handler)")
     start = p.add_mutually_exclusive_group()
     start.add_argument("--entry", help="the program starts from this file instead of SCRIPT")
     start.add_argument("-m", dest="module", help="the program starts as `python -m MODULE`")
@@ -26,7 +26,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--active", type=int, default=5)
     p.add_argument("--repeat", type=int, default=1)
-    p.add_argument("--depth", type=int, default=2, help="workspace call depth for line regions")
+    p.add_argument("--depth", type=int, default=2,
+                   help="how many workspace calls below the step get per-line regions (0: the step's own lines only)")
+    p.add_argument("--no-line-regions", dest="line_regions", action="store_false",
+                   help="mark steps only, no per-line regions (to measure their overhead)")
     p.add_argument("--shapes", action="store_true", help="record input shapes (adds overhead)")
     p.add_argument("--stack", action="store_true", help="record Python stacks (adds overhead)")
     p.add_argument("--memory", action="store_true", help="record memory (adds overhead)")
@@ -43,18 +46,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..capture.request import CaptureRequest, Schedule
     from ..capture.runner import run_capture
-    from ..capture.step import resolve_step
+    from ..capture.step import resolve_function, resolve_step
     from ..workspace import find_root
 
-    if args.function:
-        raise errors.UsageError("--function is not supported yet; point --line at the loop instead")
     if args.nproc != 1:
         raise errors.UsageError("--nproc other than 1 is not supported yet")
     script = Path(args.script).resolve()
     if not script.is_file():
         raise errors.UsageError(f"no such file: {args.script}")
     schedule = Schedule(args.wait, args.warmup, args.active, args.repeat)
-    loop_line = resolve_step(script, args.line)
+    if args.function:
+        resolve_function(script, args.function)
+        loop_line = None
+    else:
+        loop_line = resolve_step(script, args.line)
     root = find_root(Path.cwd()) if Path.cwd() in script.parents else find_root(script)
     entry = Path(args.entry).resolve() if args.entry else None
     if entry is not None and not entry.is_file():
@@ -62,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
     extra = list(getattr(args, "script_args", []))
     req = CaptureRequest(
         root=root, target_file=script, target_line=loop_line,
+        target_function=args.function.rsplit(".", 1)[-1] if args.function else None, depth=args.depth,
+        line_regions=args.line_regions,
         python=args.python or sys.executable, entry_script=entry, entry_module=args.module,
         args=tuple(extra), cwd=Path.cwd(), schedule=schedule,
         cpu_only=args.cpu_only, shapes=args.shapes, stack=args.stack, memory=args.memory,

@@ -6,6 +6,8 @@ lines. The conversion lives here and nowhere else.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from lsprotocol import types
 
 from ..rules.model import Diagnostic, Edit
@@ -49,3 +51,23 @@ def code_actions(uri: str, found: list[Diagnostic], wanted: types.Range) -> list
                 edit=types.WorkspaceEdit(changes={uri: [_text_edit(e) for e in fix.edits]}),
             ))
     return actions
+
+
+def finding_to_lsp(finding: dict, root: Path) -> tuple[str, types.Diagnostic] | None:
+    """A finding of a run as an information diagnostic on its line (None when it has no line
+    inside the workspace: those stay in the report and the panel)."""
+    file, line = finding.get("file"), finding.get("line")
+    if not file or not line:
+        return None
+    path = Path(file).resolve()
+    root = Path(root).resolve()
+    if path != root and root not in path.parents:
+        return None
+    message = f"{finding.get('observation', '')}\nNext check: {finding.get('next_check', '')}"
+    return path.as_uri(), types.Diagnostic(
+        range=_range(int(line), 0, int(line), 10_000),
+        message=message.strip(),
+        severity=types.DiagnosticSeverity.Information,
+        code=finding.get("kind"),
+        source=SOURCE,
+    )

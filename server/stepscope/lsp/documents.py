@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("stepscope.lsp")
 
 _found: dict[str, list["Diagnostic"]] = {}
+_run_findings: dict[str, list[types.Diagnostic]] = {}  # uri → findings of the last run, as diagnostics
 
 
 def _check(uri: str, text: str, path: str) -> list["Diagnostic"]:
@@ -46,10 +47,31 @@ def publish(ls: "StepscopeServer", uri: str) -> None:
     if not doc.path.endswith((".py", ".pyi")) and doc.language_id not in ("python", None):
         return
     found = _check(uri, doc.source, doc.path)
+    if uri in _found and doc.version is not None and doc.version > 1:
+        # Timings and findings no longer line up once the text changed.
+        ls.last_runs.pop(uri, None)
+        _run_findings.pop(uri, None)
     _found[uri] = found
-    ls.last_runs.pop(uri, None)  # timings no longer line up once the text changed
+    _send(ls, uri, doc.version)
+
+
+def _send(ls: "StepscopeServer", uri: str, version: int | None = None) -> None:
+    diagnostics = [lsp_diagnostics.to_lsp(d) for d in _found.get(uri, [])] + _run_findings.get(uri, [])
     ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-        uri=uri, version=doc.version, diagnostics=[lsp_diagnostics.to_lsp(d) for d in found]))
+        uri=uri, version=version, diagnostics=diagnostics))
+
+
+def show_findings(ls: "StepscopeServer", findings: list[dict], root: Path) -> None:
+    """Replace the findings shown from the last run with those of a new one."""
+    stale = set(_run_findings)
+    _run_findings.clear()
+    for finding in findings:
+        diagnostic = lsp_diagnostics.finding_to_lsp(finding, root)
+        if diagnostic is not None:
+            uri, d = diagnostic
+            _run_findings.setdefault(uri, []).append(d)
+    for uri in stale | set(_run_findings):
+        _send(ls, uri)
 
 
 def forget(uri: str) -> None:

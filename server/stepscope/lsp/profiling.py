@@ -18,7 +18,11 @@ from urllib.parse import unquote, urlparse
 from lsprotocol import types
 
 from .. import errors, jsonio, workspace
-from . import results
+from . import documents, results
+
+FIRST_RUN_NOTICE = ("Stepscope ran your step for real: it performs real updates (optimizer steps, writes). "
+                    "Profile an experimental state, never weights you must keep; your program sees "
+                    "STEPSCOPE_RUN=1 and can skip saving.")
 
 if TYPE_CHECKING:
     from .server import StepscopeServer
@@ -180,6 +184,9 @@ async def profile_at(ls: "StepscopeServer", args: dict[str, Any]) -> dict[str, A
     editor = results.profile_result(report, result.run_dir, req.root)
     for uri in {entry["uri"] for entry in editor["lines"]}:
         ls.last_runs[uri] = editor
+    documents.show_findings(ls, report.get("findings", []), req.root)
+    if result.first_run:
+        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=FIRST_RUN_NOTICE))
     progress.end(editor["summary"])
     caps = ls.client_capabilities.workspace
     if caps and caps.inlay_hint and caps.inlay_hint.refresh_support:

@@ -17,6 +17,7 @@ table). Rule selection is a pure function: `Config.enabled(code, path)`.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
@@ -106,10 +107,23 @@ def _toml_loader():
 
 
 def load_config(start: Path) -> Config:
-    """The configuration that applies to `start` (a file or folder); defaults if none."""
+    """The configuration that applies to `start` (a file or folder); defaults if none.
+
+    Cheap to call on every edit: the parsed table is reused until the file's size or
+    modification time changes.
+    """
     path = find_pyproject(Path(start))
     if path is None:
         return Config()
+    try:
+        stat = path.stat()
+    except OSError:
+        return Config()
+    return _load_cached(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _load_cached(path: Path, _mtime_ns: int, _size: int) -> Config:
     loader = _toml_loader()
     if loader is None:  # pragma: no cover - Python 3.10 without tomli
         return Config(root=path.parent, warnings=(

@@ -244,26 +244,20 @@ class _Walker:
         ctx.functions[id(module)] = FunctionFacts(module)
         self.visit_block(module.body, Scope(module, (), False))
         ctx.profile_withs = [(w, c, s) for w, c, s in self.withs if ctx.is_torch_profile_call(c)]
+        ctx.stores.sort()
 
     def visit_block(self, stmts: list[ast.stmt], scope: Scope) -> None:
         for stmt in stmts:
             self.visit(stmt, scope)
 
     def visit(self, node: ast.AST, scope: Scope) -> None:
-        ctx = self.ctx
-        if isinstance(node, ast.Call):
-            ctx.calls.append((node, scope))
-            ctx.functions[id(scope.function)].calls.append(node)
-        elif isinstance(node, ast.Name):
-            if not isinstance(node.ctx, ast.Load):
-                ctx.stores.append((node.lineno, node.id))
+        if isinstance(node, ast.expr):
+            self.scan(node, scope)
             return
-        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+        ctx = self.ctx
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             ctx.assigns.append(node)
             ctx.functions[id(scope.function)].assigns.append(node)
-        elif isinstance(node, ast.BinOp):
-            if isinstance(node.op, ast.Sub):
-                ctx.functions[id(scope.function)].subtractions.append(node)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             _add_import(ctx.imports, node)
             return
@@ -271,25 +265,21 @@ class _Walker:
             ctx.stores.append((node.lineno, node.name))
             ctx.functions_defs.append(node)
             for deco in node.decorator_list:
-                self.visit(deco, scope)
+                self.scan(deco, scope)
             for default in node.args.defaults + [d for d in node.args.kw_defaults if d]:
-                self.visit(default, scope)
+                self.scan(default, scope)
             ctx.functions[id(node)] = FunctionFacts(node)
             self.visit_block(node.body, Scope(node, (), False))
-            return
-        elif isinstance(node, ast.Lambda):
-            # A lambda runs later, elsewhere: its calls are not part of the enclosing loop.
-            self.visit(node.body, Scope(scope.function, (), False))
             return
         elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
             ctx.loop_nodes.append(node)
             loop = ctx.loop_by_pos.get((node.lineno, node.col_offset))
             if isinstance(node, ast.While):
                 ctx.ifs.append((node, scope))
-                self.visit(node.test, scope)
+                self.scan(node.test, scope)
             else:
-                self.visit(node.target, scope)
-                self.visit(node.iter, scope)
+                self.scan(node.target, scope)
+                self.scan(node.iter, scope)
             inner = scope
             if loop is not None:
                 inner = Scope(scope.function, scope.loops + (loop,),
@@ -297,30 +287,85 @@ class _Walker:
             self.visit_block(node.body, inner)
             self.visit_block(node.orelse, scope)
             return
-        elif isinstance(node, (ast.If, ast.IfExp)):
+        elif isinstance(node, ast.If):
             ctx.ifs.append((node, scope))
-            self.visit(node.test, scope)
+            self.scan(node.test, scope)
             guarded = scope
             if not scope.periodic and _is_periodic_test(node.test):
                 guarded = Scope(scope.function, scope.loops, True)
-            if isinstance(node, ast.If):
-                self.visit_block(node.body, guarded)
-                self.visit_block(node.orelse, scope)
-            else:
-                self.visit(node.body, guarded)
-                self.visit(node.orelse, scope)
+            self.visit_block(node.body, guarded)
+            self.visit_block(node.orelse, scope)
             return
         elif isinstance(node, (ast.With, ast.AsyncWith)):
             for item in node.items:
-                self.visit(item.context_expr, scope)
+                self.scan(item.context_expr, scope)
                 if item.optional_vars is not None:
-                    self.visit(item.optional_vars, scope)
+                    self.scan(item.optional_vars, scope)
                 if isinstance(item.context_expr, ast.Call):
                     self.withs.append((node, item.context_expr, scope))
             self.visit_block(node.body, scope)
             return
-        for child in ast.iter_child_nodes(node):
+        elif isinstance(node, ast.ClassDef):
+            for expr in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
+                self.scan(expr, scope)
+            self.visit_block(node.body, scope)
+            return
+        for child in reversed(_children(node)):
             self.visit(child, scope)
+
+    def scan(self, root: ast.expr, scope: Scope) -> None:
+        """Record the calls, bindings and subtractions of one expression, iteratively (the hot
+        path: most nodes of a module are expressions)."""
+        ctx = self.ctx
+        facts = ctx.functions[id(scope.function)]
+        stack: list[ast.AST] = [root]
+        while stack:
+            node = stack.pop()
+            kind = type(node)
+            if kind is ast.Name:
+                if not isinstance(node.ctx, ast.Load):  # type: ignore[attr-defined]
+                    ctx.stores.append((node.lineno, node.id))  # type: ignore[attr-defined]
+                continue
+            if kind is ast.Constant:
+                continue
+            if kind is ast.Call:
+                ctx.calls.append((node, scope))  # type: ignore[arg-type]
+                facts.calls.append(node)  # type: ignore[arg-type]
+            elif kind is ast.BinOp:
+                if type(node.op) is ast.Sub:  # type: ignore[attr-defined]
+                    facts.subtractions.append(node)  # type: ignore[arg-type]
+            elif kind is ast.Lambda:
+                # A lambda runs later, elsewhere: its calls are not part of the enclosing loop.
+                self.scan(node.body, Scope(scope.function, (), False))  # type: ignore[attr-defined]
+                continue
+            elif kind is ast.IfExp:
+                ctx.ifs.append((node, scope))  # type: ignore[arg-type]
+                self.scan(node.test, scope)  # type: ignore[attr-defined]
+                guarded = scope
+                if not scope.periodic and _is_periodic_test(node.test):  # type: ignore[attr-defined]
+                    guarded = Scope(scope.function, scope.loops, True)
+                self.scan(node.body, guarded)  # type: ignore[attr-defined]
+                self.scan(node.orelse, scope)  # type: ignore[attr-defined]
+                continue
+            stack.extend(_children(node))  # reversed children: popped in source order
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _children(node: ast.AST) -> list[ast.AST]:
+    """Direct child nodes, in reverse field order (for a stack), without generator overhead."""
+    fields = _FIELDS.get(type(node))
+    if fields is None:
+        fields = _FIELDS[type(node)] = tuple(f for f in node._fields if f != "ctx")
+    out: list[ast.AST] = []
+    for name in reversed(fields):
+        value = getattr(node, name, None)
+        if isinstance(value, list):
+            out.extend(v for v in reversed(value) if isinstance(v, ast.AST))
+        elif isinstance(value, ast.AST):
+            out.append(value)
+    return out
 
 
 # ---- tensor names ------------------------------------------------------------------------------

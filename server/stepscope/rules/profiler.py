@@ -268,7 +268,7 @@ def check_ss407(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
         arg = call.args[0]
         if isinstance(arg, (ast.GeneratorExp, ast.ListComp)):
             attr = _inclusive_attr(arg.elt)
-            if attr:
+            if attr and not _only_device_rows(arg, ctx):
                 yield make_diagnostic("SS407", message.format(attr=attr), path, ctx.span(call))
     for node in ctx.loop_nodes:
         if isinstance(node, (ast.For, ast.AsyncFor)) and _iterates_profiler_rows(node.iter):
@@ -278,6 +278,24 @@ def check_ss407(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
                     if attr:
                         yield make_diagnostic("SS407", message.format(attr=attr), path,
                                               ctx.span(stmt))
+
+
+def _filters_device_type(comp: ast.GeneratorExp | ast.ListComp) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.attr == "device_type"
+               for gen in comp.generators for cond in gen.ifs for n in ast.walk(cond))
+
+
+def _only_device_rows(comp: ast.GeneratorExp | ast.ListComp, ctx: ModuleContext) -> bool:
+    """Rows filtered to kernels (`device_type == CUDA`) are leaves: their sum does not double
+    count nesting, so it is left alone."""
+    if _filters_device_type(comp):
+        return True
+    source = comp.generators[0].iter
+    if isinstance(source, ast.Name):
+        values = ctx.assigned_values().get(source.id, [])
+        return bool(values) and all(isinstance(v, (ast.ListComp, ast.GeneratorExp))
+                                    and _filters_device_type(v) for v in values)
+    return False
 
 
 def _inclusive_attr(node: ast.AST) -> str | None:
@@ -293,10 +311,28 @@ def _iterates_profiler_rows(node: ast.AST) -> bool:
                for s in ast.walk(node))
 
 
+def _records_first_step(call: ast.Call, ctx: ModuleContext) -> bool:
+    """True when the profiler records from the loop's first step: no schedule, or a schedule
+    with no skipped, waiting or warm-up step. A schedule we cannot read counts as False."""
+    kw = _keyword(call, "schedule")
+    if kw is None:
+        return not _has_star_kwargs(call)
+    sched = kw.value
+    if not (isinstance(sched, ast.Call) and (ctx.dotted(sched.func) or "").endswith("schedule")):
+        return False
+    for name in ("skip_first", "wait", "warmup"):
+        arg = _keyword(sched, name)
+        if arg is not None and not (isinstance(arg.value, ast.Constant) and arg.value.value == 0):
+            return False
+    return True
+
+
 def check_ss502(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
     for with_node, call, _scope in ctx.profile_withs:
         if ctx.is_torch_profile_call(call) != "torch.profiler":
             continue
+        if not _records_first_step(call, ctx):
+            continue  # the first batch read falls in a step the profiler skips
         for node in iter_own_nodes_all(with_node.body):
             if not isinstance(node, (ast.For, ast.AsyncFor)):
                 continue

@@ -1,0 +1,78 @@
+"""What the step is made of, observed once from inside the running program.
+
+Looked at on the first active step only, so the cost stays out of every other step:
+- the batch the loop's iterator yielded: tensor shapes, dtypes and devices, the batch size;
+- the data source: a DataLoader (workers, batch size, pinning) or something else;
+- the models visible in the loop's frame: train/eval mode, parameter dtype and device;
+- the modes in force while the step runs: autocast, grad, inference mode.
+Nothing here holds a reference to a tensor after it returns (shapes only).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+_MAX_LEAVES = 16
+
+
+def _leaves(obj: Any, out: list, depth: int = 0) -> None:
+    if len(out) >= _MAX_LEAVES or depth > 3:
+        return
+    if isinstance(obj, torch.Tensor):
+        out.append(obj)
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            _leaves(v, out, depth + 1)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            _leaves(v, out, depth + 1)
+
+
+def describe_batch(item: Any) -> dict[str, Any]:
+    tensors: list[torch.Tensor] = []
+    _leaves(item, tensors)
+    shapes = [{"shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", ""), "device": str(t.device)}
+              for t in tensors]
+    batch = tensors[0].shape[0] if tensors and tensors[0].dim() > 0 else None
+    return {"tensors": shapes, "batch_size": int(batch) if batch is not None else None,
+            "type": type(item).__name__}
+
+
+def describe_source(iterable: Any) -> dict[str, Any]:
+    from torch.utils.data import DataLoader
+
+    if isinstance(iterable, DataLoader):
+        return {"kind": "DataLoader", "num_workers": iterable.num_workers,
+                "batch_size": iterable.batch_size, "pin_memory": iterable.pin_memory,
+                "persistent_workers": getattr(iterable, "persistent_workers", False),
+                "multiprocessing_context": str(iterable.multiprocessing_context) if iterable.num_workers else None,
+                "dataset": type(iterable.dataset).__name__}
+    return {"kind": type(iterable).__name__}
+
+
+def describe_models(frame_locals: dict[str, Any]) -> list[dict[str, Any]]:
+    models = []
+    for name, value in list(frame_locals.items()):
+        if isinstance(value, torch.nn.Module):
+            first = next(value.parameters(), None)
+            models.append({
+                "name": name, "type": type(value).__name__, "training": value.training,
+                "dtype": str(first.dtype).replace("torch.", "") if first is not None else None,
+                "device": str(first.device) if first is not None else None,
+                "compiled": type(value).__name__ == "OptimizedModule",
+            })
+    return models
+
+
+def describe_modes() -> dict[str, Any]:
+    modes: dict[str, Any] = {"grad_enabled": torch.is_grad_enabled(),
+                             "inference_mode": torch.is_inference_mode_enabled()}
+    try:
+        modes["autocast_cuda"] = torch.is_autocast_enabled("cuda")
+        modes["autocast_cpu"] = torch.is_autocast_enabled("cpu")
+    except TypeError:  # torch < 2.4 takes no device argument
+        modes["autocast_cuda"] = torch.is_autocast_enabled()
+        modes["autocast_cpu"] = torch.is_autocast_cpu_enabled()
+    return modes

@@ -1,0 +1,63 @@
+"""What every finding shares: its shape, its anchor, and how precise its line is.
+
+Invariants: a finding is a dict with `kind, file, line, severity, observation, hypothesis,
+next_check, figures`; `observation` carries the figures in words and names the machine they came
+from; a hypothesis is a possible reading, never a conclusion; no finding claims a speed-up.
+"""
+
+from __future__ import annotations
+
+Anchor = tuple[str | None, int | None]
+
+
+def finding(kind: str, anchor: Anchor, observation: str, hypothesis: str, next_check: str, *,
+            severity: str = "warning", figures: dict | None = None) -> dict:
+    return {"kind": kind, "file": anchor[0], "line": anchor[1], "severity": severity,
+            "observation": observation, "hypothesis": hypothesis, "next_check": next_check,
+            "figures": figures or {}}
+
+
+def loop_header(report: dict) -> Anchor:
+    """The step loop's header line (the `ss:<file>:<line>:next` region), else the scenario's step line."""
+    for region in report.get("regions") or []:
+        if region.get("label", "").endswith(":next") and region.get("file"):
+            return region["file"], region["line"]
+    step = (report.get("scenario") or {}).get("step") or {}
+    if isinstance(step.get("file"), str) and isinstance(step.get("line"), int):
+        return step["file"], step["line"]
+    return None, None
+
+
+def machine_words(report: dict) -> str:
+    """Which machine the figures come from, in a few words (guide §13)."""
+    machine = report.get("machine") or {}
+    device = machine.get("device") or "an unnamed machine"
+    host = machine.get("host")
+    return f"{device} on {host}" if host else str(device)
+
+
+def precision_words(precision: str | None, evidence: dict) -> str:
+    """Say how exact the line is, for traces Stepscope did not record."""
+    if precision == "exact":
+        return ""
+    if precision == "function":
+        return (" The line is the def line of the function that ran it (from Python stack frames), "
+                "not the statement: this trace was not recorded by Stepscope.")
+    if evidence.get("source") == "other":
+        return " No source line could be named: this trace was not recorded by Stepscope and has no Python stacks."
+    return " No source line could be named for it."
+
+
+def where_words(item: dict) -> str:
+    if item.get("file") and item.get("line"):
+        return f" at {item['file']}:{item['line']}"
+    return ""
+
+
+def step_mean_ms(report: dict) -> float | None:
+    evidence = report.get("evidence") or {}
+    value = evidence.get("step_mean_ms")
+    if isinstance(value, (int, float)) and value > 0:
+        return float(value)
+    value = report.get("ms_per_step")
+    return float(value) if isinstance(value, (int, float)) and value > 0 else None

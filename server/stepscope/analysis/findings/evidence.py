@@ -1,0 +1,431 @@
+"""Evidence for the findings: the few trace facts they need, computed once when the report is built.
+
+`collect_evidence(trace, links, steps, ...)` returns a JSON-ready dict (the report's `evidence`):
+batch reads, operators, kernels, host-to-device copies, host synchronisations and names that appear
+only after the first active step. `find(report)` then stays a pure function of the report.
+
+Invariants:
+- Every time figure is a union of intervals divided by the number of active steps (nested or
+  concurrent events never double count); counts are per-step averages.
+- GPU figures are None when the trace holds no GPU events, never 0 for "unknown".
+- A moment is placed on a line by the innermost line node open on its thread at that moment:
+  Stepscope's `ss:` regions (exact), else user-code `python_function` frames (function precision);
+  a moment on a thread with no node falls back to the node open on the step's thread.
+- Names that match the batch-read patterns mark the batch read; operators inside a batch read are
+  left out of the operator figures (that time is the input pipeline's, reported by input-bound).
+"""
+
+from __future__ import annotations
+
+import bisect
+import fnmatch
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from statistics import median
+from typing import Iterable
+
+from ...trace import Kind, Trace
+from ..intervals import Interval, clip, length, merge
+from ..labels import FileTable, FrameResolver, parse_frame, parse_ss_label
+from ..links import Links, copy_direction
+from ..steps import Step
+
+#: ops that build a tensor from nothing but their arguments (deterministic values: a constant)
+FACTORY_OPS = frozenset({
+    "aten::arange", "aten::tensor", "aten::scalar_tensor", "aten::full", "aten::ones", "aten::zeros",
+    "aten::linspace", "aten::logspace", "aten::eye", "aten::lift_fresh", "aten::full_like", "aten::ones_like",
+    "aten::zeros_like", "aten::from_file",
+})
+_LAUNCH = re.compile(r"(LaunchKernel|LaunchCooperativeKernel|ModuleLaunchKernel|GraphLaunch)", re.IGNORECASE)
+_STEP = re.compile(r"^ProfilerStep#\d+$")
+US_PER_MS = 1000.0
+
+
+@dataclass
+class _Node:
+    start: float
+    end: float
+    key: tuple  # (precision, file, line)
+    uid: int  # identity of this occurrence
+
+
+class _Locator:
+    """The innermost line node open at (track, ts); see the module's invariants."""
+
+    def __init__(self, nodes_by_track: dict[int, list[_Node]], step_track: int | None):
+        self.nodes = {t: sorted(ns, key=lambda n: (n.start, -n.end)) for t, ns in nodes_by_track.items()}
+        self.step_track = step_track
+
+    def locate(self, queries: list[tuple[int, float]]) -> list[_Node | None]:
+        out: list[_Node | None] = [None] * len(queries)
+        by_track: dict[int, list[int]] = defaultdict(list)
+        for i, (track, _) in enumerate(queries):
+            by_track[track].append(i)
+        for track, idx in by_track.items():
+            _sweep(self.nodes.get(track, []), idx, queries, out)
+        if self.step_track is not None:
+            left = [i for i, (track, _) in enumerate(queries) if out[i] is None and track != self.step_track]
+            _sweep(self.nodes.get(self.step_track, []), left, queries, out)
+        return out
+
+
+def _sweep(nodes: list, idx: list[int], queries: list[tuple[int, float]], out: list) -> None:
+    """For each query (sorted by time), the innermost node containing it; nodes sorted by (start, -end)."""
+    if not nodes or not idx:
+        return
+    idx = sorted(idx, key=lambda i: queries[i][1])
+    stack: list = []
+    j = 0
+    for i in idx:
+        ts = queries[i][1]
+        while j < len(nodes) and nodes[j].start <= ts:
+            n = nodes[j]
+            while stack and stack[-1].end < n.start:
+                stack.pop()
+            stack.append(n)
+            j += 1
+        while stack and stack[-1].end < ts:
+            stack.pop()
+        if stack:
+            out[i] = stack[-1]
+
+
+def _overlap(a: list[Interval], b: list[Interval]) -> float:
+    """Time covered by both of two merged interval lists."""
+    i = j = 0
+    total = 0.0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if hi > lo:
+            total += hi - lo
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+def _ms(us: float, n: int) -> float:
+    return round(us / US_PER_MS / n, 4)
+
+
+def _where(node: _Node | None) -> dict:
+    if node is None:
+        return {"file": None, "line": None, "precision": None}
+    precision, path, line = node.key
+    return {"file": path, "line": line, "precision": precision}
+
+
+def _matcher(patterns: Iterable[str]):
+    compiled = [re.compile(fnmatch.translate(p.lower())) for p in patterns]
+    return lambda name: any(c.match(name.lower()) for c in compiled)
+
+
+def collect_evidence(trace: Trace, links: Links, steps: list[Step], *, file_table: FileTable | None,
+                     source_root: Path | None, batch_read_patterns: Iterable[str]) -> dict:
+    n = len(steps)
+    w0, w1 = steps[0].cpu_start, steps[-1].completion
+    cpu_end = steps[-1].cpu_end
+    devices = links.device_tracks
+    step_track = trace.track[links.step_rows[0]] if links.step_rows else None
+    gpu_observed = bool(links.gpu_rows)
+    starts = [s.cpu_start for s in steps]
+    names = trace.names
+    ts_col, dur_col, track_col, name_col, kind_col = trace.ts, trace.dur, trace.track, trace.name, trace.kind
+
+    def step_of(ts: float) -> int:
+        return max(0, bisect.bisect_right(starts, ts) - 1)
+
+    # --- line nodes: ss regions (exact) and user frames (function); batch-read intervals
+    is_batch = _matcher(batch_read_patterns)
+    frames = FrameResolver(source_root or (file_table.root if file_table else None), file_table)
+    ss_nodes: dict[int, list[_Node]] = defaultdict(list)
+    frame_nodes: dict[int, list[_Node]] = defaultdict(list)
+    name_key: dict[int, tuple | None] = {}
+    batch_names: dict[int, bool] = {}
+    batch_iv: list[Interval] = []
+    batch_signals: Counter = Counter()
+    saw_ss = False
+    uid = 0
+    batch_line: _Node | None = None
+    batch_first: tuple[int, float] | None = None
+    for i in trace.rows(Kind.ANNOTATION, Kind.PYTHON):
+        start, track = ts_col[i], track_col[i]
+        end = start + dur_col[i]
+        if end < w0 or start > cpu_end or track in devices:
+            continue
+        nid = name_col[i]
+        if nid not in name_key:
+            label = names[nid]
+            key = None
+            if kind_col[i] == Kind.ANNOTATION:
+                ss = parse_ss_label(label)
+                if ss:
+                    saw_ss = True
+                    path = file_table.resolve(ss.file_id) if file_table else None
+                    key = ("exact", path, ss.line) if path else None
+            else:
+                frame = parse_frame(label)
+                path = frames.resolve(frame) if frame else None
+                key = ("function", path, frame.line) if (frame and path) else None
+            name_key[nid] = key
+            batch_names[nid] = (not _STEP.match(label)) and is_batch(label)
+        key = name_key[nid]
+        node = None
+        if key is not None:
+            uid += 1
+            node = _Node(start, end, key, uid)
+            (ss_nodes if key[0] == "exact" else frame_nodes)[track].append(node)
+        if batch_names[nid]:
+            batch_iv.append((start, end))
+            batch_signals[names[nid]] += 1
+            if batch_first is None or start < batch_first[1]:
+                batch_first = (track, start)
+            if node is not None and (batch_line is None or node.key[0] == "exact" and batch_line.key[0] != "exact"):
+                batch_line = node  # the loop header's own region names the line exactly
+    nodes = ss_nodes if any(ss_nodes.values()) else frame_nodes
+    locator = _Locator(nodes, step_track)
+    line_precision = "exact" if nodes is ss_nodes and ss_nodes else ("function" if frame_nodes else "none")
+    batch_merged = merge(clip(batch_iv, w0, w1))
+
+    # --- GPU busy (all GPU work in the window)
+    gpu_rows = links.gpu_rows
+    gpu_busy = merge(clip(((ts_col[g], ts_col[g] + dur_col[g]) for g in gpu_rows), w0, w1))
+    in_window_gpu = [g for g in gpu_rows if w0 <= ts_col[g] <= w1 or
+                     (g in links.launch_row and w0 <= ts_col[links.launch_row[g]] <= cpu_end)]
+
+    # --- operators: self time, GPU time launched from inside, step membership
+    ops_by_track: dict[int, list[int]] = defaultdict(list)
+    for i in trace.rows(Kind.CPU_OP):
+        if track_col[i] in devices:
+            continue
+        s = ts_col[i]
+        if s + dur_col[i] < w0 or s > cpu_end:
+            continue
+        ops_by_track[track_col[i]].append(i)
+    parent: dict[int, int] = {}
+    self_us: dict[int, float] = {}
+    for track, rows in ops_by_track.items():
+        rows.sort(key=lambda r: (ts_col[r], -dur_col[r]))
+        stack: list[int] = []
+        for r in rows:
+            while stack and ts_col[stack[-1]] + dur_col[stack[-1]] <= ts_col[r]:
+                stack.pop()
+            p = stack[-1] if stack and ts_col[stack[-1]] + dur_col[stack[-1]] >= ts_col[r] + dur_col[r] else -1
+            parent[r] = p
+            self_us[r] = dur_col[r]
+            if p >= 0:
+                self_us[p] -= dur_col[r]
+            stack.append(r)
+    op_nodes = {t: [_Node(ts_col[r], ts_col[r] + dur_col[r], ("op", None, r), r) for r in rows]
+                for t, rows in ops_by_track.items()}
+    op_locator = _Locator(op_nodes, None)
+
+    # launch points of GPU work and sync calls: their op and their line
+    launches = [(g, links.launch_row[g]) for g in in_window_gpu if g in links.launch_row]
+    sync_rows = [r for r in links.sync_rows if w0 <= ts_col[r] <= cpu_end]
+    launch_q = [(track_col[r], ts_col[r]) for _, r in launches]
+    launch_ops = op_locator.locate(launch_q)
+    launch_lines = locator.locate(launch_q)
+    sync_lines = locator.locate([(track_col[r], ts_col[r]) for r in sync_rows])
+
+    all_ops = [r for rows in ops_by_track.values() for r in rows]
+    op_lines = locator.locate([(track_col[r], ts_col[r]) for r in all_ops])
+    line_of_op = dict(zip(all_ops, op_lines))
+
+    ops = _operator_figures(trace, all_ops, self_us, line_of_op, launches, launch_ops, batch_merged, n,
+                            gpu_observed)
+    copies = _copy_groups(trace, links, launches, launch_ops, launch_lines, parent, ops_by_track,
+                          line_of_op, batch_merged, step_of, n)
+    kernels = _kernel_figures(trace, in_window_gpu, gpu_busy, launches, launch_lines, w0, cpu_end, n) \
+        if gpu_observed else None
+    syncs = _sync_figures(trace, sync_rows, sync_lines, gpu_busy, step_of, n, gpu_observed)
+    new_names = _new_names(trace, ops_by_track, steps, step_of, devices, w0, cpu_end)
+
+    read_ms = length(batch_merged)
+    return {
+        "source": "stepscope" if saw_ss else "other",
+        "line_precision": line_precision,
+        "step_mean_ms": round((w1 - w0) / US_PER_MS / n, 4),
+        "batch_read": {
+            "ms": _ms(read_ms, n),
+            "gpu_busy_ms": _ms(_overlap(batch_merged, gpu_busy), n) if gpu_observed else None,
+            "signals": [name for name, _ in batch_signals.most_common(5)],
+            **_where(batch_line or (locator.locate([batch_first])[0] if batch_first else None)),
+        },
+        "ops": ops,
+        "kernels": kernels,
+        "h2d_copies": copies,
+        "syncs": syncs,
+        "new_names": new_names,
+    }
+
+
+def _operator_figures(trace: Trace, all_ops: list[int], self_us: dict[int, float], line_of_op: dict,
+                      launches: list[tuple[int, int]], launch_ops: list, batch: list[Interval], n: int,
+                      gpu_observed: bool) -> list[dict]:
+    starts = [lo for lo, _ in batch]
+
+    def in_batch(ts: float) -> bool:
+        k = bisect.bisect_right(starts, ts) - 1
+        return k >= 0 and ts <= batch[k][1]
+
+    self_by_name: dict[str, float] = defaultdict(float)
+    count_by_name: Counter = Counter()
+    line_time: dict[str, Counter] = defaultdict(Counter)
+    for r in all_ops:
+        if in_batch(trace.ts[r]):
+            continue
+        name = trace.label(r)
+        self_by_name[name] += max(0.0, self_us[r])
+        count_by_name[name] += 1
+        line_time[name][_key(line_of_op.get(r))] += max(0.0, self_us[r])
+    gpu_iv: dict[str, list[Interval]] = defaultdict(list)
+    for (g, r), op in zip(launches, launch_ops):
+        if op is None or in_batch(trace.ts[r]):
+            continue
+        name = trace.label(op.uid)
+        gpu_iv[name].append((trace.ts[g], trace.end(g)))
+        line_time[name][_key(line_of_op.get(op.uid))] += trace.dur[g]
+    out = []
+    for name in set(self_by_name) | set(gpu_iv):
+        best = line_time[name].most_common(1)
+        where = best[0][0] if best else (None, None, None)
+        out.append({
+            "name": name,
+            "self_ms": _ms(self_by_name.get(name, 0.0), n),
+            "gpu_ms": _ms(length(merge(gpu_iv.get(name, []))), n) if gpu_observed else None,
+            "count": round(count_by_name.get(name, 0) / n, 2),
+            "file": where[1], "line": where[2], "precision": where[0],
+        })
+    out.sort(key=lambda d: -max(d["self_ms"], d["gpu_ms"] or 0.0))
+    return out[:15]
+
+
+def _key(node: _Node | None) -> tuple:
+    return node.key if node is not None else (None, None, None)
+
+
+def _copy_groups(trace: Trace, links: Links, launches: list[tuple[int, int]], launch_ops: list, launch_lines: list,
+                 parent: dict[int, int], ops_by_track: dict[int, list[int]], line_of_op: dict,
+                 batch: list[Interval], step_of, n: int) -> list[dict]:
+    """Host-to-device copies grouped by (line, bytes), with the factory op that fed them, if any."""
+    top_level = {t: [r for r in rows if parent.get(r, -1) < 0] for t, rows in ops_by_track.items()}
+    top_starts = {t: [trace.ts[r] for r in rows] for t, rows in top_level.items()}
+    bstarts = [lo for lo, _ in batch]
+    groups: dict[tuple, dict] = {}
+    for (g, r), op, line in zip(launches, launch_ops, launch_lines):
+        if trace.kind[g] != Kind.MEMCPY or copy_direction(trace, g) != "h2d":
+            continue
+        ts = trace.ts[r]
+        k = bisect.bisect_right(bstarts, ts) - 1
+        in_read = k >= 0 and ts <= batch[k][1]
+        factory = _feeding_factory(trace, op.uid if op else None, parent, top_level, top_starts, line_of_op, line)
+        key = (_key(line), max(0, trace.nbytes[g]))
+        grp = groups.setdefault(key, {"steps": set(), "count": 0, "factory": None, "in_batch_read": False})
+        grp["steps"].add(step_of(ts))
+        grp["count"] += 1
+        grp["factory"] = grp["factory"] or factory
+        grp["in_batch_read"] = grp["in_batch_read"] or in_read
+    out = []
+    for ((precision, path, line), nbytes), grp in groups.items():
+        out.append({"file": path, "line": line, "precision": precision, "bytes": nbytes,
+                    "per_step": round(grp["count"] / n, 2), "steps": len(grp["steps"]),
+                    "factory": grp["factory"], "in_batch_read": grp["in_batch_read"]})
+    out.sort(key=lambda d: (-d["steps"], -d["per_step"] * d["bytes"]))
+    return out[:20]
+
+
+def _feeding_factory(trace: Trace, op: int | None, parent: dict[int, int], top_level: dict[int, list[int]],
+                     top_starts: dict[int, list[float]], line_of_op: dict, line: _Node | None) -> str | None:
+    """The factory op that built the copied tensor: in the copy's own op chain, the top-level op just
+    before it, or `aten::lift_fresh` just after it (torch.tensor), within the same line occurrence."""
+    if op is None:
+        return None
+    chain = [op]
+    while parent.get(chain[-1], -1) >= 0:
+        chain.append(parent[chain[-1]])
+    for r in chain:
+        if trace.label(r) in FACTORY_OPS - {"aten::lift_fresh"}:
+            return trace.label(r)
+    top = chain[-1]
+    track = trace.track[top]
+    rows, starts = top_level.get(track, []), top_starts.get(track, [])
+    k = bisect.bisect_left(starts, trace.ts[top])
+    same_line = (lambda r: line_of_op.get(r) is line) if line is not None else (lambda r: True)
+    if k > 0 and trace.label(rows[k - 1]) in FACTORY_OPS and same_line(rows[k - 1]):
+        return trace.label(rows[k - 1])
+    if k + 1 < len(rows) and trace.label(rows[k + 1]) == "aten::lift_fresh" and same_line(rows[k + 1]):
+        return "aten::lift_fresh"
+    return None
+
+
+def _kernel_figures(trace: Trace, gpu_rows: list[int], busy: list[Interval], launches: list[tuple[int, int]],
+                    launch_lines: list, w0: float, cpu_end: float, n: int) -> dict:
+    kernels = [g for g in gpu_rows if trace.kind[g] == Kind.KERNEL]
+    durations = sorted(trace.dur[g] for g in kernels)
+    per_line: Counter = Counter()
+    for (g, _), line in zip(launches, launch_lines):
+        if trace.kind[g] == Kind.KERNEL and line is not None:
+            per_line[line.key] += 1
+    launch_iv = [(trace.ts[r], trace.end(r)) for r in trace.rows(Kind.RUNTIME)
+                 if w0 <= trace.ts[r] <= cpu_end and _LAUNCH.search(trace.label(r))]
+    top = per_line.most_common(1)
+    where = top[0][0] if top else (None, None, None)
+    return {
+        "count": round(len(kernels) / n, 2),
+        "median_us": round(median(durations), 3) if durations else None,
+        "p90_us": round(durations[int(0.9 * (len(durations) - 1))], 3) if durations else None,
+        "gpu_busy_ms": _ms(length(busy), n),
+        "launch_ms": _ms(length(merge(launch_iv)), n),
+        "top_line_kernels": round(top[0][1] / n, 2) if top else 0,
+        "file": where[1], "line": where[2], "precision": where[0],
+    }
+
+
+def _sync_figures(trace: Trace, rows: list[int], lines: list, busy: list[Interval], step_of, n: int,
+                  gpu_observed: bool) -> dict:
+    busy_starts = [lo for lo, _ in busy]
+    idle_after = 0.0
+    per_line: Counter = Counter()
+    names: Counter = Counter()
+    for r, line in zip(rows, lines):
+        end = trace.end(r)
+        names[trace.label(r)] += 1
+        per_line[_key(line)] += trace.dur[r]
+        k = bisect.bisect_right(busy_starts, end)
+        inside = k > 0 and busy[k - 1][1] > end
+        if not inside and k < len(busy):
+            idle_after += busy[k][0] - end
+    top = per_line.most_common(1)
+    where = top[0][0] if top else (None, None, None)
+    return {
+        "count": round(len(rows) / n, 2),
+        "ms": _ms(length(merge((trace.ts[r], trace.end(r)) for r in rows)), n),
+        "steps": len({step_of(trace.ts[r]) for r in rows}),
+        "gpu_idle_after_ms": _ms(idle_after, n) if gpu_observed else None,
+        "calls": [name for name, _ in names.most_common(3)],
+        "file": where[1], "line": where[2], "precision": where[0],
+    }
+
+
+def _new_names(trace: Trace, ops_by_track: dict[int, list[int]], steps: list[Step], step_of, devices: set[int],
+               w0: float, cpu_end: float) -> list[dict]:
+    """Operators and regions absent from the first active step that appear in a later one."""
+    if len(steps) < 2:
+        return []
+    seen: dict[str, int] = {}
+    rows = [r for rs in ops_by_track.values() for r in rs]
+    rows += [i for i in trace.rows(Kind.ANNOTATION)
+             if trace.track[i] not in devices and w0 <= trace.ts[i] <= cpu_end]
+    for r in rows:
+        name = trace.label(r)
+        if _STEP.match(name):
+            continue
+        k = step_of(trace.ts[r])
+        if name not in seen or k < seen[name]:
+            seen[name] = k
+    late = sorted((k, name) for name, k in seen.items() if k > 0)
+    return [{"name": name, "step": steps[k].name} for k, name in late[:10]]

@@ -1,0 +1,132 @@
+"""Thresholds of the findings, with defaults, and their configuration in pyproject.toml.
+
+```toml
+[tool.stepscope.findings]
+dominant-op-share = 0.7                      # any field of `Thresholds`, '-' or '_'
+batch-read-patterns = ["read_batch*", "ss:*:next", "my_loader*"]
+```
+
+Invariants: `load_thresholds` never raises for a bad file or value; it returns the defaults for
+what it cannot use and a one-line reason per problem. Patterns are shell-style (`fnmatch`), matched
+case-insensitively against whole event names.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+#: Names of the events that read a batch, by default. Stepscope's own loop-header region, the
+#: DataLoader's own event and its Python frame (with stacks), and common hand-written labels.
+DEFAULT_BATCH_READ_PATTERNS: tuple[str, ...] = (
+    "ss:*:next",
+    "enumerate(DataLoader)*",
+    "*DataLoader*.__next__",
+    "*torch/utils/data/dataloader.py(*): __next__",
+    "read_batch*", "lecture_batch*", "load_batch*", "fetch_batch*", "get_batch*", "next_batch*",
+    "data", "batch", "data_loading", "dataloader", "input", "inputs",
+)
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    # -- unsteady-window
+    #: fewer active steps than this cannot show a distribution
+    min_active_steps: int = 3
+    #: (slowest - fastest) / median step above this, the first active step left out: not steady
+    max_step_spread: float = 0.5
+    # -- startup-cost
+    #: a start-up step this many times the window's ms/step ...
+    startup_ratio: float = 2.0
+    #: ... and at least this many ms longer than it, is a start-up cost worth its own look
+    startup_min_extra_ms: float = 50.0
+    # -- input-bound
+    #: GPU runs: the GPU idles while the batch is read for at least this share of the step
+    input_gpu_idle_share: float = 0.3
+    #: CPU-only runs: the batch read takes at least this share of the step
+    input_cpu_share: float = 0.5
+    #: event names that read a batch (fnmatch, case-insensitive); used when the report is built
+    batch_read_patterns: tuple[str, ...] = DEFAULT_BATCH_READ_PATTERNS
+    # -- repeated-copy
+    #: a copy group must appear in at least this share of the active steps
+    repeated_copy_step_share: float = 1.0
+    # -- small-launches
+    #: at least this many kernels per step ...
+    small_launches_min_kernels: int = 64
+    #: ... with a median kernel time at most this (µs) ...
+    small_kernel_us: float = 20.0
+    #: ... while the GPU is busy at most this share of the step
+    small_launches_max_gpu_busy: float = 0.5
+    # -- dominant-op
+    #: one operator's time (CPU self time, or GPU time launched from it) at least this share of the step
+    dominant_op_share: float = 0.6
+    # -- sync-in-step
+    #: the host waits on the device for at least this share of the step ...
+    sync_min_share: float = 0.05
+    #: ... in at least this share of the active steps
+    sync_step_share: float = 0.5
+
+
+def _toml():
+    if sys.version_info >= (3, 11):
+        import tomllib
+
+        return tomllib
+    try:  # pragma: no cover - Python 3.10
+        import tomli
+
+        return tomli
+    except ImportError:  # pragma: no cover
+        return None
+
+
+def thresholds_from_table(table: dict[str, Any], base: Thresholds = Thresholds()) -> tuple[Thresholds, list[str]]:
+    """`base` with the values of a `[tool.stepscope.findings]` table; problems as one-line reasons."""
+    known = {f.name: f for f in fields(Thresholds)}
+    changes: dict[str, Any] = {}
+    problems: list[str] = []
+    for raw_key, value in table.items():
+        key = str(raw_key).replace("-", "_")
+        if key not in known:
+            problems.append(f"[tool.stepscope.findings] unknown key {raw_key!r} ignored")
+            continue
+        default = getattr(base, key)
+        if isinstance(default, tuple):
+            if isinstance(value, list) and all(isinstance(v, str) for v in value):
+                changes[key] = tuple(value)
+                continue
+        elif isinstance(default, bool) is False and isinstance(value, (int, float)) and not isinstance(value, bool):
+            if isinstance(default, int) and not isinstance(default, float):
+                if float(value).is_integer() and value >= 0:
+                    changes[key] = int(value)
+                    continue
+            elif value >= 0:
+                changes[key] = float(value)
+                continue
+        problems.append(f"[tool.stepscope.findings] {raw_key} = {value!r} is not a valid value: default kept")
+    return replace(base, **changes), problems
+
+
+def load_thresholds(root: Path | None) -> tuple[Thresholds, list[str]]:
+    """Thresholds from `root/pyproject.toml` (`[tool.stepscope.findings]`), else the defaults."""
+    if root is None:
+        return Thresholds(), []
+    path = Path(root) / "pyproject.toml"
+    if not path.is_file():
+        return Thresholds(), []
+    loader = _toml()
+    if loader is None:  # pragma: no cover - Python 3.10 without tomli
+        return Thresholds(), [f"{path}: [tool.stepscope.findings] not read (Python 3.10 needs the 'tomli' package)"]
+    try:
+        doc = loader.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        return Thresholds(), [f"{path}: not read ({e}); default finding thresholds used"]
+    table = ((doc.get("tool") or {}).get("stepscope") or {}).get("findings")
+    if table is None:
+        return Thresholds(), []
+    if not isinstance(table, dict):
+        return Thresholds(), [f"{path}: [tool.stepscope.findings] is not a table; defaults used"]
+    thresholds, problems = thresholds_from_table(table)
+    return thresholds, [f"{path}: {p}" for p in problems]
