@@ -22,7 +22,7 @@ from .. import jsonio
 from ..errors import NotATraceError, UsageError
 from ..trace import Trace, read_trace
 from .attribution import attribute
-from .findings import find
+from .findings import Thresholds, collect_evidence, find, load_thresholds, missing_labels
 from .labels import FileTable, load_file_table
 from .links import build_links
 from .machine import describe_machine, gpu_observation
@@ -87,12 +87,14 @@ def analyze(paths: list[Path], *, source_root: Path | None = None, run_dir: Path
     root = Path(source_root).resolve() if source_root is not None else None
 
     shown_root = root or (file_table.root if file_table else None)
+    thresholds, config_notes = load_thresholds(shown_root)
     reports: list[dict] = []
     skipped: list[str] = []
     errors: list[NotATraceError] = []
     for f in files:
         try:
-            reports.append(_analyze_one(read_trace(f), file_table=file_table, source_root=root, scenario=scenario))
+            reports.append(_analyze_one(read_trace(f), file_table=file_table, source_root=root, scenario=scenario,
+                                        thresholds=thresholds))
         except NotATraceError as e:
             if f not in from_folder:
                 raise
@@ -115,12 +117,14 @@ def analyze(paths: list[Path], *, source_root: Path | None = None, run_dir: Path
              "steps": len(r["steps"])}
             for r in reports
         ]
-    report["findings"] = find(report)
+    report["missing_labels"], label_notes = missing_labels(report)
+    report["notes"].extend(config_notes + label_notes)
+    report["findings"] = find(report, thresholds)
     return report
 
 
 def _analyze_one(trace: Trace, *, file_table: FileTable | None, source_root: Path | None,
-                 scenario: dict[str, Any] | None) -> dict:
+                 scenario: dict[str, Any] | None, thresholds: Thresholds = Thresholds()) -> dict:
     links = build_links(trace)
     steps = find_steps(trace, links)
     if not steps:
@@ -173,5 +177,8 @@ def _analyze_one(trace: Trace, *, file_table: FileTable | None, source_root: Pat
                    "events": len(trace), "trace_bytes": trace.size_bytes},
         "attribution": {"gpu_events": att.gpu_events, "gpu_unlinked": att.gpu_unlinked,
                         "backward_link": att.backward_link},
+        # the trace facts the findings read (batch read, operators, kernels, copies, syncs)
+        "evidence": collect_evidence(trace, links, steps, file_table=file_table, source_root=source_root,
+                                     batch_read_patterns=thresholds.batch_read_patterns),
         "notes": notes,
     }

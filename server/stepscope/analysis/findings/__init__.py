@@ -1,0 +1,45 @@
+"""Findings: from the report to an observation, a hypothesis and the next check (guide §9).
+
+`find(report, thresholds=Thresholds()) -> list[dict]` is the single entry point; it is a pure
+function of the report (its figures, its `evidence` and `missing_labels`, which
+`collect_evidence` and `missing_labels` add when the report is built). Each finding has the
+contract's fields (`kind, file, line, observation, hypothesis, next_check`) plus `severity` and
+`figures`; `observation` carries the figures and the machine they come from, the hypothesis is a
+possible reading (not a conclusion), and no finding ever claims a speed-up.
+
+Kinds: input-bound, repeated-copy, small-launches, dominant-op, sync-in-step, startup-cost,
+unsteady-window, gpu-not-observed, missing-label (docs/findings.md describes each). Findings about
+the loop as a whole are anchored on the loop header line when the trace has one, else on no line.
+"""
+
+from __future__ import annotations
+
+from .common import loop_header
+from .evidence import collect_evidence
+from .labels_rule import missing_label
+from .source_labels import missing_labels
+from .thresholds import DEFAULT_BATCH_READ_PATTERNS, Thresholds, load_thresholds, thresholds_from_table
+from .transfer import repeated_copy, sync_in_step
+from .window import gpu_not_observed, startup_cost, unsteady_window
+from .work import dominant_op, input_bound, small_launches
+
+__all__ = ["find", "Thresholds", "load_thresholds", "thresholds_from_table", "collect_evidence", "missing_labels",
+           "DEFAULT_BATCH_READ_PATTERNS", "RULES", "KINDS"]
+
+#: in the order findings are listed: what to look at first comes first
+RULES = (gpu_not_observed, input_bound, repeated_copy, sync_in_step, small_launches, dominant_op,
+         unsteady_window, startup_cost, missing_label)
+KINDS = ("gpu-not-observed", "input-bound", "repeated-copy", "sync-in-step", "small-launches", "dominant-op",
+         "unsteady-window", "startup-cost", "missing-label")
+
+
+def find(report: dict, thresholds: Thresholds = Thresholds()) -> list[dict]:
+    anchor = loop_header(report)
+    out: list[dict] = []
+    for rule in RULES:
+        result = rule(report, thresholds, anchor)
+        if isinstance(result, list):
+            out.extend(result)
+        elif result:
+            out.append(result)
+    return out

@@ -1,0 +1,130 @@
+"""Findings about the window as a whole: gpu-not-observed, unsteady-window, startup-cost.
+
+Invariants:
+- GPU time that was not observed is said to be unknown, never zero (guide §11); the finding fires
+  only when something says GPU work was expected (a CPU program on a CPU machine gets none).
+- The first active step is left out of the spread: it carries the profiler's switch to recording
+  and, on a GPU, work queued before the window (it is still listed in the figures).
+- Start-up figures come from the run's scenario record, never from the window (GPU work queued
+  before the window is not start-up); the step in which the profiler prepares its trace (the first
+  warm-up step, after `wait` steps) is left out and said so.
+"""
+
+from __future__ import annotations
+
+from statistics import median
+
+from .common import Anchor, finding, machine_words
+from .thresholds import Thresholds
+
+
+def _gpu_expected(report: dict) -> str | None:
+    """Why GPU events were expected, or None when nothing says the program used a GPU."""
+    machine = report.get("machine") or {}
+    reason = (report.get("gpu") or {}).get("reason") or ""
+    if "runtime calls" in reason:
+        return "the trace holds device runtime calls"
+    if machine.get("accelerator") in ("cuda", "rocm"):
+        return f"the run's interpreter saw a {machine['accelerator'].upper()} device"
+    devices = machine.get("trace_devices", machine.get("devices")) or []
+    if devices:
+        return f"the trace lists {devices[0]}"
+    return None
+
+
+def gpu_not_observed(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
+    gpu = report.get("gpu") or {}
+    if gpu.get("observed"):
+        return None
+    why = _gpu_expected(report)
+    if why is None:
+        return None
+    return finding(
+        "gpu-not-observed", (None, None),
+        f"No GPU events in the trace, although {why}. GPU time is unknown, not zero "
+        f"({gpu.get('reason')}).",
+        "GPU collection was unavailable or off (CUPTI/roctracer not loaded, no permission, or a CPU-only capture), "
+        "so the per-line figures show only host time.",
+        "Check that torch.profiler.supported_activities() includes ProfilerActivity.CUDA in this interpreter, "
+        "then profile again with GPU collection on (without --cpu-only).",
+        figures={"expected_because": why, "reason": gpu.get("reason")},
+    )
+
+
+def unsteady_window(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
+    steps = report.get("steps") or []
+    values = [s["ms"] for s in steps]
+    if not values:
+        return None
+    machine = machine_words(report)
+    if len(values) < t.min_active_steps:
+        return finding(
+            "unsteady-window", anchor,
+            f"Only {len(values)} active step(s) in the window ({', '.join(f'{v:.2f}' for v in values)} ms, "
+            f"{machine}): too few for a distribution.",
+            "One or two steps can hold a one-off cost (a first call, an allocation, a new shape) that the "
+            "steady state does not have.",
+            f"Profile again with at least {max(5, t.min_active_steps)} active steps, then confirm with Measure "
+            "(repeated passes without the profiler).",
+            figures={"steps_ms": values},
+        )
+    rest = values[1:]
+    mid = median(rest)
+    spread = (max(rest) - min(rest)) / mid if mid > 0 else 0.0
+    new_names = (report.get("evidence") or {}).get("new_names") or []
+    if spread <= t.max_step_spread:
+        return None
+    slowest = 1 + max(range(len(rest)), key=rest.__getitem__)
+    new = ""
+    if new_names:
+        shown = ", ".join(f"{n['name']} (from {n['step']})" for n in new_names[:4])
+        new = f" Names absent from the first active step appear later: {shown}."
+    return finding(
+        "unsteady-window", anchor,
+        f"Step times range from {min(rest):.2f} to {max(rest):.2f} ms (median {mid:.2f} ms, spread {spread:.0%}, "
+        f"first active step {values[0]:.2f} ms left out; {machine}); the slowest is {steps[slowest]['name']}.{new}",
+        "The window is not steady: warm-up may be too short, or the step takes different paths "
+        "(new shapes, recompilation, a periodic action such as logging or checkpointing).",
+        "Profile again with a longer warm-up and more active steps, and compare the slow step's events "
+        "with a typical one; confirm with Measure.",
+        figures={"steps_ms": values, "spread": round(spread, 4), "slowest": steps[slowest]["name"],
+                 "new_names": new_names[:10]},
+    )
+
+
+def startup_cost(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
+    startup = report.get("startup") or {}
+    first = [v if isinstance(v, (int, float)) else None for v in startup.get("first_steps_ms") or []]
+    steady = report.get("ms_per_step")
+    if not any(v is not None for v in first) or not steady:
+        return None
+    schedule = report.get("schedule") or {}
+    wait, warmup = schedule.get("wait"), schedule.get("warmup")
+    # the profiler prepares its trace at the first warm-up step: that step holds the profiler's own start
+    profiler_start = wait if isinstance(wait, int) and wait > 0 and isinstance(warmup, int) and warmup > 0 else None
+    compared = [(i, v) for i, v in enumerate(first) if v is not None and i != profiler_start]
+    if not compared:
+        return None
+    worst_i, worst = max(compared, key=lambda iv: iv[1])
+    if worst < t.startup_ratio * steady or worst - steady < t.startup_min_extra_ms:
+        return None
+    to_first = startup.get("to_first_step_ms")
+    before = f"{to_first:.1f} ms from start to the first step; " if isinstance(to_first, (int, float)) else ""
+    left_out = ""
+    if profiler_start is not None and profiler_start < len(first) and first[profiler_start] is not None:
+        left_out = (f" Step {profiler_start + 1} ({first[profiler_start]:.1f} ms) is left out: the profiler "
+                    "prepares its trace there.")
+    shown = ", ".join(f"{v:.1f}" for v in first if v is not None)
+    return finding(
+        "startup-cost", anchor,
+        f"{before}the first steps took {shown} ms against {steady:.2f} ms/step in the active window "
+        f"({worst / steady:.1f}x, step {worst_i + 1}; {machine_words(report)}). These are start-up figures, "
+        f"kept apart from the window.{left_out}",
+        "The first steps pay one-off costs (lazy initialisation, loading, allocator growth, kernel selection or "
+        "compilation) that the steady state does not.",
+        "Decide whether the question is start-up or steady state; for start-up, time the first steps on their own "
+        "across several fresh runs; for steady state, keep this warm-up or lengthen it.",
+        severity="info",
+        figures={"to_first_step_ms": to_first, "first_steps_ms": first, "ms_per_step": steady,
+                 "ratio": round(worst / steady, 2), "profiler_start_step": profiler_start},
+    )

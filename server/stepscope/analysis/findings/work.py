@@ -1,0 +1,106 @@
+"""Findings about where the step's work goes: input-bound, dominant-op, small-launches.
+
+Invariants:
+- Shares are per-step figures (unions of intervals ÷ active steps) over the mean step time of the
+  window; nothing is summed across nested events.
+- On a run with GPU events, input-bound looks at GPU idle time during the batch read; without
+  them it only says how much of the step the read holds, and says that GPU time was not observed.
+- dominant-op compares the operator's CPU self time, or the GPU time of the work it launched,
+  whichever is larger, to the step; operators inside the batch read are left to input-bound.
+- small-launches needs GPU events: kernel counts and durations are never guessed from CPU events.
+"""
+
+from __future__ import annotations
+
+from .common import Anchor, finding, machine_words, precision_words, step_mean_ms, where_words
+from .thresholds import Thresholds
+
+
+def input_bound(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
+    evidence = report.get("evidence") or {}
+    read = evidence.get("batch_read") or {}
+    step = step_mean_ms(report)
+    read_ms = read.get("ms") or 0.0
+    if not step or read_ms <= 0:
+        return None
+    signals = ", ".join(read.get("signals") or []) or "batch-read events"
+    gpu_observed = (report.get("gpu") or {}).get("observed")
+    where = (read.get("file"), read.get("line")) if read.get("file") else anchor
+    precision = precision_words(read.get("precision"), evidence) if read.get("file") else ""
+    figures = {"read_ms": read_ms, "step_ms": step, "signals": read.get("signals") or []}
+    if gpu_observed and read.get("gpu_busy_ms") is not None:
+        idle = max(0.0, read_ms - read["gpu_busy_ms"])
+        if idle < t.input_gpu_idle_share * step:
+            return None
+        figures.update(gpu_busy_during_read_ms=read["gpu_busy_ms"], gpu_idle_during_read_ms=round(idle, 4))
+        observation = (f"The batch read ({signals}) takes {read_ms:.2f} ms per step, and the GPU is idle for "
+                       f"{idle:.2f} ms of it ({idle / step:.0%} of the {step:.2f} ms step; {machine_words(report)}).")
+    else:
+        if read_ms < t.input_cpu_share * step:
+            return None
+        unknown = "" if not (report.get("gpu") or {}).get("reason") or gpu_observed is None else \
+            " GPU activity was not observed, so whether a GPU waited is unknown."
+        observation = (f"The batch read ({signals}) takes {read_ms:.2f} ms of the {step:.2f} ms step "
+                       f"({read_ms / step:.0%}; {machine_words(report)}).{unknown}")
+    return finding(
+        "input-bound", where, observation + precision,
+        "The input pipeline cannot keep up with the step (reading, decoding or collating in the main process). "
+        "A long wait in the read points at the pipeline; it does not measure the storage itself.",
+        "Run the same computation with a batch prepared in advance (read one batch before the loop and reuse it) "
+        "and compare ms/step with Measure; if it drops, try DataLoader workers, prefetching or pinned memory.",
+        figures=figures,
+    )
+
+
+def dominant_op(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
+    evidence = report.get("evidence") or {}
+    ops = evidence.get("ops") or []
+    step = step_mean_ms(report)
+    if not ops or not step:
+        return None
+    top = max(ops, key=lambda o: max(o.get("self_ms") or 0.0, o.get("gpu_ms") or 0.0))
+    gpu = top.get("gpu_ms") or 0.0
+    own = max(top.get("self_ms") or 0.0, gpu)
+    if own < t.dominant_op_share * step:
+        return None
+    which = f"{gpu:.2f} ms of GPU work launched from it" if gpu >= (top.get("self_ms") or 0.0) else \
+        f"{top['self_ms']:.2f} ms of CPU self time"
+    where = (top.get("file"), top.get("line")) if top.get("file") else (None, None)
+    return finding(
+        "dominant-op", where,
+        f"{top['name']} holds {which} per step, {own / step:.0%} of the {step:.2f} ms step, in {top['count']:g} "
+        f"call(s) per step{where_words(top)} ({machine_words(report)})."
+        + precision_words(top.get("precision"), evidence),
+        "A decisive shape or algorithm choice for this operator sets the step's time; the call count may also be "
+        "higher than intended.",
+        "Before replacing it, profile again with --shapes to see its input shapes and call count, then compare the "
+        "same operator on the same inputs in isolation (another algorithm, dtype or layout) and check the outputs.",
+        figures={"op": top["name"], "self_ms": top.get("self_ms"), "gpu_ms": top.get("gpu_ms"),
+                 "count": top.get("count"), "share": round(own / step, 4), "step_ms": step},
+    )
+
+
+def small_launches(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
+    evidence = report.get("evidence") or {}
+    k = evidence.get("kernels")
+    step = step_mean_ms(report)
+    if not k or not step or k.get("median_us") is None:
+        return None
+    busy_share = (k.get("gpu_busy_ms") or 0.0) / step
+    if k["count"] < t.small_launches_min_kernels or k["median_us"] > t.small_kernel_us \
+            or busy_share > t.small_launches_max_gpu_busy:
+        return None
+    where = (k.get("file"), k.get("line")) if k.get("file") else anchor
+    return finding(
+        "small-launches", where,
+        f"{k['count']:g} kernels per step with a median of {k['median_us']:.1f} µs (p90 {k['p90_us']:.1f} µs); the "
+        f"GPU is busy {k['gpu_busy_ms']:.2f} ms of the {step:.2f} ms step ({busy_share:.0%}) while launch calls take "
+        f"{k['launch_ms']:.2f} ms on the host; {k['top_line_kernels']:g} kernels per step come from this line "
+        f"({machine_words(report)})." + (precision_words(k.get("precision"), evidence) if k.get("file") else ""),
+        "The work is fragmented: per-launch overhead, not the kernels, sets the step's time.",
+        "Examine grouping: batch the small tensors into one (torch._foreach_* or fused optimizer options, one "
+        "larger tensor instead of many), or capture the step with CUDA graphs / torch.compile; then compare "
+        "ms/step with Measure and check the outputs.",
+        figures={"kernels_per_step": k["count"], "median_kernel_us": k["median_us"], "p90_kernel_us": k["p90_us"],
+                 "gpu_busy_ms": k["gpu_busy_ms"], "launch_ms": k["launch_ms"], "step_ms": step},
+    )
