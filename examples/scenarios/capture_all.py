@@ -4,7 +4,8 @@
 
 Each scenario's step loop is the line marked `# the step`. On a machine with CUDA,
 `gpu_not_observed.py` is profiled with `--cpu-only` (its point). Writes `OUT_DIR/<name>/` (the run
-folder), `OUT_DIR/summary.json` (exit code and finding kinds per scenario) and prints the summary.
+folder), `OUT_DIR/plain_profiler/trace.json` (a trace recorded
+with torch.profiler directly), `OUT_DIR/summary.json` (exit code and finding kinds per scenario) and prints the summary.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def main() -> None:
     except ImportError:
         cuda = False
     summary = {}
-    for name in args.only or SCENARIOS:
+    for name in [n for n in (args.only or SCENARIOS) if n in SCENARIOS]:
         script = HERE / f"{name}.py"
         cmd = [sys.executable, "-m", "stepscope", "profile", str(script), "--line", str(step_line(script)),
                "--out", str(args.out / name), "--json", "--timeout", "120"]
@@ -55,6 +56,14 @@ def main() -> None:
             entry["stderr"] = done.stderr[-2000:]
         summary[name] = entry
         print(name, json.dumps(entry), flush=True)
+    if args.only is None or "plain_profiler" in args.only:
+        # a trace Stepscope did not record: torch.profiler used directly, with Python stacks
+        folder = args.out / "plain_profiler"
+        folder.mkdir(exist_ok=True)
+        done = subprocess.run([sys.executable, str(HERE / "plain_profiler.py"), str(folder / "trace.json")],
+                              capture_output=True, text=True)
+        summary["plain_profiler"] = {"rc": done.returncode, "stderr": done.stderr[-2000:]}
+        print("plain_profiler", json.dumps({"rc": done.returncode}), flush=True)
     (args.out / "summary.json").write_text(json.dumps(summary, indent=1))
 
 

@@ -6,6 +6,7 @@ Expected finding: `dominant-op` on the `y = x @ w` line (aten::mm), on the GPU a
 import argparse
 
 import torch
+from torch import nn
 
 
 def main() -> None:
@@ -15,14 +16,13 @@ def main() -> None:
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     torch.manual_seed(0)
     torch.set_num_threads(1)
-    n = 4096 if device.type == "cuda" else 384
-    x = torch.randn(n, n, device=device)
-    w = torch.randn(n, n, device=device) / n
+    rows, n = (4096, 4096) if device.type == "cuda" else (128, 1024)
+    x = torch.randn(rows, n, device=device)
+    w = torch.randn(n, n, device=device) / n**0.5
     bias = torch.randn(n, device=device)
     for step in range(args.steps):  # the step
         y = x @ w
-        y = torch.relu(y + bias)
-        x = y / (y.norm() + 1.0) * n
+        x = nn.functional.normalize(torch.relu(y + bias), dim=1)
 
 
 if __name__ == "__main__":

@@ -140,6 +140,8 @@ async def test_profile_command_reports_progress_and_per_line_timings(client: Lan
     assert json.loads((run_dir / "status.json").read_text())["status"] == "complete"
     assert path.read_text() == text  # the user's file is never modified
 
+    # The first run in a workspace says plainly that the step performs real updates.
+    assert any("real updates" in m.message for m in client.messages)
     assert client.inlay_hint_refreshes >= 1  # other editors are told to ask for the timings
     hints = await client.text_document_inlay_hint_async(types.InlayHintParams(
         text_document=types.TextDocumentIdentifier(uri=uri),

@@ -33,7 +33,7 @@ def machine_words(report: dict) -> str:
     machine = report.get("machine") or {}
     device = machine.get("device") or "an unnamed machine"
     host = machine.get("host")
-    return f"{device} on {host}" if host else str(device)
+    return f"measured on {host} ({device})" if host else f"measured on {device}"
 
 
 def precision_words(precision: str | None, evidence: dict) -> str:
@@ -54,10 +54,7 @@ def where_words(item: dict) -> str:
     return ""
 
 
-def step_mean_ms(report: dict) -> float | None:
-    evidence = report.get("evidence") or {}
-    value = evidence.get("step_mean_ms")
-    if isinstance(value, (int, float)) and value > 0:
-        return float(value)
+def step_ms(report: dict) -> float | None:
+    """The step the shares are taken of: the headline ms/step (median of the active steps)."""
     value = report.get("ms_per_step")
     return float(value) if isinstance(value, (int, float)) and value > 0 else None

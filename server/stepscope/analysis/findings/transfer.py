@@ -11,7 +11,7 @@ Invariants:
 
 from __future__ import annotations
 
-from .common import Anchor, finding, machine_words, precision_words, step_mean_ms
+from .common import Anchor, finding, machine_words, precision_words, step_ms
 from .thresholds import Thresholds
 
 
@@ -49,7 +49,7 @@ def repeated_copy(report: dict, t: Thresholds, anchor: Anchor) -> list[dict]:
 def sync_in_step(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
     evidence = report.get("evidence") or {}
     syncs = evidence.get("syncs") or {}
-    step = step_mean_ms(report)
+    step = step_ms(report)
     n = len(report.get("steps") or [])
     if not step or not syncs.get("count") and not syncs.get("ms"):
         return None

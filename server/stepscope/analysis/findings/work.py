@@ -12,14 +12,14 @@ Invariants:
 
 from __future__ import annotations
 
-from .common import Anchor, finding, machine_words, precision_words, step_mean_ms, where_words
+from .common import Anchor, finding, machine_words, precision_words, step_ms, where_words
 from .thresholds import Thresholds
 
 
 def input_bound(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
     evidence = report.get("evidence") or {}
     read = evidence.get("batch_read") or {}
-    step = step_mean_ms(report)
+    step = step_ms(report)
     read_ms = read.get("ms") or 0.0
     if not step or read_ms <= 0:
         return None
@@ -55,7 +55,7 @@ def input_bound(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
 def dominant_op(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
     evidence = report.get("evidence") or {}
     ops = evidence.get("ops") or []
-    step = step_mean_ms(report)
+    step = step_ms(report)
     if not ops or not step:
         return None
     top = max(ops, key=lambda o: max(o.get("self_ms") or 0.0, o.get("gpu_ms") or 0.0))
@@ -83,7 +83,7 @@ def dominant_op(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
 def small_launches(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
     evidence = report.get("evidence") or {}
     k = evidence.get("kernels")
-    step = step_mean_ms(report)
+    step = step_ms(report)
     if not k or not step or k.get("median_us") is None:
         return None
     busy_share = (k.get("gpu_busy_ms") or 0.0) / step
