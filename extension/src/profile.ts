@@ -10,6 +10,7 @@ import {
   WorkDoneProgress,
 } from "vscode-languageclient/node";
 import { LineTiming, TimingDecorations } from "./decorations";
+import { LaunchOptions, launchFor } from "./launch";
 import { firstLine, InterpreterProblem, resolveInterpreter } from "./python";
 import { ServerController, showErrorWithLogs, showInterpreterProblem } from "./server";
 import { readSettings } from "./settings";
@@ -97,12 +98,14 @@ export class ProfileCommand {
     this.running = true;
     this.decorations.clear();
     this.status.running(where);
-    this.log.info(`Profiling the step at ${where} with ${python}.`);
+    const launch = launchFor(uri);
+    this.log.info(`Profiling the step at ${where} with ${python}` + (launch ? ` (launch configuration "${launch.name}").` : "."));
     try {
       const result = await this.request(client, where, {
         uri: document.uri.toString(),
         position: target.position,
         python,
+        launch,
       });
       if (result) {
         this.showResult(result);
@@ -123,7 +126,7 @@ export class ProfileCommand {
   private request(
     client: LanguageClient,
     where: string,
-    argument: { uri: string; position: ProfileTarget["position"]; python: string },
+    argument: { uri: string; position: ProfileTarget["position"]; python: string; launch?: LaunchOptions },
   ): Thenable<ProfileResult | undefined> {
     return vscode.window.withProgress(
       {

@@ -193,3 +193,29 @@ async def test_profile_of_a_file_without_a_step_is_a_clear_error(client: Languag
         await client.workspace_execute_command_async(types.ExecuteCommandParams(
             command="stepscope.profile", arguments=["not an object"]))
     assert not (ws / ".stepscope" / "runs").exists()
+
+
+@pytest.mark.torch
+async def test_profile_uses_the_launch_configuration_sent_by_the_editor(client: LanguageClient, ws: Path):
+    script = ws / "configured.py"
+    script.write_text(textwrap.dedent("""\
+        import argparse, os
+        import torch
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--steps", type=int, required=True)
+        steps = parser.parse_args().steps
+        assert os.environ["MODE"] == "fast" and os.getcwd().endswith("data")
+        model = torch.nn.Linear(4, 4)
+        for i in range(steps):
+            model(torch.randn(2, 4)).sum().backward()
+        """))
+    (ws / "data").mkdir()
+    uri = _open(client, script)
+    launch = {"name": "train", "program": str(script), "args": ["--steps", "12"],
+              "env": {"MODE": "fast"}, "cwd": str(ws / "data")}
+    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="stepscope.profile",
+        arguments=[{"uri": uri, "position": {"line": 8, "character": 8}, "launch": launch}]))
+    assert [entry["line"] for entry in result["lines"]].count(8) == 1  # line 9, 0-based
+    spec = json.loads((Path(result["runDir"]) / "spec.json").read_text())
+    assert spec["argv"] == ["--steps", "12"]

@@ -125,9 +125,26 @@ def _build_request(ls: "StepscopeServer", args: dict[str, Any]):
     settings = ls.options.get("profile") or {}
     schedule = Schedule(**{k: int(settings[k]) for k in ("wait", "warmup", "active", "repeat") if k in settings})
     timeout = settings.get("timeout")
+    launch = _launch_options(args.get("launch"), path)
     return CaptureRequest(root=root, target_file=path, target_line=loop_line, python=str(python),
-                          cwd=path.parent if args.get("cwd") is None else Path(args["cwd"]),
-                          schedule=schedule, timeout_s=float(timeout) if timeout else None)
+                          schedule=schedule, timeout_s=float(timeout) if timeout else None, **launch)
+
+
+def _launch_options(launch: Any, path: Path) -> dict[str, Any]:
+    """The program's start, arguments, environment and folder, from the editor's launch
+    configuration when it sent one; else `python <the file>` from the file's folder."""
+    if not isinstance(launch, dict):
+        return {"cwd": path.parent}
+    options: dict[str, Any] = {"cwd": Path(launch["cwd"]) if isinstance(launch.get("cwd"), str) else path.parent}
+    if isinstance(launch.get("module"), str) and launch["module"]:
+        options["entry_module"] = launch["module"]
+    elif isinstance(launch.get("program"), str) and Path(launch["program"]) != path:
+        options["entry_script"] = Path(launch["program"])
+    if isinstance(launch.get("args"), list):
+        options["args"] = tuple(str(a) for a in launch["args"])
+    if isinstance(launch.get("env"), dict):
+        options["env"] = {str(k): str(v) for k, v in launch["env"].items()}
+    return options
 
 
 def _capture_and_analyse(req, progress: _Progress, output: _LogLines, cancel: threading.Event):

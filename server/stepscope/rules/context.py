@@ -13,6 +13,7 @@ coordinate leaving this package is in code points.
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
@@ -103,6 +104,18 @@ class ModuleContext:
     stores: list[tuple[int, str]] = field(default_factory=list)  # (line, name) of every binding
     functions_defs: list[ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=list)
     _assigned: dict[str, list[ast.expr]] | None = None
+
+    def calls_between(self, first_line: int, last_line: int) -> list[tuple[ast.Call, "Scope"]]:
+        """The calls that start on lines first_line..last_line (inclusive), in line order."""
+        index = getattr(self, "_call_index", None)
+        if index is None:
+            ordered = sorted(self.calls, key=lambda item: item[0].lineno)
+            index = ([c.lineno for c, _ in ordered], ordered)
+            self._call_index = index  # type: ignore[attr-defined]
+        lines, ordered = index
+        lo = bisect.bisect_left(lines, first_line)
+        hi = bisect.bisect_right(lines, last_line)
+        return ordered[lo:hi]
 
     def assigned_values(self) -> dict[str, list[ast.expr]]:
         """name -> every value assigned to it with `name = value`, anywhere in the module."""

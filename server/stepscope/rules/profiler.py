@@ -47,16 +47,13 @@ def check_ss401(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
                     path, ctx.span(kw), fixes=(fix,))
 
 
-def _body_has_step_loop(stmts: list[ast.stmt], ctx: ModuleContext) -> bool:
+def _body_has_step_loop(with_node: ast.With | ast.AsyncWith, ctx: ModuleContext) -> bool:
     """A training/inference step loop runs inside (a kernel micro-benchmark loop does not count:
     its authors warm up by hand and read kernel durations, which the profiler's start-up does not
     distort)."""
-    for node in iter_own_nodes_all(stmts):
-        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
-            loop = ctx.loop_by_pos.get((node.lineno, node.col_offset))
-            if loop is not None and (loop.is_step or loop.contains):
-                return True
-    return False
+    first, last = with_node.body[0].lineno, with_node.end_lineno or with_node.lineno
+    return any(first <= lp.line <= last and lp.col > with_node.col_offset
+               and (lp.is_step or lp.contains) for lp in ctx.loops)
 
 
 def check_ss402(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
@@ -65,7 +62,7 @@ def check_ss402(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
             continue
         if _keyword(call, "schedule") or _has_star_kwargs(call) or len(call.args) >= 2:
             continue
-        if not _body_has_step_loop(with_node.body, ctx):
+        if not _body_has_step_loop(with_node, ctx):
             continue
         yield make_diagnostic(
             "SS402",
@@ -96,11 +93,11 @@ def check_ss404(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
     for with_node, call, _scope in ctx.profile_withs:
         if ctx.is_torch_profile_call(call) != "torch.profiler" or not _keyword(call, "schedule"):
             continue
-        if not _body_has_step_loop(with_node.body, ctx):
+        if not _body_has_step_loop(with_node, ctx):
             continue
         names = {item.optional_vars.id for item in with_node.items
                  if item.context_expr is call and isinstance(item.optional_vars, ast.Name)}
-        if _steps_profiler(with_node.body, names):
+        if _steps_profiler(with_node, names, ctx):
             continue
         yield make_diagnostic(
             "SS404",
@@ -110,18 +107,19 @@ def check_ss404(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
             path, ctx.header_span(with_node, call))
 
 
-def _steps_profiler(stmts: list[ast.stmt], names: set[str]) -> bool:
-    for node in iter_own_nodes_all(stmts):
-        if isinstance(node, ast.Call):
-            func = node.func
-            if isinstance(func, ast.Attribute) and func.attr == "step":
-                receiver = terminal_name(func.value) or ""
-                if receiver in names or "prof" in receiver.lower():
-                    return True
-            # The profiler handed to a function or callback may be stepped there.
-            if any(isinstance(a, ast.Name) and a.id in names for a in node.args) or any(
-                    isinstance(k.value, ast.Name) and k.value.id in names for k in node.keywords):
+def _steps_profiler(with_node: ast.With | ast.AsyncWith, names: set[str],
+                    ctx: ModuleContext) -> bool:
+    first, last = with_node.body[0].lineno, with_node.end_lineno or with_node.lineno
+    for node, _scope in ctx.calls_between(first, last):
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "step":
+            receiver = terminal_name(func.value) or ""
+            if receiver in names or "prof" in receiver.lower():
                 return True
+        # The profiler handed to a function or callback may be stepped there.
+        if any(isinstance(a, ast.Name) and a.id in names for a in node.args) or any(
+                isinstance(k.value, ast.Name) and k.value.id in names for k in node.keywords):
+            return True
     return False
 
 
@@ -333,10 +331,12 @@ def check_ss502(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
             continue
         if not _records_first_step(call, ctx):
             continue  # the first batch read falls in a step the profiler skips
-        for node in iter_own_nodes_all(with_node.body):
-            if not isinstance(node, (ast.For, ast.AsyncFor)):
-                continue
-            loop = ctx.loop_by_pos.get((node.lineno, node.col_offset))
+        first, last = with_node.body[0].lineno, with_node.end_lineno or with_node.lineno
+        nodes = {(n.lineno, n.col_offset): n for n in ctx.loop_nodes
+                 if first <= n.lineno <= last and isinstance(n, (ast.For, ast.AsyncFor))}
+        for pos in sorted(nodes):
+            node = nodes[pos]
+            loop = ctx.loop_by_pos.get(pos)
             if loop is None or not loop.is_step or not loop.header_fetch:
                 continue
             source = _unwrap(node.iter)

@@ -213,17 +213,30 @@ def _profiler_names(tree: ast.Module) -> frozenset[str]:
     return frozenset(names)
 
 
+_FIELDS: dict[type, tuple[str, ...]] = {}
+_BOUNDARIES = (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef,
+               ast.ClassDef, ast.Lambda)
+
+
 def iter_own_nodes(stmts: Iterable[ast.stmt]) -> Iterator[ast.AST]:
-    """Every node under `stmts`, not descending into nested loops, functions, classes or lambdas."""
+    """Every node under `stmts`, not descending into nested loops, functions, classes or lambdas
+    (the nested node itself is yielded)."""
     stack: list[ast.AST] = list(stmts)[::-1]
     while stack:
         node = stack.pop()
         yield node
-        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
-            continue  # a nested loop is a loop of its own
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+        if isinstance(node, _BOUNDARIES):
+            continue  # a nested loop is a loop of its own; a def runs elsewhere
+        kind = type(node)
+        fields = _FIELDS.get(kind)
+        if fields is None:
+            fields = _FIELDS[kind] = tuple(f for f in node._fields if f != "ctx")
+        for name in reversed(fields):
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                stack.extend(v for v in reversed(value) if isinstance(v, ast.AST))
+            elif isinstance(value, ast.AST):
+                stack.append(value)
 
 
 def step_signals(stmts: Iterable[ast.stmt], profiler_names: frozenset[str] = frozenset(),

@@ -242,7 +242,7 @@ def collect_evidence(trace: Trace, links: Links, steps: list[Step], *, file_tabl
     kernels = _kernel_figures(trace, in_window_gpu, gpu_busy, launches, launch_lines, w0, cpu_end, n) \
         if gpu_observed else None
     syncs = _sync_figures(trace, sync_rows, sync_lines, gpu_busy, step_of, n, gpu_observed)
-    new_names = _new_names(trace, ops_by_track, steps, step_of, devices, w0, cpu_end)
+    new_names = _new_names(trace, ops_by_track, steps, step_of, devices, w0, cpu_end, file_table)
 
     read_ms = length(batch_merged)
     return {
@@ -412,7 +412,7 @@ def _sync_figures(trace: Trace, rows: list[int], lines: list, busy: list[Interva
 
 
 def _new_names(trace: Trace, ops_by_track: dict[int, list[int]], steps: list[Step], step_of, devices: set[int],
-               w0: float, cpu_end: float) -> list[dict]:
+               w0: float, cpu_end: float, file_table: FileTable | None) -> list[dict]:
     """Operators and regions absent from the first active step that appear in a later one."""
     if len(steps) < 2:
         return []
@@ -428,4 +428,9 @@ def _new_names(trace: Trace, ops_by_track: dict[int, list[int]], steps: list[Ste
         if name not in seen or k < seen[name]:
             seen[name] = k
     late = sorted((k, name) for name, k in seen.items() if k > 0)
-    return [{"name": name, "step": steps[k].name} for k, name in late[:10]]
+    out = []
+    for k, name in late[:10]:
+        ss = parse_ss_label(name)
+        path = file_table.resolve(ss.file_id) if (ss and file_table) else None
+        out.append({"name": name, "step": steps[k].name, "file": path, "line": ss.line if ss else None})
+    return out

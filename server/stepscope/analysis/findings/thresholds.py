@@ -37,6 +37,8 @@ class Thresholds:
     min_active_steps: int = 3
     #: (slowest - fastest) / median step above this, the first active step left out: not steady
     max_step_spread: float = 0.5
+    #: ... and (slowest - fastest) at least this many ms: below it, jitter of the machine, not a pattern
+    unsteady_min_range_ms: float = 0.25
     # -- startup-cost
     #: a start-up step this many times the window's ms/step ...
     startup_ratio: float = 2.0

@@ -12,13 +12,14 @@ Invariants:
 
 from __future__ import annotations
 
+from pathlib import Path
 from statistics import median
 
 from .common import Anchor, finding, machine_words
 from .thresholds import Thresholds
 
 
-def _gpu_expected(report: dict) -> str | None:
+def gpu_expected(report: dict) -> str | None:
     """Why GPU events were expected, or None when nothing says the program used a GPU."""
     machine = report.get("machine") or {}
     reason = (report.get("gpu") or {}).get("reason") or ""
@@ -36,7 +37,7 @@ def gpu_not_observed(report: dict, t: Thresholds, anchor: Anchor) -> dict | None
     gpu = report.get("gpu") or {}
     if gpu.get("observed"):
         return None
-    why = _gpu_expected(report)
+    why = gpu_expected(report)
     if why is None:
         return None
     return finding(
@@ -72,12 +73,12 @@ def unsteady_window(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
     mid = median(rest)
     spread = (max(rest) - min(rest)) / mid if mid > 0 else 0.0
     new_names = (report.get("evidence") or {}).get("new_names") or []
-    if spread <= t.max_step_spread:
+    if spread <= t.max_step_spread or max(rest) - min(rest) < t.unsteady_min_range_ms:
         return None
     slowest = 1 + max(range(len(rest)), key=rest.__getitem__)
     new = ""
     if new_names:
-        shown = ", ".join(f"{n['name']} (from {n['step']})" for n in new_names[:4])
+        shown = ", ".join(f"{_name_words(n)} (from {n['step']})" for n in new_names[:4])
         new = f" Names absent from the first active step appear later: {shown}."
     return finding(
         "unsteady-window", anchor,
@@ -90,6 +91,12 @@ def unsteady_window(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
         figures={"steps_ms": values, "spread": round(spread, 4), "slowest": steps[slowest]["name"],
                  "new_names": new_names[:10]},
     )
+
+
+def _name_words(item: dict) -> str:
+    if item.get("line"):
+        return f"line {item['line']}" + (f" of {Path(item['file']).name}" if item.get("file") else "")
+    return str(item["name"])
 
 
 def startup_cost(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
@@ -106,7 +113,10 @@ def startup_cost(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
     if not compared:
         return None
     worst_i, worst = max(compared, key=lambda iv: iv[1])
-    if worst < t.startup_ratio * steady or worst - steady < t.startup_min_extra_ms:
+    # a start-up cost stands out of the window's own range, not only of its median
+    window = [s["ms"] for s in (report.get("steps") or [])[1:]]
+    reference = max([steady, *window])
+    if worst < t.startup_ratio * reference or worst - steady < t.startup_min_extra_ms:
         return None
     to_first = startup.get("to_first_step_ms")
     before = f"{to_first:.1f} ms from start to the first step; " if isinstance(to_first, (int, float)) else ""
@@ -117,11 +127,12 @@ def startup_cost(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
     shown = ", ".join(f"{v:.1f}" for v in first if v is not None)
     return finding(
         "startup-cost", anchor,
-        f"{before}the first steps took {shown} ms against {steady:.2f} ms/step in the active window "
-        f"({worst / steady:.1f}x, step {worst_i + 1}; {machine_words(report)}). These are start-up figures, "
+        f"{before}the first steps took {shown} ms against {steady:.2f} ms/step in the active window (slowest "
+        f"{reference:.2f} ms; {worst / steady:.1f}x, step {worst_i + 1}; {machine_words(report)}). These are start-up figures, "
         f"kept apart from the window.{left_out}",
-        "The first steps pay one-off costs (lazy initialisation, loading, allocator growth, kernel selection or "
-        "compilation) that the steady state does not.",
+        "The first steps pay one-off costs that the steady state does not: the program's own lazy initialisation "
+        "or loading, allocator growth, and on a GPU the first use of cuBLAS/cuDNN, kernel loading and selection, or "
+        "compilation.",
         "Decide whether the question is start-up or steady state; for start-up, time the first steps on their own "
         "across several fresh runs; for steady state, keep this warm-up or lengthen it.",
         severity="info",

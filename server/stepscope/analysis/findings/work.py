@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from .common import Anchor, finding, machine_words, precision_words, step_ms, where_words
 from .thresholds import Thresholds
+from .window import gpu_expected
 
 
 def input_bound(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
@@ -38,8 +39,8 @@ def input_bound(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
     else:
         if read_ms < t.input_cpu_share * step:
             return None
-        unknown = "" if not (report.get("gpu") or {}).get("reason") or gpu_observed is None else \
-            " GPU activity was not observed, so whether a GPU waited is unknown."
+        # only a program that used a GPU can have left one waiting
+        unknown = " GPU activity was not observed, so whether a GPU waited is unknown." if gpu_expected(report) else ""
         observation = (f"The batch read ({signals}) takes {read_ms:.2f} ms of the {step:.2f} ms step "
                        f"({read_ms / step:.0%}; {machine_words(report)}).{unknown}")
     return finding(
