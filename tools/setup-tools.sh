@@ -4,7 +4,8 @@
 #   Node 24 (code-server 4.139 and vsce 4 need it; the system Node may be older),
 #   code-server 4.139.1 (a real VS Code served to a browser),
 #   playwright-core (drives Debian's chromium) and @vscode/vsce (packages the .vsix),
-#   Debian's chromium, plus libkrb5-dev and build-essential for code-server's native addon.
+#   Debian's chromium, plus libkrb5-dev and build-essential for code-server's native addon,
+#   and Debian's neovim (a second real LSP client for the tests).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -20,6 +21,7 @@ need_apt=()
 [ -x /usr/bin/chromium ] || need_apt+=(chromium)
 dpkg -s libkrb5-dev >/dev/null 2>&1 || need_apt+=(libkrb5-dev)
 dpkg -s build-essential >/dev/null 2>&1 || need_apt+=(build-essential)
+command -v nvim >/dev/null 2>&1 || need_apt+=(neovim)  # the second LSP client of the tests
 if [ ${#need_apt[@]} -gt 0 ]; then
   log "installing Debian packages: ${need_apt[*]}"
   SUDO=""

@@ -1,7 +1,8 @@
 """JSON in and out, with orjson, and atomic file writes.
 
 Invariant: a file written here is either absent or complete. Writers write to a temporary file in
-the same folder and rename it into place; `write_new` refuses to replace an existing file.
+the same folder and rename (or, with `replace=False`, hard-link) it into place, so an existing
+file is never replaced unless the caller says so.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 import orjson
 
-_UMASK = os.umask(0)
+_UMASK = os.umask(0)  # read once at import (single-threaded then): umask has no getter
 os.umask(_UMASK)
 
 

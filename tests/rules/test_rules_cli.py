@@ -191,7 +191,7 @@ def test_check_imports_neither_torch_nor_the_lsp_stack(tmp_path: Path):
         "from stepscope.cli import main\n"
         "code = main(['check', '--format', 'json', 'train.py'])\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('torch', 'pygls', 'lsprotocol', 'numpy', 'orjson'))\n"
+        "('torch', 'pygls', 'lsprotocol'))\n"
         "sys.stderr.write('LOADED=' + ','.join(heavy) + '\\n')\n"
         "sys.exit(code)\n"
     )

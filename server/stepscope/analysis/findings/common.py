@@ -41,8 +41,8 @@ def precision_words(precision: str | None, evidence: dict) -> str:
     if precision == "exact":
         return ""
     if precision == "function":
-        return (" The line is the def line of the function that ran it (from Python stack frames), "
-                "not the statement: this trace was not recorded by Stepscope.")
+        return (" The line comes from Python stack frames (a line of the function's frame, not necessarily the "
+                "statement): this trace was not recorded by Stepscope.")
     if evidence.get("source") == "other":
         return " No source line could be named: this trace was not recorded by Stepscope and has no Python stacks."
     return " No source line could be named for it."

@@ -151,7 +151,14 @@ def collect_evidence(trace: Trace, links: Links, steps: list[Step], *, file_tabl
     uid = 0
     batch_line: _Node | None = None
     batch_first: tuple[int, float] | None = None
-    for i in trace.rows(Kind.ANNOTATION, Kind.PYTHON):
+    # older traces write record_function events (DataLoader's among them) as cpu_op
+    for i in trace.rows(Kind.ANNOTATION, Kind.PYTHON, Kind.CPU_OP):
+        if kind_col[i] == Kind.CPU_OP and not names[name_col[i]].startswith(("enumerate(", "ss:")) \
+                and name_col[i] not in batch_names:
+            if not is_batch(names[name_col[i]]):
+                batch_names[name_col[i]] = False
+                name_key[name_col[i]] = None
+                continue
         start, track = ts_col[i], track_col[i]
         end = start + dur_col[i]
         if end < w0 or start > cpu_end or track in devices:
@@ -160,7 +167,7 @@ def collect_evidence(trace: Trace, links: Links, steps: list[Step], *, file_tabl
         if nid not in name_key:
             label = names[nid]
             key = None
-            if kind_col[i] == Kind.ANNOTATION:
+            if kind_col[i] != Kind.PYTHON:
                 ss = parse_ss_label(label)
                 if ss:
                     saw_ss = True
@@ -198,9 +205,10 @@ def collect_evidence(trace: Trace, links: Links, steps: list[Step], *, file_tabl
 
     # --- operators: self time, GPU time launched from inside, step membership
     ops_by_track: dict[int, list[int]] = defaultdict(list)
+    step_names = frozenset(i for i, name in enumerate(names) if _STEP.match(name))
     for i in trace.rows(Kind.CPU_OP):
-        if track_col[i] in devices:
-            continue
+        if track_col[i] in devices or name_col[i] in step_names:
+            continue  # a ProfilerStep written as cpu_op (older traces) is the step, not an operator
         s = ts_col[i]
         if s + dur_col[i] < w0 or s > cpu_end:
             continue

@@ -46,7 +46,7 @@ class Thresholds:
     startup_min_extra_ms: float = 50.0
     # -- input-bound
     #: GPU runs: the GPU idles while the batch is read for at least this share of the step
-    input_gpu_idle_share: float = 0.3
+    input_gpu_idle_share: float = 0.2
     #: CPU-only runs: the batch read takes at least this share of the step
     input_cpu_share: float = 0.5
     #: event names that read a batch (fnmatch, case-insensitive); used when the report is built

@@ -31,11 +31,13 @@ def repeated_copy(report: dict, t: Thresholds, anchor: Anchor) -> list[dict]:
             continue
         if group["steps"] < max(2, t.repeated_copy_step_share * n - 1e-9):
             continue
+        built = "in the same statement" if group.get("precision") == "exact" else \
+            "just before it (the trace cannot show whether in the same statement)"
         out.append(finding(
             "repeated-copy", (group.get("file"), group.get("line")),
             f"A {_size(group['bytes'])} host-to-device copy leaves this line {group['per_step']:g} time(s) per step, "
-            f"in {group['steps']} of {n} active steps, and copies a tensor built in the same statement by "
-            f"{group['factory']} ({machine_words(report)})." + precision_words(group.get("precision"), evidence),
+            f"in {group['steps']} of {n} active steps, and copies a tensor built {built} by {group['factory']} "
+            f"({machine_words(report)})." + precision_words(group.get("precision"), evidence),
             "The tensor is a constant rebuilt on the host and moved every step: an unsuitable placement or "
             "lifetime. The repetition does not prove the copy is unnecessary.",
             "Build it once on the device before the loop (or with device=... in the factory call), keep the rest of "

@@ -1,0 +1,34 @@
+"""Stepscope's server in a second real editor: headless Neovim (its built-in LSP client)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+
+
+def test_neovim_shows_the_sync_diagnostic_and_the_profile_lens(tmp_path: Path):
+    nvim = shutil.which("nvim")
+    if nvim is None:
+        pytest.fail("nvim is not installed: run `bash tools/setup-tools.sh` (it installs Debian's neovim)")
+    shutil.copy(REPO / "examples" / "train_cpu.py", tmp_path / "train.py")
+    out = tmp_path / "got.json"
+    env = {**os.environ, "HOME": str(tmp_path), "TMPDIR": str(tmp_path), "STEPSCOPE_NVIM_OUT": str(out),
+           "STEPSCOPE_SERVER_CMD": json.dumps([sys.executable, "-m", "stepscope", "serve"])}
+    r = subprocess.run([nvim, "--headless", "--clean", "-u", str(HERE / "client.lua"), "train.py"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert out.exists(), f"Neovim wrote nothing (exit {r.returncode}): {r.stderr[-2000:]}"
+    got = json.loads(out.read_text())
+    text = (tmp_path / "train.py").read_text().splitlines()
+    item_line = next(i for i, line in enumerate(text) if "running += loss.item()" in line)
+    loop_line = next(i for i, line in enumerate(text) if "for x, y in loader:" in line)
+    assert [(d["line"], d["code"]) for d in got["diagnostics"]] == [(item_line, "SS101")]
+    assert {"line": loop_line, "title": "Profile this step"} in got["lenses"]
