@@ -156,9 +156,13 @@ def test_notebooks_of_any_cells(cells: list[str]):
 
 def test_deeply_nested_and_huge_sources_do_not_crash():
     deep = "x = " + "(" * 150 + "1" + ")" * 150 + "\n"
-    long_expr = "y = " + " + ".join(["a"] * 5000) + "\n"
+    long_expr = "y = " + " + ".join(["loss"] * 900) + "\n"  # deep, but Python still parses it
     nested = "".join("    " * i + "for i%d in loader:\n" % i for i in range(60)) + "    " * 60 + "loss.backward()\n"
+    sync = "for x in loader:\n    loss = model(x)\n    loss.backward()\n    print(loss.item())\n"
     for text in (deep, long_expr, nested):
-        check_source(text, "/w/big.py", EVERY)
+        found = check_source(text + sync, "/w/big.py", EVERY, strict=True)
+        assert [d.code for d in found if d.line > text.count("\n")] == ["SS101"]
+    too_deep = "y = " + " + ".join(["a"] * 5000) + "\n"  # Python's own parser gives up
+    assert check_source(too_deep + sync, "/w/big.py", EVERY) == []
     loops = find_loops(nested)
     assert choose_step(nested) == loops[-1]

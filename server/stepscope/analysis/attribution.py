@@ -136,7 +136,7 @@ def attribute(
 ) -> Attribution:
     n_steps = len(steps)
     w0, w1 = steps[0].cpu_start, steps[-1].completion
-    step_track = trace.track[links.step_rows[0]] if links.step_rows else None
+    step_track = links.main_track
     gpu_observed = bool(links.gpu_rows)
     devices = links.device_tracks
     frames = FrameResolver(source_root or (file_table.root if file_table else None), file_table)

@@ -7,6 +7,8 @@ Invariants:
   start time) but is attributed to no line, and the report says how many there were.
 - The launch point of a linked GPU event is (track of the runtime call, start of the runtime call).
 - A CPU track is any track that holds no device activity.
+- The main track is the thread of the step markers; without them, the CPU track with the most CPU
+  events (ops, annotations, Python frames); None when the trace has no CPU events at all.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ class Links:
     launch_row: dict[int, int]  # gpu row -> runtime row
     sync_rows: list[int]  # host calls that block on the device
     step_rows: list[int]  # ProfilerStep#N on CPU tracks, by start time
+    main_track: int | None = None  # the step markers' thread, else the busiest CPU thread
 
     @property
     def unlinked(self) -> int:
@@ -61,7 +64,20 @@ def build_links(trace: Trace) -> Links:
             launch_row[g] = r
     step_rows.sort(key=lambda r: trace.ts[r])
     step_rows = _dedupe_steps(trace, step_rows)
-    return Links(device_tracks, gpu_rows, launch_row, sync_rows, step_rows)
+    main_track = trace.track[step_rows[0]] if step_rows else _busiest_cpu_track(trace, device_tracks)
+    return Links(device_tracks, gpu_rows, launch_row, sync_rows, step_rows, main_track)
+
+
+def _busiest_cpu_track(trace: Trace, device_tracks: set[int]) -> int | None:
+    """The CPU thread with the most ops, annotations and Python frames (first seen wins a tie)."""
+    counts: dict[int, int] = {}
+    track_col = trace.track
+    for i in trace.rows(Kind.CPU_OP, Kind.ANNOTATION, Kind.PYTHON):
+        t = track_col[i]
+        counts[t] = counts.get(t, 0) + 1
+    for t in device_tracks:
+        counts.pop(t, None)
+    return max(counts, key=counts.__getitem__) if counts else None
 
 
 def _dedupe_steps(trace: Trace, rows: list[int]) -> list[int]:

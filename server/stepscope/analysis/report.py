@@ -26,7 +26,7 @@ from .findings import Thresholds, collect_evidence, find, load_thresholds, missi
 from .labels import FileTable, load_file_table
 from .links import build_links
 from .machine import describe_machine, gpu_observation
-from .steps import find_steps, ms_per_step
+from .steps import find_steps, ms_per_step, whole_window
 
 FILES_JSON = "files.json"
 SCENARIO_JSON = "scenario.json"
@@ -127,26 +127,30 @@ def _analyze_one(trace: Trace, *, file_table: FileTable | None, source_root: Pat
                  scenario: dict[str, Any] | None, thresholds: Thresholds = Thresholds()) -> dict:
     links = build_links(trace)
     steps = find_steps(trace, links)
-    if not steps:
-        raise NotATraceError(
-            f"{trace.path}: no steps (no ProfilerStep#N events): call prof.step() once per step "
-            "inside a scheduled profiler"
-        )
+    # no step markers: the whole trace is one window (not a step): figures are per window, no ms/step
+    stepless = not steps
+    if stepless:
+        window = whole_window(trace, links)
+        if window is None:
+            raise NotATraceError(f"{trace.path}: no ProfilerStep#N events and the trace spans no time")
+        steps = [window]
     window_us = (steps[0].cpu_start, steps[-1].completion)
     if window_us[1] <= window_us[0]:
         raise NotATraceError(f"{trace.path}: the active window is empty (its steps have no duration)")
     att = attribute(trace, links, steps, file_table=file_table, source_root=source_root)
     gpu = gpu_observation(trace, links, scenario)
-    headline = ms_per_step(steps)
+    headline = None if stepless else ms_per_step(steps)
     batch = scenario.get("batch_size") if scenario else None
-    samples = round(batch / headline * 1000.0, 2) if isinstance(batch, (int, float)) and batch > 0 and headline > 0 else None
+    samples = round(batch / headline * 1000.0, 2) if isinstance(batch, (int, float)) and batch > 0 and headline else None
     startup = (scenario or {}).get("startup")
     if not isinstance(startup, dict):
         startup = {"to_first_step_ms": None, "first_steps_ms": []}
     schedule = (scenario or {}).get("schedule")
     if not isinstance(schedule, dict):
-        schedule = {"wait": None, "warmup": None, "active": len(steps), "repeat": None, "source": "trace"}
-    notes = []
+        schedule = {"wait": None, "warmup": None, "active": 0 if stepless else len(steps), "repeat": None, "source": "trace"}
+    notes = [steps[0].name + ": no ProfilerStep#N events, so the trace is read as one window of "
+             f"{steps[0].ms:.3f} ms (its main thread's span); per-line, per-op and per-region figures are per "
+             "window, not per step, and there is no ms/step"] if stepless else []
     if not gpu["observed"]:
         notes.append(gpu["reason"])
     if att.gpu_unlinked:
@@ -167,14 +171,14 @@ def _analyze_one(trace: Trace, *, file_table: FileTable | None, source_root: Pat
         "gpu": gpu,
         "startup": startup,
         "steps": [{"name": s.name, "ms": round(s.ms, 4), "cpu_ms": round((s.cpu_end - s.cpu_start) / 1000.0, 4)}
-                  for s in steps],
-        "ms_per_step": round(headline, 4),
+                  for s in steps] if not stepless else [],
+        "ms_per_step": round(headline, 4) if headline is not None else None,
         "samples_per_s": samples,
         "lines": att.lines,
         "regions": att.regions,
         "findings": [],
-        "window": {"ms": round((window_us[1] - window_us[0]) / 1000.0, 4), "steps": len(steps),
-                   "events": len(trace), "trace_bytes": trace.size_bytes},
+        "window": {"ms": round((window_us[1] - window_us[0]) / 1000.0, 4), "steps": 0 if stepless else len(steps),
+                   "per": "window" if stepless else "step", "events": len(trace), "trace_bytes": trace.size_bytes},
         "attribution": {"gpu_events": att.gpu_events, "gpu_unlinked": att.gpu_unlinked,
                         "backward_link": att.backward_link},
         # the trace facts the findings read (batch read, operators, kernels, copies, syncs)

@@ -7,6 +7,10 @@ GPU work queued before the window: that is part of the window, not start-up).
 
 GPU events are assigned to the step whose CPU span holds their launch call; unlinked GPU events are
 assigned by their own start time to the step whose span, extended to the next step's start, holds it.
+
+A trace without step markers is read as ONE window (`whole_window`): the span of the main thread's
+events (first start to last end), completed like a step by the GPU work launched inside it. That
+window is not a step: it has no ms/step, and figures over it are per window.
 """
 
 from __future__ import annotations
@@ -60,6 +64,30 @@ def find_steps(trace: Trace, links: Links) -> list[Step]:
         steps.append(Step(trace.label(r), s, e, c, (c - previous) / 1000.0))
         previous = c
     return steps
+
+
+WHOLE_WINDOW = "whole trace (no step markers)"
+
+
+def whole_window(trace: Trace, links: Links) -> Step | None:
+    """The trace as one window, for traces without step markers; None when it spans no time."""
+    if links.main_track is not None:
+        rows = [i for i in range(len(trace)) if trace.track[i] == links.main_track]
+    else:  # no CPU thread at all (a device-only trace): the span of every event
+        rows = range(len(trace))
+    if not rows:
+        return None
+    start = min(trace.ts[r] for r in rows)
+    end = max(trace.end(r) for r in rows)
+    completion = end
+    for g in links.gpu_rows:
+        launch = links.launch_row.get(g)
+        t = trace.ts[launch] if launch is not None else trace.ts[g]
+        if start <= t <= end:
+            completion = max(completion, trace.end(g))
+    if completion <= start:
+        return None
+    return Step(WHOLE_WINDOW, start, end, completion, (completion - start) / 1000.0)
 
 
 def ms_per_step(steps: list[Step]) -> float:

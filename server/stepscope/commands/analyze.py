@@ -29,6 +29,18 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.buffer.write(dumps(report) + b"\n")
     else:
-        sys.stdout.write(render_text(report))
+        sys.stdout.write(_render(report, render_text))
     sys.stdout.flush()
     return 0
+
+
+def _render(report: dict, render_text) -> str:
+    """The text report; a trace without step markers has no ms/step, so its headline names the
+    window instead and its per-step wording becomes per-window."""
+    if report.get("ms_per_step") is not None:
+        return render_text(report)
+    window_ms = (report.get("window") or {}).get("ms") or 0.0
+    lines = render_text({**report, "ms_per_step": window_ms}).split("\n")
+    lines[0] = f"no step markers (ProfilerStep#N): one window of {window_ms:.3f} ms, no ms/step"
+    lines = [ln for ln in lines if not ln.startswith("steps (ms):")]
+    return "\n".join(ln.replace(", per step", ", per window") for ln in lines)

@@ -1,10 +1,11 @@
 """What the rules know about one parsed module, computed once per check.
 
 `ModuleContext.build(tree, text)` walks the tree a single time and records, for every call and
-every `if`, where it sits: the enclosing function, the enclosing loops (innermost last), whether a
-periodic guard (`if step % N == 0`) separates it from the innermost step loop, and the enclosing
-`with profile(...)`. Rules are pure functions of this context; none of them walks the tree again
-unless it looks at a small subtree.
+every `if`, where it sits (a `Scope`: the enclosing function, the enclosing loops of that function,
+innermost last, and whether a periodic guard such as `if step % N == 0` separates it from the
+innermost step loop), plus indexes the rules share: torch profiler `with` statements, assignments,
+bindings by line, loop nodes, imports, and per-function facts (tensor-valued names, calls,
+subtractions). Rules are pure functions of this context; none of them walks the whole tree again.
 
 Columns: `ast` reports UTF-8 byte offsets; `span()` converts them to str offsets so every
 coordinate leaving this package is in code points.
@@ -382,26 +383,32 @@ def _children(node: ast.AST) -> list[ast.AST]:
 
 
 # ---- tensor names ------------------------------------------------------------------------------
-def is_tensor_expr(node: ast.AST, tensor_names: set[str], ctx: ModuleContext) -> bool:
-    """True when `node` evaluates to a tensor as far as a reader can tell from the source."""
+def is_tensor_expr(node: ast.AST, tensor_names: set[str], ctx: ModuleContext,
+                   depth: int = 0) -> bool:
+    """True when `node` evaluates to a tensor as far as a reader can tell from the source.
+
+    Looks at most 40 levels deep, so a generated 5,000-term sum cannot exhaust the stack."""
+    if depth > 40:
+        return False
+    depth += 1
     if isinstance(node, ast.Name):
         return node.id in tensor_names
     if isinstance(node, ast.Subscript):
-        return is_tensor_expr(node.value, tensor_names, ctx)
+        return is_tensor_expr(node.value, tensor_names, ctx, depth)
     if isinstance(node, ast.BinOp):
-        return (is_tensor_expr(node.left, tensor_names, ctx)
-                or is_tensor_expr(node.right, tensor_names, ctx))
+        return (is_tensor_expr(node.left, tensor_names, ctx, depth)
+                or is_tensor_expr(node.right, tensor_names, ctx, depth))
     if isinstance(node, ast.UnaryOp) and not isinstance(node.op, ast.Not):
-        return is_tensor_expr(node.operand, tensor_names, ctx)
+        return is_tensor_expr(node.operand, tensor_names, ctx, depth)
     if isinstance(node, ast.Compare):
         return any(not isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops) \
-            and any(is_tensor_expr(x, tensor_names, ctx) for x in [node.left, *node.comparators])
+            and any(is_tensor_expr(x, tensor_names, ctx, depth) for x in [node.left, *node.comparators])
     if isinstance(node, ast.Call):
         func = node.func
         if isinstance(func, ast.Attribute):
             if func.attr in _SCALAR_METHODS:
                 return False
-            if is_tensor_expr(func.value, tensor_names, ctx):
+            if is_tensor_expr(func.value, tensor_names, ctx, depth):
                 return True
         dotted = ctx.dotted(func) or ""
         if (dotted.startswith("torch.") and not _NOT_TENSOR_TORCH.match(dotted)) \

@@ -3,7 +3,9 @@
 Text: `path:line:col: CODE message` with a 1-based column (what editors and terminals expect);
 for notebooks `path:cell N:line:col: ...`. JSON keeps the Diagnostic coordinates (1-based lines,
 0-based columns). SARIF uses 1-based lines and columns counted in Unicode code points
-(`columnKind: unicodeCodePoints`), as the SARIF specification defines them.
+(`columnKind: unicodeCodePoints`), as the SARIF specification defines them. For a notebook, the
+SARIF region is relative to the code cell named in the result's `properties.notebookCell`, and no
+fix is attached (a fix would have to address the cell inside the notebook's JSON).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import ast
 import bisect
 from typing import Iterator
 
-from ..source.loops import MODEL, call_signal, iter_statements, terminal_name
+from ..source.loops import is_model_name, iter_statements, terminal_name
 from .context import ModuleContext, Scope
 from .model import Diagnostic, make_diagnostic
 
@@ -63,9 +63,8 @@ def check_ss101(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
             receiver = func.value
             if _is_sync_method_call(receiver):
                 continue  # `x.cpu().numpy()`: reported once, on `.cpu()`
-            if func.attr == "cpu" and (isinstance(receiver, (ast.Name, ast.Attribute))
-                                       and call_signal(ast.Call(receiver, [], []),
-                                                       model_names=ctx.model_names) == MODEL):
+            if func.attr == "cpu" and isinstance(receiver, (ast.Name, ast.Attribute)) \
+                    and is_model_name(terminal_name(receiver) or "", ctx.model_names):
                 continue  # moving a model, not a tensor
             if func.attr in ("tolist", "numpy", "cpu") and not ctx.is_tensor_expr(receiver, facts) \
                     and not _looks_like_tensor_chain(receiver):

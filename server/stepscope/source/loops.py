@@ -31,6 +31,12 @@ __all__ = [
     "choose_step",
     "loop_at",
     "step_signals",
+    "call_signal",
+    "is_model_name",
+    "is_range_like",
+    "iter_own_nodes",
+    "iter_statements",
+    "terminal_name",
 ]
 
 # Reasons a loop looks like a step. The first three are "strong": they only happen in a step.
@@ -159,19 +165,20 @@ def call_signal(call: ast.Call, profiler_names: frozenset[str] = frozenset(),
             return None
         if attr == "zero_grad" and receiver is not None and _OPTIMIZER_NAME.search(receiver):
             return OPTIMIZER
-        if attr in _MODEL_METHODS and receiver is not None and _is_model_name(receiver, model_names):
+        if attr in _MODEL_METHODS and receiver is not None and is_model_name(receiver, model_names):
             return MODEL
     name = terminal_name(func)
     if name is None:
         return None
-    if _is_model_name(name, model_names):
+    if is_model_name(name, model_names):
         return MODEL
     if _STEP_FUNCTION.match(name):
         return STEP_FUNCTION
     return None
 
 
-def _is_model_name(name: str, model_names: frozenset[str]) -> bool:
+def is_model_name(name: str, model_names: frozenset[str] = frozenset()) -> bool:
+    """True when calling something named `name` runs a model (`model`, `self.net`, `unet`)."""
     if name in model_names:
         return True
     if name[:1].isupper():

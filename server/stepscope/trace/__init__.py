@@ -3,7 +3,7 @@
 Public API: `read_trace(path) -> Trace`, `Trace`, `Kind`. See docs/trace-engine.md.
 """
 
-from .model import Flows, Kind, Trace
+from .model import Flows, Kind, Memory, Trace
 from .reader import read_trace
 
-__all__ = ["Flows", "Kind", "Trace", "read_trace"]
+__all__ = ["Flows", "Kind", "Memory", "Trace", "read_trace"]

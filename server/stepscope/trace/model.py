@@ -11,6 +11,10 @@ Invariants:
 - Integer columns use -1 for "absent" (no correlation id, no sequence number, no byte count).
 - Only the forward/backward flows (`fwdbwd`) are kept as flow links; launch flows (`ac2g`) are
   redundant with correlation ids.
+- Optional per-op detail is interned like names: `stack` (the 1.9-era `Call stack` arg, as written)
+  and `shapes` (input dims and types, as `orjson` text of `[dims, types]`) are ids into `names`, -1
+  when the event does not carry them. Allocations (`[memory]` instant events) are a table of their
+  own (`Memory`); an empty table means memory was not recorded, never that nothing was allocated.
 """
 
 from __future__ import annotations
@@ -101,6 +105,21 @@ class Flows:
 
 
 @dataclass
+class Memory:
+    """`[memory]` instant events: one row per allocation (bytes > 0) or free (bytes < 0)."""
+
+    ts: array = field(default_factory=lambda: array("d"))
+    track: array = field(default_factory=lambda: array("i"))
+    nbytes: array = field(default_factory=lambda: array("q"))
+    total_allocated: array = field(default_factory=lambda: array("q"))  # -1 when not written
+    device_type: array = field(default_factory=lambda: array("b"))  # 0 CPU, 1 CUDA, ... as Kineto writes it
+    device_id: array = field(default_factory=lambda: array("q"))
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+
+@dataclass
 class Trace:
     """One trace file, read into columns. Build it with `stepscope.trace.read_trace`."""
 
@@ -120,7 +139,10 @@ class Trace:
     external_id: array = field(default_factory=lambda: array("q"))
     sequence: array = field(default_factory=lambda: array("q"))
     nbytes: array = field(default_factory=lambda: array("q"))
+    stack: array = field(default_factory=lambda: array("i"))  # name id of the `Call stack` arg, or -1
+    shapes: array = field(default_factory=lambda: array("i"))  # name id of `[dims, types]` text, or -1
     flows: Flows = field(default_factory=Flows)
+    memory: Memory = field(default_factory=Memory)
     #: events of other phases, by phase ("i", "M", "s"/"f" launch flows, ...): counted, not kept
     skipped: dict[str, int] = field(default_factory=dict)
     size_bytes: int = 0  # bytes of JSON read (after decompression)

@@ -194,6 +194,7 @@ class _Builder:
         self.name_ids: dict[str, int] = {}
         self.track_ids: dict[tuple, int] = {}
         self.kind_of: dict[str, int] = {}
+        self.detail_ids: dict[bytes, int] = {}  # orjson text of (dims, types) -> name id
 
     def _name(self, name: Any) -> int:
         if name.__class__ is not str:
@@ -226,6 +227,15 @@ class _Builder:
         t.external_id.extend(part.external_id)
         t.sequence.extend(part.sequence)
         t.nbytes.extend(part.nbytes)
+        t.stack.extend(name_map[i] if i >= 0 else -1 for i in part.stack)
+        t.shapes.extend(name_map[i] if i >= 0 else -1 for i in part.shapes)
+        mem, pmem = t.memory, part.memory
+        mem.ts.extend(pmem.ts)
+        mem.track.extend(map(track_map.__getitem__, pmem.track))
+        mem.nbytes.extend(pmem.nbytes)
+        mem.total_allocated.extend(pmem.total_allocated)
+        mem.device_type.extend(pmem.device_type)
+        mem.device_id.extend(pmem.device_id)
         t.flows.id.extend(part.flows.id)
         t.flows.is_end.extend(part.flows.is_end)
         t.flows.track.extend(map(track_map.__getitem__, part.flows.track))
@@ -255,6 +265,9 @@ class _Builder:
         kind_col, name_col, track_col = t.kind, t.name, t.track
         ts_col, dur_col = t.ts, t.dur
         corr_col, ext_col, seq_col, bytes_col = t.correlation, t.external_id, t.sequence, t.nbytes
+        stack_col, shapes_col = t.stack, t.shapes
+        detail_ids = self.detail_ids
+        dumps = orjson.dumps
         skipped = t.skipped
         flows = t.flows
         kinds = self.kind_of
@@ -278,7 +291,7 @@ class _Builder:
                 if kind is None:
                     kind = kinds[cat] = category_kind(cat)
                 args = e.get("args")
-                corr = ext = seq = nbytes = -1
+                corr = ext = seq = nbytes = stack = shapes = -1
                 if args.__class__ is dict:
                     v = args.get("correlation")
                     if v is not None:
@@ -292,6 +305,18 @@ class _Builder:
                         v = args.get("Sequence number")
                         if v is not None:
                             seq = v if v.__class__ is int else _int(v)
+                        v = args.get("Call stack")
+                        if v is not None and v.__class__ is str:
+                            stack = name_ids.get(v)
+                            if stack is None:
+                                stack = self._name(v)
+                        v = args.get("Input Dims")
+                        if v is not None:
+                            # one compact text per distinct (dims, types): interned, formatted later
+                            key = dumps([v, args.get("Input type")])
+                            shapes = detail_ids.get(key)
+                            if shapes is None:
+                                shapes = detail_ids[key] = self._name(key.decode())
                     elif kind == MEMCPY or kind == MEMSET:
                         v = args.get("bytes")
                         if v is None:
@@ -322,6 +347,8 @@ class _Builder:
                 ext_col.append(ext)
                 seq_col.append(seq)
                 bytes_col.append(nbytes)
+                stack_col.append(stack)
+                shapes_col.append(shapes)
             elif (ph == "s" or ph == "f") and e.get("cat") == "fwdbwd":
                 fid = _int(e.get("id"))
                 ts = e.get("ts")
@@ -333,9 +360,28 @@ class _Builder:
                 flows.ts.append(float(ts))
             elif ph == "M":
                 self._metadata_event(e)
+            elif (ph == "i" or ph == "I") and e.get("name") == "[memory]" and self._memory_event(e):
+                pass
             else:
                 key = str(ph)
                 skipped[key] = skipped.get(key, 0) + 1
+
+    def _memory_event(self, e: dict) -> bool:
+        """Keep one `[memory]` event; False (counted as skipped) when it lacks a time or a size."""
+        args = e.get("args")
+        ts = _float_or_none(e.get("ts"))
+        if type(args) is not dict or ts is None or args.get("Bytes") is None:
+            return False
+        nbytes = _int(args.get("Bytes"))
+        mem = self.t.memory
+        mem.ts.append(ts)
+        mem.track.append(self._track(_norm_id(e.get("pid")), _norm_id(e.get("tid"))))
+        mem.nbytes.append(nbytes)
+        mem.total_allocated.append(_int(args.get("Total Allocated")))
+        device_type = _int(args.get("Device Type"))
+        mem.device_type.append(device_type if -128 <= device_type < 128 else -1)
+        mem.device_id.append(_int(args.get("Device Id")))
+        return True
 
     def _metadata_event(self, e: dict) -> None:
         args = e.get("args")

@@ -31,9 +31,13 @@ def loop_header(report: dict) -> Anchor:
 def machine_words(report: dict) -> str:
     """Which machine the figures come from, in a few words (guide §13)."""
     machine = report.get("machine") or {}
-    device = machine.get("device") or "an unnamed machine"
+    device = machine.get("device") or "no device named"
     host = machine.get("host")
-    return f"measured on {host} ({device})" if host else f"measured on {device}"
+    if host:
+        return f"measured on {host} ({device})"
+    if machine.get("devices"):
+        return f"measured on {device}"
+    return "measured on a machine the trace does not name"
 
 
 def precision_words(precision: str | None, evidence: dict) -> str:
@@ -58,3 +62,12 @@ def step_ms(report: dict) -> float | None:
     """The step the shares are taken of: the headline ms/step (median of the active steps)."""
     value = report.get("ms_per_step")
     return float(value) if isinstance(value, (int, float)) and value > 0 else None
+
+
+def placed(item: dict, fallback: Anchor, evidence: dict) -> tuple[Anchor, str]:
+    """Where a finding goes (the item's own line, else the fallback) and what to say about its precision."""
+    if item.get("file"):
+        return (item["file"], item.get("line")), precision_words(item.get("precision"), evidence)
+    if fallback[0]:
+        return fallback, ""
+    return (None, None), precision_words(None, evidence)

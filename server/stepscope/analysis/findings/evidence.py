@@ -119,8 +119,12 @@ def _where(node: _Node | None) -> dict:
 
 
 def _matcher(patterns: Iterable[str]):
-    compiled = [re.compile(fnmatch.translate(p.lower())) for p in patterns]
-    return lambda name: any(c.match(name.lower()) for c in compiled)
+    """One case-insensitive regex for all the shell-style patterns (names are matched whole)."""
+    patterns = list(patterns)
+    if not patterns:
+        return lambda name: False
+    compiled = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns), re.IGNORECASE | re.DOTALL)
+    return lambda name: compiled.match(name) is not None
 
 
 def collect_evidence(trace: Trace, links: Links, steps: list[Step], *, file_table: FileTable | None,
@@ -151,14 +155,12 @@ def collect_evidence(trace: Trace, links: Links, steps: list[Step], *, file_tabl
     uid = 0
     batch_line: _Node | None = None
     batch_first: tuple[int, float] | None = None
-    # older traces write record_function events (DataLoader's among them) as cpu_op
-    for i in trace.rows(Kind.ANNOTATION, Kind.PYTHON, Kind.CPU_OP):
-        if kind_col[i] == Kind.CPU_OP and not names[name_col[i]].startswith(("enumerate(", "ss:")) \
-                and name_col[i] not in batch_names:
-            if not is_batch(names[name_col[i]]):
-                batch_names[name_col[i]] = False
-                name_key[name_col[i]] = None
-                continue
+    # older traces write record_function events (DataLoader's among them) as cpu_op: those named
+    # like a batch read are visited too
+    cpu_batch_ids = frozenset(i for i, name in enumerate(names) if not name.startswith("aten::") and is_batch(name))
+    visited = sorted(trace.rows(Kind.ANNOTATION, Kind.PYTHON)
+                     + [i for i in trace.rows_named(cpu_batch_ids) if kind_col[i] == Kind.CPU_OP])
+    for i in visited:
         start, track = ts_col[i], track_col[i]
         end = start + dur_col[i]
         if end < w0 or start > cpu_end or track in devices:

@@ -12,10 +12,13 @@ from .thresholds import Thresholds
 
 def missing_label(report: dict, t: Thresholds, anchor: Anchor) -> list[dict]:
     out = []
+    regions = len(report.get("regions") or [])
+    steps = len(report.get("steps") or [])
     for item in report.get("missing_labels") or []:
         out.append(finding(
             "missing-label", (item.get("file"), item.get("line")),
-            f"The region label {item['label']!r} is written here but does not appear in the trace's active window.",
+            f"The region label {item['label']!r} is written here but is not among the {regions} region labels of "
+            f"the trace's active window ({steps} active steps).",
             "This code did not run during the window (a branch not taken, a function not called), or it ran "
             "outside the profiled steps: figures you expected under that label are elsewhere or absent.",
             "Check which path the window took (the condition around this line, the schedule's wait/warmup/active), "

@@ -11,7 +11,7 @@ Invariants:
 
 from __future__ import annotations
 
-from .common import Anchor, finding, machine_words, precision_words, step_ms
+from .common import Anchor, finding, machine_words, placed, step_ms
 from .thresholds import Thresholds
 
 
@@ -34,10 +34,10 @@ def repeated_copy(report: dict, t: Thresholds, anchor: Anchor) -> list[dict]:
         built = "in the same statement" if group.get("precision") == "exact" else \
             "just before it (the trace cannot show whether in the same statement)"
         out.append(finding(
-            "repeated-copy", (group.get("file"), group.get("line")),
+            "repeated-copy", placed(group, (None, None), evidence)[0],
             f"A {_size(group['bytes'])} host-to-device copy leaves this line {group['per_step']:g} time(s) per step, "
             f"in {group['steps']} of {n} active steps, and copies a tensor built {built} by {group['factory']} "
-            f"({machine_words(report)})." + precision_words(group.get("precision"), evidence),
+            f"({machine_words(report)})." + placed(group, (None, None), evidence)[1],
             "The tensor is a constant rebuilt on the host and moved every step: an unsuitable placement or "
             "lifetime. The repetition does not prove the copy is unnecessary.",
             "Build it once on the device before the loop (or with device=... in the factory call), keep the rest of "
@@ -61,13 +61,12 @@ def sync_in_step(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
     idle_words = (f"; after each wait the GPU sat idle {idle:.2f} ms per step until the host queued new work"
                   if idle is not None else "")
     calls = ", ".join(syncs.get("calls") or [])
-    where = (syncs.get("file"), syncs.get("line")) if syncs.get("file") else anchor
+    where, precision = placed(syncs, anchor, evidence)
     return finding(
         "sync-in-step", where,
         f"The host waits on the device {syncs['ms']:.2f} ms per step ({syncs['ms'] / step:.0%} of the {step:.2f} ms "
         f"step) in {syncs['count']:g} call(s) per step ({calls}), in {syncs['steps']} of {n} active steps"
-        f"{idle_words} ({machine_words(report)})." + (precision_words(syncs.get("precision"), evidence)
-                                                      if syncs.get("file") else ""),
+        f"{idle_words} ({machine_words(report)})." + precision,
         "A value read back inside the step (.item(), .cpu(), .tolist(), printing a tensor, a tensor in an if) or an "
         "explicit synchronize stops the host from queueing ahead, so CPU and GPU work no longer overlap.",
         "Move the read-back out of the step (accumulate on the device and read every N steps, or after the loop) "

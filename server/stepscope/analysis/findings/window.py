@@ -40,10 +40,11 @@ def gpu_not_observed(report: dict, t: Thresholds, anchor: Anchor) -> dict | None
     why = gpu_expected(report)
     if why is None:
         return None
+    window = report.get("window") or {}
     return finding(
         "gpu-not-observed", (None, None),
-        f"No GPU events in the trace, although {why}. GPU time is unknown, not zero "
-        f"({gpu.get('reason')}).",
+        f"No GPU events among the {window.get('events', '?')} events of the window's {len(report.get('steps') or [])} "
+        f"active steps, although {why}. GPU time is unknown, not zero ({gpu.get('reason')}).",
         "GPU collection was unavailable or off (CUPTI/roctracer not loaded, no permission, or a CPU-only capture), "
         "so the per-line figures show only host time.",
         "Check that torch.profiler.supported_activities() includes ProfilerActivity.CUDA in this interpreter, "

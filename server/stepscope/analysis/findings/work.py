@@ -12,7 +12,7 @@ Invariants:
 
 from __future__ import annotations
 
-from .common import Anchor, finding, machine_words, precision_words, step_ms, where_words
+from .common import Anchor, finding, machine_words, placed, step_ms, where_words
 from .thresholds import Thresholds
 from .window import gpu_expected
 
@@ -26,8 +26,7 @@ def input_bound(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
         return None
     signals = ", ".join(read.get("signals") or []) or "batch-read events"
     gpu_observed = (report.get("gpu") or {}).get("observed")
-    where = (read.get("file"), read.get("line")) if read.get("file") else anchor
-    precision = precision_words(read.get("precision"), evidence) if read.get("file") else ""
+    where, precision = placed(read, anchor, evidence)
     figures = {"read_ms": read_ms, "step_ms": step, "signals": read.get("signals") or []}
     if gpu_observed and read.get("gpu_busy_ms") is not None:
         idle = max(0.0, read_ms - read["gpu_busy_ms"])
@@ -66,12 +65,11 @@ def dominant_op(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
         return None
     which = f"{gpu:.2f} ms of GPU work launched from it" if gpu >= (top.get("self_ms") or 0.0) else \
         f"{top['self_ms']:.2f} ms of CPU self time"
-    where = (top.get("file"), top.get("line")) if top.get("file") else (None, None)
+    where, precision = placed(top, (None, None), evidence)
     return finding(
         "dominant-op", where,
         f"{top['name']} holds {which} per step, {own / step:.0%} of the {step:.2f} ms step, in {top['count']:g} "
-        f"call(s) per step{where_words(top)} ({machine_words(report)})."
-        + precision_words(top.get("precision"), evidence),
+        f"call(s) per step{where_words(top)} ({machine_words(report)})." + precision,
         "A decisive shape or algorithm choice for this operator sets the step's time; the call count may also be "
         "higher than intended.",
         "Before replacing it, profile again with --shapes to see its input shapes and call count, then compare the "
@@ -91,13 +89,13 @@ def small_launches(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
     if k["count"] < t.small_launches_min_kernels or k["median_us"] > t.small_kernel_us \
             or busy_share > t.small_launches_max_gpu_busy:
         return None
-    where = (k.get("file"), k.get("line")) if k.get("file") else anchor
+    where, precision = placed(k, anchor, evidence)
     return finding(
         "small-launches", where,
         f"{k['count']:g} kernels per step with a median of {k['median_us']:.1f} µs (p90 {k['p90_us']:.1f} µs); the "
         f"GPU is busy {k['gpu_busy_ms']:.2f} ms of the {step:.2f} ms step ({busy_share:.0%}) while launch calls take "
         f"{k['launch_ms']:.2f} ms on the host; {k['top_line_kernels']:g} kernels per step come from this line "
-        f"({machine_words(report)})." + (precision_words(k.get("precision"), evidence) if k.get("file") else ""),
+        f"({machine_words(report)})." + precision,
         "The work is fragmented: per-launch overhead, not the kernels, sets the step's time.",
         "Examine grouping: batch the small tensors into one (torch._foreach_* or fused optimizer options, one "
         "larger tensor instead of many), or capture the step with CUDA graphs / torch.compile; then compare "
