@@ -19,10 +19,11 @@ REPORT_SCHEMA = {
         "startup": {"type": "object", "required": ["to_first_step_ms", "first_steps_ms"],
                     "properties": {"to_first_step_ms": NULLABLE_NUMBER,
                                    "first_steps_ms": {"type": "array", "items": NUMBER}}},
-        "steps": {"type": "array", "minItems": 1, "items": {
+        # a trace without step markers is one window: no steps and no ms/step (null, never 0)
+        "steps": {"type": "array", "items": {
             "type": "object", "required": ["name", "ms"],
             "properties": {"name": {"type": "string"}, "ms": {"type": "number", "minimum": 0}}}},
-        "ms_per_step": {"type": "number", "minimum": 0},
+        "ms_per_step": {"type": ["number", "null"], "minimum": 0},
         "samples_per_s": NULLABLE_NUMBER,
         "lines": {"type": "array", "items": {
             "type": "object",

@@ -63,7 +63,7 @@ def test_text_output_has_the_headline_and_the_table(tmp_path: Path) -> None:
     ("text.json", b"not json at all", "not JSON"),
     ("config.json", b'{"lr": 0.1}', "not a profiler trace"),
     ("cut.json", b'{"traceEvents": [{"ph": "X", "name": "ProfilerStep#1", "ts": 1, "dur": 5}, {"ph"', "truncated"),
-    ("nosteps.json", b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 5}]}', "no steps"),
+    ("notime.json", b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 0}]}', "spans no time"),
     ("gz.json.gz", b"\x1f\x8b\x08\x00garbage", "compressed file"),
 ])
 def test_bad_input_exits_2_with_one_line_and_no_traceback(tmp_path: Path, name: str, content: bytes | None, reason: str) -> None:
@@ -100,3 +100,16 @@ def test_a_minimal_trace_without_categories_still_has_its_step(tmp_path: Path) -
     proc = stepscope("analyze", str(path), "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["steps"] == [{"name": "ProfilerStep#1", "ms": 2.5, "cpu_ms": 2.5}]
+
+
+def test_a_trace_without_step_markers_is_analysed_as_one_window(tmp_path: Path) -> None:
+    path = tmp_path / "nosteps.json"
+    path.write_bytes(b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 5}]}')
+    proc = stepscope("analyze", str(path), "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["steps"] == [] and report["ms_per_step"] is None and report["window"]["ms"] == 0.005
+    text = stepscope("analyze", str(path), cwd=tmp_path)
+    assert text.returncode == 0
+    assert text.stdout.startswith("no step markers (ProfilerStep#N): one window of 0.005 ms, no ms/step")
+    assert "ms/step (median" not in text.stdout

@@ -83,10 +83,27 @@ def test_machine_comes_from_the_trace_when_there_is_no_scenario(tmp_path: Path) 
     assert report["machine"]["cuda_runtime_version"] == 12090
 
 
-def test_a_trace_without_steps_is_refused_with_the_reason(tmp_path: Path) -> None:
+def test_a_trace_without_steps_is_one_window_with_no_ms_per_step(tmp_path: Path) -> None:
+    # main thread: "forward" 0-100 µs, then "loss" 150-200 µs; a kernel launched at 50 runs 60-300 µs
     s = Synth()
     s.region("forward", 0, 100)
-    with pytest.raises(NotATraceError, match="no steps"):
+    s.region("loss", 150, 50)
+    s.launch(50, 60, 240)
+    report = analyze([s.write(tmp_path / "t.json")])
+    assert report["steps"] == [] and report["ms_per_step"] is None and report["samples_per_s"] is None
+    # the window runs from the main thread's first event to the end of the GPU work launched in it
+    assert report["window"]["ms"] == 0.3 and report["window"]["per"] == "window" and report["window"]["steps"] == 0
+    regions = {r["label"]: r for r in report["regions"]}
+    assert regions["forward"]["wall_ms"] == 0.1 and regions["forward"]["gpu_ms"] == 0.24
+    assert regions["loss"]["wall_ms"] == 0.05 and regions["loss"]["gpu_ms"] == 0.0
+    assert any("no ProfilerStep#N" in n and "per window, not per step" in n for n in report["notes"])
+    assert not any(f["kind"] == "unsteady-window" for f in report["findings"])
+
+
+def test_a_trace_without_steps_that_spans_no_time_is_refused(tmp_path: Path) -> None:
+    s = Synth(devices=[])
+    s.op("aten::mm", 10, 0)
+    with pytest.raises(NotATraceError, match="spans no time"):
         analyze([s.write(tmp_path / "t.json")])
 
 

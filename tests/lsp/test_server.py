@@ -219,3 +219,29 @@ async def test_profile_uses_the_launch_configuration_sent_by_the_editor(client: 
     assert [entry["line"] for entry in result["lines"]].count(8) == 1  # line 9, 0-based
     spec = json.loads((Path(result["runDir"]) / "spec.json").read_text())
     assert spec["argv"] == ["--steps", "12"]
+
+
+async def test_quick_fixes_come_with_the_diagnostic(client: LanguageClient, ws: Path):
+    path = ws / "timing.py"
+    path.write_text(textwrap.dedent("""\
+        import time
+        import torch
+        model = torch.nn.Linear(4, 4)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(2, 4)).sum()
+            loss.backward()
+            opt.step()
+            print(loss.item())
+        """))
+    uri = _open(client, path)
+    found = await _diagnostics(client, uri)
+    (ss101,) = [d for d in found if d.code == "SS101"]
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), range=ss101.range,
+        context=types.CodeActionContext(diagnostics=[ss101])))
+    titles = [a.title for a in actions]
+    assert "Ignore SS101 on this line" in titles
+    ignore = next(a for a in actions if a.title == "Ignore SS101 on this line")
+    (edit,) = ignore.edit.changes[uri]
+    assert "stepscope: ignore[SS101]" in edit.new_text and edit.range.start.line == 8
