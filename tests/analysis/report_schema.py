@@ -32,7 +32,7 @@ REPORT_SCHEMA = {
             "properties": {
                 "file": {"type": "string", "pattern": "^/"},
                 "line": {"type": "integer", "minimum": 0},
-                "precision": {"enum": ["exact", "function"]},
+                "precision": {"enum": ["exact", "call", "function"]},
                 "wall_ms": {"type": "number", "minimum": 0},
                 "cpu_self_ms": {"type": "number", "minimum": 0},
                 "cpu_total_ms": {"type": "number", "minimum": 0},

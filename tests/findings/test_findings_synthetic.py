@@ -278,3 +278,12 @@ def test_first_steps_within_the_windows_own_range_are_not_start_up(tmp_path: Pat
     scenario = {"startup": {"to_first_step_ms": 50.0, "first_steps_ms": [60.0]}}
     # a window whose slow steps take 40 ms: a 60 ms first step does not stand out of it
     assert "startup-cost" not in kinds(report_of(tmp_path, timed([1000, 40000, 1000, 40000, 1000]), scenario=scenario))
+
+
+# --- robustness ----------------------------------------------------------------------------------
+
+def test_find_on_a_report_without_evidence_or_figures_returns_what_it_can() -> None:
+    assert find({}) == []
+    bare = {"steps": [{"name": "a", "ms": 1.0}], "ms_per_step": 1.0, "gpu": {"observed": False, "reason": "x"},
+            "machine": {"devices": ["NVIDIA H200"]}}
+    assert kinds({"findings": find(bare)}) == ["gpu-not-observed", "unsteady-window"]

@@ -33,6 +33,7 @@ from ..trace import Kind, Trace
 from .intervals import Interval, clip, union_length
 from .labels import FileTable, FrameResolver, parse_frame, parse_ss_label
 from .links import Links, copy_direction
+from .op_details import add_op_details, call_stack_nodes
 from .steps import Step
 
 _BACKWARD = re.compile(r"^(autograd::engine::evaluate_function: |[A-Za-z0-9_]+Backward\d*$)")
@@ -182,6 +183,8 @@ def attribute(
             if end < w0 or start > w1 or track_col[i] in devices:
                 continue
             frame_nodes.append(_Node(start, end, track_col[i], frame_cache[name_col[i]]))
+    # 1.9-era `Call stack` args: the calling statement of each op ("call" precision)
+    frame_nodes.extend(_Node(*n) for n in call_stack_nodes(trace, frames, w0, w1, devices))
 
     # --- points: GPU launches, host syncs, forward points of backward ops
     gpu_points = _Points()
@@ -240,6 +243,7 @@ def attribute(
             continue  # an exact figure for the same line wins over the function-level one
         lines.append({"file": path, "line": line, "precision": precision, **fig})
     lines.sort(key=lambda d: (-d["wall_ms"], d["file"], d["line"]))
+    add_op_details(trace, lines, line_nodes + frame_nodes, w0, w1, n_steps)  # shapes, memory
 
     regions: list[dict] = []
     for label, fig in figures(region_nodes).items():

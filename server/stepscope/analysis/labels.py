@@ -4,6 +4,10 @@
   fetch (attributed to the header line). Nothing else is ever encoded in a label.
 - A `python_function` event is named `<path>(<def line>): <function>`; its line is the function's
   def line, so figures from frames have "function" precision.
+- A 1.9-era `Call stack` arg is `<path>(<line>): <function>;...`, innermost frame first, and each
+  line is the line *executing* in that frame: for the innermost user frame, the statement that
+  called the op. Figures from it have "call" precision: the right statement, but only the time of
+  the ops it called (Python time between them is not in the trace).
 - The file table (`files.json` of a run folder) maps file ids to workspace-relative POSIX paths
   under an absolute root; resolved paths are absolute.
 """
@@ -82,6 +86,28 @@ _SKIP_DIRS = {".git", ".hg", ".venv", "venv", "env", "node_modules", "__pycache_
 MAX_INDEXED_FILES = 50_000
 
 
+def parse_call_stack(text: str) -> list[Frame]:
+    """The frames of a `Call stack` arg, innermost first; entries that are not frames are skipped."""
+    out = []
+    for entry in text.split(";"):
+        frame = parse_frame(entry.strip())
+        if frame is not None:
+            out.append(frame)
+    return out
+
+
+def call_stack_line(text: str, resolver: "FrameResolver") -> tuple[str, int] | None:
+    """(absolute path, line) of the innermost user-code frame of a `Call stack`, or None.
+
+    Unlike a `python_function` event, a `<module>` entry here names a real statement (the line the
+    script was executing), so module frames count."""
+    for frame in parse_call_stack(text):
+        path = resolver.resolve(frame, module_frames=True)
+        if path is not None:
+            return path, frame.line
+    return None
+
+
 class FrameResolver:
     """Maps the path of a `python_function` frame to an absolute path in the user's code.
 
@@ -98,9 +124,9 @@ class FrameResolver:
         self._by_name: dict[str, list[str]] | None = None
         self._cache: dict[str, str | None] = {}
 
-    def resolve(self, frame: Frame) -> str | None:
-        if frame.function == "<module>" or frame.path.startswith("<"):
-            # a module frame spans the whole script: it names no line of the step
+    def resolve(self, frame: Frame, *, module_frames: bool = False) -> str | None:
+        if (frame.function == "<module>" and not module_frames) or frame.path.startswith("<"):
+            # a module frame event spans the whole script: it names no line of the step
             return None
         cached = self._cache.get(frame.path, "")
         if cached != "":

@@ -8,6 +8,8 @@ Invariants:
   `notes` listing what the trace lacks.
 - Paths in the report are absolute.
 - Bad input raises `NotATraceError` / `UsageError` with a one-line reason.
+- Beyond the contract's shape: `evidence` (the trace facts the findings read) and `missing_labels`
+  (region labels written in the step's source but absent from the window); see docs/findings.md.
 
 A folder of per-rank traces gives one report: the figures of the lowest rank (the headline), and
 `ranks` with every rank's ms/step.

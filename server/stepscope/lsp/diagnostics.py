@@ -67,7 +67,8 @@ def finding_to_lsp(finding: dict, root: Path) -> tuple[str, types.Diagnostic] | 
     return path.as_uri(), types.Diagnostic(
         range=_range(int(line), 0, int(line), 10_000),
         message=message.strip(),
-        severity=types.DiagnosticSeverity.Information,
+        severity=(types.DiagnosticSeverity.Warning if finding.get("severity") == "warning"
+                  else types.DiagnosticSeverity.Information),
         code=finding.get("kind"),
         source=SOURCE,
     )

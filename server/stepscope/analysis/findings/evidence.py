@@ -380,8 +380,9 @@ def _kernel_figures(trace: Trace, gpu_rows: list[int], busy: list[Interval], lau
     for (g, _), line in zip(launches, launch_lines):
         if trace.kind[g] == Kind.KERNEL and line is not None:
             per_line[line.key] += 1
-    launch_iv = [(trace.ts[r], trace.end(r)) for r in trace.rows(Kind.RUNTIME)
-                 if w0 <= trace.ts[r] <= cpu_end and _LAUNCH.search(trace.label(r))]
+    launch_ids = frozenset(i for i, name in enumerate(trace.names) if _LAUNCH.search(name))
+    launch_iv = [(trace.ts[r], trace.end(r)) for r in trace.rows_named(launch_ids)
+                 if trace.kind[r] == Kind.RUNTIME and w0 <= trace.ts[r] <= cpu_end]
     top = per_line.most_common(1)
     where = top[0][0] if top else (None, None, None)
     return {

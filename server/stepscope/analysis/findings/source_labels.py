@@ -82,8 +82,11 @@ def missing_labels(report: dict) -> tuple[list[dict], list[str]]:
     for path, ran in sorted(lines_by_file.items()):
         try:
             tree = ast.parse(Path(path).read_text(encoding="utf-8"), filename=path)
+        except FileNotFoundError:
+            notes.append(f"region labels not checked in {path}: the source is not there (use --source-root)")
+            continue
         except (OSError, UnicodeDecodeError, SyntaxError, ValueError) as e:
-            notes.append(f"labels not checked in {path}: {type(e).__name__}")
+            notes.append(f"region labels not checked in {path}: {type(e).__name__}")
             continue
         functions, step_node = _scopes(tree, step_line if path == step_file else None)
         scopes: list[ast.AST] = [step_node] if step_node is not None else []
