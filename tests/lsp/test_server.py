@@ -140,6 +140,15 @@ async def test_profile_command_reports_progress_and_per_line_timings(client: Lan
     assert json.loads((run_dir / "status.json").read_text())["status"] == "complete"
     assert path.read_text() == text  # the user's file is never modified
 
+    # Findings of the run appear on their lines, with the next check in the message.
+    for _ in range(50):
+        if any(d.code == "input-bound" for d in client.diagnostics.get(uri, [])):
+            break
+        await asyncio.sleep(0.1)
+    (input_bound,) = [d for d in client.diagnostics[uri] if d.code == "input-bound"]
+    assert input_bound.range.start.line == _line_of(text, "for x, y in loader:")
+    assert "Next check:" in input_bound.message
+    assert any(d.code == "SS101" for d in client.diagnostics[uri])  # static checks stay
     # The first run in a workspace says plainly that the step performs real updates.
     assert any("real updates" in m.message for m in client.messages)
     assert client.inlay_hint_refreshes >= 1  # other editors are told to ask for the timings
