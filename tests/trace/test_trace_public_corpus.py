@@ -67,3 +67,43 @@ def test_mtia_device_events_are_not_presented_as_gpu_time() -> None:
     report = analyze([CORPUS / "hta/mtia_trace_single_rank/mtia_rank_0.json.gz"])
     assert report["gpu"]["observed"] is False
     assert "non-CUDA device" in report["gpu"]["reason"]
+
+
+def test_1_9_call_stacks_name_the_calling_statements(tmp_path: Path) -> None:
+    # torch 1.9's resnet50 sample (kineto tb_plugin): ops carry "Call stack" args naming the script's
+    # lines: 42 `for step, data in enumerate(trainloader)`, 44 `inputs, labels = ....to(device)`,
+    # 46 `outputs = model(inputs)`, 47 loss, 49 zero_grad, 50 backward, 51 `optimizer.step()`.
+    path = CORPUS / "kineto/tb_plugin_samples/resnet50_num_workers_0/worker0.1623143566756.pt.trace.json.gz"
+    script = tmp_path / "resnet50_profiler_api.py"
+    script.write_text("")  # the stacks name it relative to the script's folder
+    report = analyze([path], source_root=tmp_path)
+    lines = {r["line"]: r for r in report["lines"]}
+    assert {42, 44, 46, 47, 49, 50, 51} <= set(lines)
+    assert all(r["precision"] == "call" and r["file"] == str(script) for r in report["lines"])
+    # the two host-to-device copies of line 44: a 32×3×224×224 float batch and 32 int64 labels
+    assert lines[44]["copies"]["h2d"] == {"count": 2, "bytes": 32 * 3 * 224 * 224 * 4 + 32 * 8}
+    assert lines[46]["kernels"] > 100 and lines[46]["gpu_ms"] > 0  # the forward pass
+    assert lines[46]["shapes"][0]["shapes"][0][0] == 32  # batch of 32 into the top op of the forward
+    assert lines[44]["shapes"][0]["op"] == "aten::to"
+    # statements of one step never add up to more than the step
+    assert sum(r["wall_ms"] for r in report["lines"]) <= report["ms_per_step"]
+    # 1.9 memory events carry no allocated total: the peak is not recorded, never 0
+    assert lines[46]["alloc_bytes"] > 0 and lines[46]["peak_bytes"] is None
+
+
+def test_call_stack_paths_that_resolve_nowhere_give_no_line() -> None:
+    path = CORPUS / "kineto/tb_plugin_samples/resnet50_num_workers_0/worker0.1623143566756.pt.trace.json.gz"
+    report = analyze([path])  # no source root: a relative path names no file
+    assert report["lines"] == []
+
+
+@pytest.mark.parametrize("name", [
+    "hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz",
+    "hta/with_gpu_user_annotation/step_based_trace_2543932.json.gz",
+])
+def test_traces_without_step_markers_are_one_window_on_their_gpu(name: str) -> None:
+    report = analyze([CORPUS / name])
+    assert report["steps"] == [] and report["ms_per_step"] is None
+    assert report["window"]["per"] == "window" and report["window"]["ms"] > 0
+    assert report["gpu"]["observed"] is True
+    assert any(r["gpu_ms"] is not None and r["gpu_ms"] > 0 for r in report["regions"])
