@@ -8,7 +8,11 @@ For each trace, in the same run and interleaved (A, B, C, A, B, C, ...), one fre
 - `stepscope`: the whole `stepscope analyze TRACE --json` command, stdout discarded (default
   worker processes), and `stepscope-1p` the same in one process (`STEPSCOPE_TRACE_WORKERS=1`);
 - `hta` (with --hta-python, an interpreter that has HolisticTraceAnalysis installed):
-  `TraceAnalysis(trace_dir=...)`, which parses the trace into its dataframes.
+  `TraceAnalysis(trace_dir=...)`, which parses the trace into its dataframes;
+- with `--compare NAME=SRC` (repeatable), `NAME` and `NAME-1p`: the same stepscope commands run
+  from another source tree (SRC is put first on PYTHONPATH), e.g. the last commit's
+  (`mkdir -p /tmp/before && git archive HEAD server/stepscope | tar -x -C /tmp/before`, then
+  `--compare before=/tmp/before/server`), for before/after figures from one run.
 Wall time is the process's elapsed time; peak memory is the largest sum of resident memory over
 the process and all its children, sampled every 10 ms. Prints medians, MB/s of JSON and ratios.
 """
@@ -99,6 +103,8 @@ def main() -> int:
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--hta-python", help="an interpreter with HolisticTraceAnalysis installed")
     p.add_argument("--stepscope-python", default=sys.executable)
+    p.add_argument("--compare", action="append", default=[], metavar="NAME=SRC",
+                   help="also run stepscope from the source folder SRC (put first on PYTHONPATH)")
     p.add_argument("--no-orjson", action="store_true", help="skip the orjson.loads process (it needs ~8x the JSON in memory)")
     args = p.parse_args()
     print(f"machine: {os.cpu_count()} cores; python {sys.version.split()[0]}; medians of {args.repeat} runs")
@@ -112,6 +118,12 @@ def main() -> int:
             "stepscope-1p": [args.stepscope_python, "-m", "stepscope", "analyze", str(trace), "--json"],
         }
         envs = {"stepscope-1p": {"STEPSCOPE_TRACE_WORKERS": "1"}}
+        for spec in args.compare:
+            name, _, src = spec.partition("=")
+            contenders[name] = list(contenders["stepscope"])
+            contenders[f"{name}-1p"] = list(contenders["stepscope"])
+            envs[name] = {"PYTHONPATH": str(Path(src).resolve())}
+            envs[f"{name}-1p"] = {"PYTHONPATH": str(Path(src).resolve()), "STEPSCOPE_TRACE_WORKERS": "1"}
         if args.no_orjson:
             del contenders["orjson.loads"]
         if args.hta_python:
@@ -135,6 +147,13 @@ def main() -> int:
         if "stepscope" in med and "orjson.loads" in med:
             print(f"  stepscope / orjson.loads time: {med['stepscope'][0] / med['orjson.loads'][0]:.2f}x  "
                   f"memory: {med['stepscope'][1] / med['orjson.loads'][1]:.2f}x")
+        for spec in args.compare:
+            name = spec.partition("=")[0]
+            for suffix, ours in (("", "stepscope"), ("-1p", "stepscope-1p")):
+                if name + suffix in med and ours in med:
+                    print(f"  {name + suffix} / {ours} time: {med[name + suffix][0] / med[ours][0]:.2f}x")
+        if "stepscope-1p" in med and "hta" in med:
+            print(f"  hta / stepscope-1p time: {med['hta'][0] / med['stepscope-1p'][0]:.1f}x")
         if "stepscope" in med and "hta" in med:
             print(f"  hta / stepscope time: {med['hta'][0] / med['stepscope'][0]:.1f}x  "
                   f"memory: {med['hta'][1] / med['stepscope'][1]:.1f}x")

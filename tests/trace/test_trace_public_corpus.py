@@ -107,3 +107,9 @@ def test_traces_without_step_markers_are_one_window_on_their_gpu(name: str) -> N
     assert report["window"]["per"] == "window" and report["window"]["ms"] > 0
     assert report["gpu"]["observed"] is True
     assert any(r["gpu_ms"] is not None and r["gpu_ms"] > 0 for r in report["regions"])
+
+
+def test_a_window_names_the_iteration_like_labels_it_did_not_use_as_steps() -> None:
+    report = analyze([CORPUS / "hta/with_gpu_user_annotation/step_based_trace_2543932.json.gz"])
+    note = next(n for n in report["notes"] if "no ProfilerStep#N" in n)
+    assert "5 x Optimizer.step#SGD.step" in note and "prof.step()" in note

@@ -170,7 +170,11 @@ def all_columns(trace) -> tuple:
     return (list(trace.kind), [trace.names[i] for i in trace.name], [trace.tracks[i] for i in trace.track],
             list(trace.ts), list(trace.dur), list(trace.correlation), list(trace.external_id),
             list(trace.sequence), list(trace.nbytes), list(trace.flows.id), list(trace.flows.ts),
-            [trace.tracks[i] for i in trace.flows.track], trace.metadata, trace.skipped, trace.thread_names)
+            [trace.tracks[i] for i in trace.flows.track], trace.metadata, trace.skipped, trace.thread_names,
+            [trace.names[i] if i >= 0 else None for i in trace.stack],
+            [trace.names[i] if i >= 0 else None for i in trace.shapes],
+            list(trace.memory.ts), [trace.tracks[i] for i in trace.memory.track], list(trace.memory.nbytes),
+            list(trace.memory.total_allocated), list(trace.memory.device_type))
 
 
 @pytest.mark.parametrize("gz", [False, True])
@@ -180,6 +184,11 @@ def test_worker_processes_give_the_same_trace_row_for_row(tmp_path: Path, monkey
         evs.append({"ph": "s", "id": i, "pid": 7, "tid": "8", "ts": 1000.0 + i, "cat": "fwdbwd", "name": "fwdbwd"})
         evs.append({"ph": "X", "cat": "kernel", "name": f"k{i}", "pid": 0, "tid": f"stream {i % 3}",
                     "ts": 2000.0 + i, "dur": 1, "args": {"correlation": i}})
+        evs.append({"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 7, "tid": 7, "ts": 3000.0 + i, "dur": 1,
+                    "args": {"Input Dims": [[i % 4, 2], []], "Input type": ["float", "Scalar"],
+                             "Call stack": f"train.py({i % 5}): main;lib.py(1): f"}})
+        evs.append({"ph": "i", "name": "[memory]", "pid": 7, "tid": 7, "ts": 3000.5 + i,
+                    "args": {"Device Type": 1, "Device Id": 0, "Bytes": 512 * i, "Total Allocated": 1024 * i}})
     evs.append({"ph": "M", "name": "thread_name", "pid": 7, "tid": 8, "args": {"name": "autograd"}})
     path = write(tmp_path / ("p.json.gz" if gz else "p.json"), {"schemaVersion": 1, "traceEvents": evs,
                                                                  "deviceProperties": [{"name": "H"}]}, gz=gz)
@@ -187,7 +196,8 @@ def test_worker_processes_give_the_same_trace_row_for_row(tmp_path: Path, monkey
     single = read_trace(path, workers=1)
     parallel = read_trace(path, workers=3)
     assert all_columns(parallel) == all_columns(single)
-    assert len(single) == 400 + 58
+    assert len(single) == 400 + 58 + 58
+    assert len(single.memory) == 58 and sum(i >= 0 for i in single.stack) == 58
 
 
 def test_invalid_json_inside_a_slice_decoded_by_a_worker_is_refused(tmp_path: Path, monkeypatch) -> None:
@@ -236,3 +246,22 @@ def test_a_file_that_indents_nested_objects_like_events_still_reads(tmp_path: Pa
     monkeypatch.setattr(reader, "READ_SIZE", 512)
     trace = read_trace(tmp_path / "flat.json", workers=workers)
     assert [trace.names[i] for i in trace.name] == [f"op{i}" for i in range(200)]
+
+
+def test_call_stacks_shapes_and_memory_events_are_kept(tmp_path: Path) -> None:
+    evs = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5,
+            "args": {"Input Dims": [[8, 32], [32, 64]], "Input type": ["float", "float"],
+                     "Call stack": "train.py(12): <module>"}},
+           {"ph": "X", "cat": "user_annotation", "name": "forward", "pid": 1, "tid": 1, "ts": 0, "dur": 50},
+           {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": 11,
+            "args": {"Device Type": 0, "Device Id": -1, "Bytes": 8192}},
+           {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": 12,
+            "args": {"Device Type": 1, "Device Id": 0, "Bytes": -4096, "Total Allocated": 1 << 20}}]
+    trace = read_trace(write(tmp_path / "d.json", {"traceEvents": evs}))
+    assert trace.names[trace.stack[0]] == "train.py(12): <module>" and trace.stack[1] == -1
+    assert orjson.loads(trace.names[trace.shapes[0]]) == [[[8, 32], [32, 64]], ["float", "float"]]
+    assert trace.shapes[1] == -1
+    mem = trace.memory
+    assert list(mem.nbytes) == [8192, -4096] and list(mem.total_allocated) == [-1, 1 << 20]
+    assert list(mem.device_type) == [0, 1] and trace.tracks[mem.track[0]] == (1, 1)
+    assert "i" not in trace.skipped  # memory events are kept, not skipped

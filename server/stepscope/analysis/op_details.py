@@ -23,7 +23,7 @@ from typing import Hashable, Iterator
 
 import orjson
 
-from ..trace import Kind, Trace
+from ..trace import Trace
 from .intervals import union_length
 from .labels import FrameResolver, call_stack_line
 
@@ -54,14 +54,15 @@ def call_stack_nodes(trace: Trace, resolver: FrameResolver, w0: float, w1: float
             yield start, end, track_col[i], key
 
 
-def _outermost_ops(trace: Trace, w0: float, w1: float) -> dict[int, list[int]]:
+def _outermost_ops(trace: Trace, w0: float, w1: float, tracks: set[int]) -> dict[int, list[int]]:
     """Per track, the ops with recorded inputs in the window not nested in another such op of that
     track, by start time (step markers, which older traces record as ops, are left out)."""
     markers = frozenset(i for i, n in enumerate(trace.names) if _STEP_MARKER.match(n))
     by_track: dict[int, list[int]] = defaultdict(list)
-    for i in trace.rows(Kind.CPU_OP):
+    for i in compress(range(len(trace.shapes)), map((-1).__lt__, trace.shapes)):  # ops with recorded inputs
         # an op without recorded inputs (a record_function label) does not hide the ops inside it
-        if w0 <= trace.ts[i] <= w1 and trace.shapes[i] >= 0 and trace.name[i] not in markers:
+        if trace.track[i] in tracks and w0 <= trace.ts[i] <= w1 and trace.shapes[i] >= 0 \
+                and trace.name[i] not in markers:
             by_track[trace.track[i]].append(i)
     out: dict[int, list[int]] = {}
     for track, rows in by_track.items():
@@ -91,13 +92,15 @@ def add_op_details(trace: Trace, lines: list[dict], nodes: list, w0: float, w1: 
     """Add `shapes`, `alloc_bytes`, `peak_bytes`, `memory_device` to each line dict (in place).
 
     `nodes` are attribution's nodes (`start`, `end`, `track`, `key` = (precision, path, line))."""
+    if not lines:
+        return
     per_key: dict[Hashable, list] = defaultdict(list)
     for n in nodes:
         per_key[n.key].append(n)
-    has_shapes = any(s >= 0 for s in trace.shapes)
+    has_shapes = any(map((-1).__lt__, trace.shapes))
     memory = trace.memory
     mem_rows = _memory_rows(trace)
-    top_ops = _outermost_ops(trace, w0, w1) if has_shapes else {}
+    top_ops = _outermost_ops(trace, w0, w1, {n.track for n in nodes}) if has_shapes else {}
     op_starts = {t: [trace.ts[r] for r in rows] for t, rows in top_ops.items()}
     mem_by_track: dict[int, list[int]] = defaultdict(list)
     for r in mem_rows:

@@ -28,7 +28,7 @@ from .findings import Thresholds, collect_evidence, find, load_thresholds, missi
 from .labels import FileTable, load_file_table
 from .links import build_links
 from .machine import describe_machine, gpu_observation
-from .steps import find_steps, ms_per_step, whole_window
+from .steps import find_steps, ms_per_step, whole_window, window_note
 
 FILES_JSON = "files.json"
 SCENARIO_JSON = "scenario.json"
@@ -150,9 +150,7 @@ def _analyze_one(trace: Trace, *, file_table: FileTable | None, source_root: Pat
     schedule = (scenario or {}).get("schedule")
     if not isinstance(schedule, dict):
         schedule = {"wait": None, "warmup": None, "active": 0 if stepless else len(steps), "repeat": None, "source": "trace"}
-    notes = [steps[0].name + ": no ProfilerStep#N events, so the trace is read as one window of "
-             f"{steps[0].ms:.3f} ms (its main thread's span); per-line, per-op and per-region figures are per "
-             "window, not per step, and there is no ms/step"] if stepless else []
+    notes = [window_note(trace, links, steps[0])] if stepless else []
     if not gpu["observed"]:
         notes.append(gpu["reason"])
     if att.gpu_unlinked:

@@ -16,10 +16,12 @@ window is not a step: it has no ms/step, and figures over it are per window.
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass
+from itertools import compress
 from statistics import median
 
-from ..trace import Trace
+from ..trace import Kind, Trace
 from .links import Links
 
 
@@ -72,13 +74,13 @@ WHOLE_WINDOW = "whole trace (no step markers)"
 def whole_window(trace: Trace, links: Links) -> Step | None:
     """The trace as one window, for traces without step markers; None when it spans no time."""
     if links.main_track is not None:
-        rows = [i for i in range(len(trace)) if trace.track[i] == links.main_track]
+        rows = list(compress(range(len(trace)), map(links.main_track.__eq__, trace.track)))
     else:  # no CPU thread at all (a device-only trace): the span of every event
         rows = range(len(trace))
     if not rows:
         return None
-    start = min(trace.ts[r] for r in rows)
-    end = max(trace.end(r) for r in rows)
+    start = min(map(trace.ts.__getitem__, rows))
+    end = max(map(trace.end, rows))
     completion = end
     for g in links.gpu_rows:
         launch = links.launch_row.get(g)
@@ -88,6 +90,30 @@ def whole_window(trace: Trace, links: Links) -> Step | None:
     if completion <= start:
         return None
     return Step(WHOLE_WINDOW, start, end, completion, (completion - start) / 1000.0)
+
+
+_ITERATION_HINT = re.compile(r"^(Optimizer\.step#|enumerate\(DataLoader\)#|## .+ ##$)")
+
+
+def window_note(trace: Trace, links: Links, window: Step) -> str:
+    """What a report says about a trace read as one window, with the repeated iteration-like
+    labels of its main thread (named, not used: they mark a point of each iteration, not where a
+    step starts and completes)."""
+    note = (f"{window.name}: no ProfilerStep#N events, so the trace is read as one window of "
+            f"{window.ms:.3f} ms (its main thread's span); per-line, per-op and per-region figures are per "
+            "window, not per step, and there is no ms/step")
+    counts: dict[str, int] = {}
+    for i in trace.rows(Kind.ANNOTATION, Kind.CPU_OP):
+        if trace.track[i] == links.main_track:
+            name = trace.names[trace.name[i]]
+            if _ITERATION_HINT.match(name):
+                counts[name] = counts.get(name, 0) + 1
+    repeated = sorted(((n, c) for n, c in counts.items() if c > 1), key=lambda nc: (-nc[1], nc[0]))
+    if repeated:
+        shown = ", ".join(f"{c} x {n}" for n, c in repeated[:3])
+        note += (f". Iteration-like labels repeat on the main thread ({shown}): record with a scheduled "
+                 "profiler and prof.step() for per-step figures")
+    return note
 
 
 def ms_per_step(steps: list[Step]) -> float:

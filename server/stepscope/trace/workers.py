@@ -16,6 +16,7 @@ Invariants:
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import struct
@@ -124,6 +125,7 @@ class WorkerPool:
 def _serve() -> None:
     from .reader import _decode_part
 
+    gc.disable()  # a worker only decodes: no reference cycles, and the collector's re-scans cost time
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while True:
         raw = _read_frame(stdin)

@@ -41,7 +41,7 @@ def repeated_copy(report: dict, t: Thresholds, anchor: Anchor) -> list[dict]:
             "The tensor is a constant rebuilt on the host and moved every step: an unsuitable placement or "
             "lifetime. The repetition does not prove the copy is unnecessary.",
             "Build it once on the device before the loop (or with device=... in the factory call), keep the rest of "
-            "the step unchanged, verify the outputs are identical, then compare ms/step with Measure.",
+            "the step unchanged, verify the outputs are identical, then compare ms/step outside the profiler (same warm-up, several timed passes).",
             figures={"bytes": group["bytes"], "per_step": group["per_step"], "steps": group["steps"],
                      "factory": group["factory"]},
         ))
@@ -70,7 +70,7 @@ def sync_in_step(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
         "A value read back inside the step (.item(), .cpu(), .tolist(), printing a tensor, a tensor in an if) or an "
         "explicit synchronize stops the host from queueing ahead, so CPU and GPU work no longer overlap.",
         "Move the read-back out of the step (accumulate on the device and read every N steps, or after the loop) "
-        "and compare ms/step with Measure; check that the values you log are unchanged.",
+        "and compare ms/step outside the profiler (same warm-up, several timed passes); check that the values you log are unchanged.",
         figures={"sync_ms": syncs["ms"], "count": syncs["count"], "steps": syncs["steps"],
                  "gpu_idle_after_ms": idle, "step_ms": step},
     )

@@ -66,7 +66,7 @@ def unsteady_window(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
             f"{machine}): too few for a distribution.",
             "One or two steps can hold a one-off cost (a first call, an allocation, a new shape) that the "
             "steady state does not have.",
-            f"Profile again with at least {max(5, t.min_active_steps)} active steps, then confirm with Measure "
+            f"Profile again with at least {max(5, t.min_active_steps)} active steps, then confirm outside the profiler (several timed passes) "
             "(repeated passes without the profiler).",
             figures={"steps_ms": values},
         )
@@ -88,7 +88,7 @@ def unsteady_window(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
         "The window is not steady: warm-up may be too short, or the step takes different paths "
         "(new shapes, recompilation, a periodic action such as logging or checkpointing).",
         "Profile again with a longer warm-up and more active steps, and compare the slow step's events "
-        "with a typical one; confirm with Measure.",
+        "with a typical one; confirm outside the profiler with several timed passes.",
         figures={"steps_ms": values, "spread": round(spread, 4), "slowest": steps[slowest]["name"],
                  "new_names": new_names[:10]},
     )

@@ -47,7 +47,7 @@ def input_bound(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
         "The input pipeline cannot keep up with the step (reading, decoding or collating in the main process). "
         "A long wait in the read points at the pipeline; it does not measure the storage itself.",
         "Run the same computation with a batch prepared in advance (read one batch before the loop and reuse it) "
-        "and compare ms/step with Measure; if it drops, try DataLoader workers, prefetching or pinned memory.",
+        "and compare ms/step outside the profiler (same warm-up, several timed passes); if it drops, try DataLoader workers, prefetching or pinned memory.",
         figures=figures,
     )
 
@@ -99,7 +99,7 @@ def small_launches(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
         "The work is fragmented: per-launch overhead, not the kernels, sets the step's time.",
         "Examine grouping: batch the small tensors into one (torch._foreach_* or fused optimizer options, one "
         "larger tensor instead of many), or capture the step with CUDA graphs / torch.compile; then compare "
-        "ms/step with Measure and check the outputs.",
+        "ms/step outside the profiler (same warm-up, several timed passes) and check the outputs.",
         figures={"kernels_per_step": k["count"], "median_kernel_us": k["median_us"], "p90_kernel_us": k["p90_us"],
                  "gpu_busy_ms": k["gpu_busy_ms"], "launch_ms": k["launch_ms"], "step_ms": step},
     )
