@@ -6,6 +6,7 @@ Screenshots land in test-results/vscode/. Needs the tools from tools/setup-tools
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -75,6 +76,11 @@ def assert_ss101_on_item_call(problems: list[str]) -> None:
 
 
 def test_profile_this_step_paints_inline_timings(code_server, workspace: Path) -> None:
+    # The user's launch configuration for this file: the profile must start the program its way.
+    (workspace / ".vscode").mkdir(exist_ok=True)
+    (workspace / ".vscode" / "launch.json").write_text(json.dumps({"version": "0.2.0", "configurations": [
+        {"name": "Train (short)", "type": "debugpy", "request": "launch",
+         "program": "${workspaceFolder}/train_cpu.py", "args": ["--steps", "24"]}]}))
     server = code_server(settings={"stepscope.interpreter": str(TORCH_PYTHON)})
     result = server.drive(
         "profile", RESULTS / "profile", file=EXAMPLE.name, cursorLine=line_of("logits = model(x)"),
@@ -100,7 +106,10 @@ def test_profile_this_step_paints_inline_timings(code_server, workspace: Path) -
     decorated = " ".join(t["line"] for t in timings)
     assert "loss.backward()" in decorated and "model(x)" in decorated, timings
     assert any("ms/step" in text for text in result["status"]), result["status"]
-    assert list((workspace / ".stepscope").glob("runs/*")), "the profile left no run folder"
+    runs = sorted((workspace / ".stepscope").glob("runs/*"))
+    assert runs, "the profile left no run folder"
+    assert json.loads((runs[-1] / "spec.json").read_text())["argv"] == ["--steps", "24"]
+    assert 'launch configuration "Train (short)"' in log
     assert "wall:" in result["hover"] and "share of the step" in result["hover"], result["hover"]
 
     # An edit makes the timings stale: they are cleared.

@@ -7,8 +7,8 @@ Invariants:
   start time) but is attributed to no line, and the report says how many there were.
 - The launch point of a linked GPU event is (track of the runtime call, start of the runtime call).
 - A CPU track is any track that holds no device activity.
-- The main track is the thread of the step markers; without them, the CPU track with the most CPU
-  events (ops, annotations, Python frames); None when the trace has no CPU events at all.
+- The main track is the thread of the step markers; without them, the CPU track whose events (ops,
+  annotations, Python frames) span the longest time; None when the trace has no CPU events at all.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class Links:
     launch_row: dict[int, int]  # gpu row -> runtime row
     sync_rows: list[int]  # host calls that block on the device
     step_rows: list[int]  # ProfilerStep#N on CPU tracks, by start time
-    main_track: int | None = None  # the step markers' thread, else the busiest CPU thread
+    main_track: int | None = None  # the step markers' thread, else the longest-running CPU thread
 
     @property
     def unlinked(self) -> int:
@@ -64,20 +64,29 @@ def build_links(trace: Trace) -> Links:
             launch_row[g] = r
     step_rows.sort(key=lambda r: trace.ts[r])
     step_rows = _dedupe_steps(trace, step_rows)
-    main_track = trace.track[step_rows[0]] if step_rows else _busiest_cpu_track(trace, device_tracks)
+    main_track = trace.track[step_rows[0]] if step_rows else _main_cpu_track(trace, device_tracks)
     return Links(device_tracks, gpu_rows, launch_row, sync_rows, step_rows, main_track)
 
 
-def _busiest_cpu_track(trace: Trace, device_tracks: set[int]) -> int | None:
-    """The CPU thread with the most ops, annotations and Python frames (first seen wins a tie)."""
-    counts: dict[int, int] = {}
-    track_col = trace.track
+def _main_cpu_track(trace: Trace, device_tracks: set[int]) -> int | None:
+    """The CPU thread whose ops, annotations and Python frames span the longest time (the thread
+    that runs the loop spans it; an autograd or loader thread spans only its own bursts)."""
+    first: dict[int, float] = {}
+    last: dict[int, float] = {}
+    ts_col, dur_col, track_col = trace.ts, trace.dur, trace.track
     for i in trace.rows(Kind.CPU_OP, Kind.ANNOTATION, Kind.PYTHON):
         t = track_col[i]
-        counts[t] = counts.get(t, 0) + 1
-    for t in device_tracks:
-        counts.pop(t, None)
-    return max(counts, key=counts.__getitem__) if counts else None
+        if t in device_tracks:
+            continue
+        start, end = ts_col[i], ts_col[i] + dur_col[i]
+        if t not in first:
+            first[t], last[t] = start, end
+        else:
+            if start < first[t]:
+                first[t] = start
+            if end > last[t]:
+                last[t] = end
+    return max(first, key=lambda t: last[t] - first[t]) if first else None
 
 
 def _dedupe_steps(trace: Trace, rows: list[int]) -> list[int]:
