@@ -45,6 +45,9 @@ def render_text(report: dict) -> str:
         headline += f", {report['samples_per_s']:.1f} samples/s"
     out.append(headline)
     out.append(f"measured on: {_machine_name(report.get('machine', {}))}")
+    contents = report.get("step_contents")
+    if contents:
+        out.append(f"the step contains: {contents['summary']} ({contents['kind']})")
     values = [s["ms"] for s in steps]
     if len(values) <= MAX_STEPS_SHOWN:
         out.append("steps (ms): " + ", ".join(f"{v:.3f}" for v in values))

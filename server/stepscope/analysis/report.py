@@ -25,6 +25,7 @@ from ..errors import NotATraceError, UsageError
 from ..trace import Trace, read_trace
 from .attribution import attribute
 from .findings import Thresholds, collect_evidence, find, load_thresholds, missing_labels
+from .step_contents import describe_step
 from .labels import FileTable, load_file_table
 from .links import build_links
 from .machine import describe_machine, gpu_observation
@@ -121,6 +122,7 @@ def analyze(paths: list[Path], *, source_root: Path | None = None, run_dir: Path
         ]
     report["missing_labels"], label_notes = missing_labels(report)
     report["notes"].extend(config_notes + label_notes)
+    report["step_contents"] = describe_step(report)
     report["findings"] = find(report, thresholds)
     return report
 
