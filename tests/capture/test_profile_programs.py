@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -213,3 +216,39 @@ def test_earlier_runs_are_never_overwritten(workspace: Path):
     assert Path(first["traces"][0]).parent != Path(second["traces"][0]).parent
     assert Path(first["traces"][0]).exists() and Path(second["traces"][0]).exists()
     assert first["scenario"]["note"] == "simplified input"
+
+
+def test_run_to_end_and_the_run_marker(workspace: Path):
+    _write(workspace, "tail.py", """\
+        import os
+        import torch
+        model = torch.nn.Linear(4, 4)
+        for i in range(12):
+            model(torch.randn(2, 4)).sum().backward()
+        print("after the loop, STEPSCOPE_RUN =", os.environ.get("STEPSCOPE_RUN"))
+        """)
+    stopped = _profile(workspace, "tail.py")
+    log = (Path(stopped["traces"][0]).parent / "program.log").read_text()
+    assert "after the loop" not in log  # a clean stop once the window is captured
+    finished = _profile(workspace, "tail.py", "--run-to-end")
+    log = (Path(finished["traces"][0]).parent / "program.log").read_text()
+    assert "after the loop, STEPSCOPE_RUN = 1" in log
+    assert len(finished["steps"]) == len(stopped["steps"]) == 5
+
+
+def test_gpu_program_without_gpu_collection_is_refused(workspace: Path, tmp_path: Path):
+    # Make the failure happen on purpose: torch claims a CUDA device, but this CPU build of the
+    # profiler cannot collect CUDA activity.
+    fake = tmp_path / "fake_gpu"
+    fake.mkdir()
+    (fake / "sitecustomize.py").write_text("import torch\ntorch.cuda.is_available = lambda: True\n")
+    env_path = f"{fake}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"
+    r = subprocess.run([sys.executable, "-m", "stepscope", "profile", "train_cpu.py", "--active", "3"],
+                       cwd=workspace, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": env_path})
+    assert r.returncode == 5, r.stderr
+    assert "cannot collect GPU activity" in r.stderr and "--cpu-only" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "stepscope", "profile", "train_cpu.py", "--active", "3", "--cpu-only",
+                        "--json"], cwd=workspace, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": env_path})
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["gpu"]["observed"] is False and "cpu-only" in report["gpu"]["reason"].replace("--", "")
