@@ -7,9 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from .kineto_synth import Synth, run_folder
+from .report_schema import REPORT_SCHEMA
 
 
 def stepscope(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -109,7 +111,21 @@ def test_a_trace_without_step_markers_is_analysed_as_one_window(tmp_path: Path) 
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["steps"] == [] and report["ms_per_step"] is None and report["window"]["ms"] == 0.005
+    jsonschema.validate(report, REPORT_SCHEMA)
     text = stepscope("analyze", str(path), cwd=tmp_path)
     assert text.returncode == 0
     assert text.stdout.startswith("no step markers (ProfilerStep#N): one window of 0.005 ms, no ms/step")
     assert "ms/step (median" not in text.stdout
+
+
+def test_a_folder_of_ranks_without_step_markers_renders_as_text(tmp_path: Path) -> None:
+    folder = tmp_path / "ranks"
+    for rank in (0, 1):
+        s = Synth(devices=[])
+        s.metadata = {"distributedInfo": {"rank": rank, "world_size": 2}}
+        s.op("aten::mm", 0, 1000 * (rank + 1))
+        s.write(folder / f"rank{rank}.json")
+    proc = stepscope("analyze", str(folder), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("no step markers (ProfilerStep#N): one window of 1.000 ms, no ms/step")
+    assert "no step markers in: rank 0, rank 1" in proc.stdout

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from stepscope.analysis.report import analyze
 from stepscope.errors import NotATraceError
 from stepscope.trace import Kind, read_trace
+
+from ..analysis.report_schema import REPORT_SCHEMA
 
 CORPUS = Path("/work/shared/traces/public")
 FILES = sorted(p for p in CORPUS.rglob("*.json*")) if CORPUS.is_dir() else []
@@ -27,6 +30,7 @@ def test_reads_or_refuses_with_a_reason(path: Path) -> None:
     assert len(trace) > 0
     assert all(d >= 0 for d in trace.dur)
     report = analyze([path])  # every era is read: a trace without step markers is one window
+    jsonschema.validate(report, REPORT_SCHEMA)
     if report["window"]["per"] == "window":
         assert report["steps"] == [] and report["ms_per_step"] is None
         assert any("no ProfilerStep#N" in n for n in report["notes"])
@@ -78,6 +82,7 @@ def test_1_9_call_stacks_name_the_calling_statements(tmp_path: Path) -> None:
     script.write_text("")  # the stacks name it relative to the script's folder
     report = analyze([path], source_root=tmp_path)
     lines = {r["line"]: r for r in report["lines"]}
+    jsonschema.validate(report, REPORT_SCHEMA)
     assert {42, 44, 46, 47, 49, 50, 51} <= set(lines)
     assert all(r["precision"] == "call" and r["file"] == str(script) for r in report["lines"])
     # the two host-to-device copies of line 44: a 32×3×224×224 float batch and 32 int64 labels

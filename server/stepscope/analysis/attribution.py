@@ -2,8 +2,9 @@
 
 How a figure reaches a line (docs/trace-engine.md has the long form):
 - *Nodes* are occurrences of a line or region on a CPU thread: Stepscope's `ss:` regions (exact
-  lines), user-code `python_function` frames (function precision: the def line), and every other
-  `record_function` label (regions without a line).
+  lines), user-code `python_function` frames (function precision: the def line), ops whose 1.9-era
+  `Call stack` names a user statement (call precision, op_details.py), and every other
+  `record_function` label (regions without a line). Shapes and memory per line: op_details.py.
 - *Points* are moments on a thread that caused work: the launch call of each GPU event, each host
   synchronisation call, and the forward point of each backward op (its `fwdbwd` flow start, or the
   forward op with the same sequence number).

@@ -2,7 +2,8 @@
 
 Invariants:
 - The headline `ms_per_step` is the median of the active steps' elapsed times (see steps.py), never
-  a sum of events; `steps` lists every active step.
+  a sum of events; `steps` lists every active step. A trace without step markers is one window
+  (`steps` empty, `ms_per_step` null, figures per window; see steps.py), never a made-up step.
 - Every figure is per active step and comes from one named machine (`machine`, with its `source`).
 - Missing data is said, not zero-filled: `gpu.observed` false with a reason, `gpu_ms` null, and
   `notes` listing what the trace lacks.

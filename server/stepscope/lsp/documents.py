@@ -17,28 +17,36 @@ from ..source import loops
 from . import diagnostics as lsp_diagnostics
 
 if TYPE_CHECKING:
+    from ..rules.incremental import DocumentChecker
     from ..rules.model import Diagnostic
     from .server import StepscopeServer
 
 log = logging.getLogger("stepscope.lsp")
 
 _found: dict[str, list["Diagnostic"]] = {}
+_checkers: dict[str, "DocumentChecker"] = {}  # uri → incremental checker of the open document
 _run_findings: dict[str, list[types.Diagnostic]] = {}  # uri → findings of the last run, as diagnostics
 
 
 def _check(uri: str, text: str, path: str) -> list["Diagnostic"]:
-    from ..rules import check_source
-    from ..rules.config import load_config
+    """`check_source(text, path, config)`, answered from the block an edit touched when it can
+    (see `stepscope.rules.incremental`)."""
+    from ..rules.config import Config, load_config
+    from ..rules.incremental import DocumentChecker
 
     try:
         config = load_config(Path(path).parent)
     except Exception as e:  # a broken pyproject.toml must not silence every check
         log.warning("ignoring [tool.stepscope] settings: %s", e)
-        config = None
+        config = Config()
+    checker = _checkers.get(uri)
+    if checker is None or checker.path != path or checker.config != config:
+        checker = _checkers[uri] = DocumentChecker(path, config)
     try:
-        return list(check_source(text, path, config))
+        return checker.check(text)
     except Exception:
         log.exception("static checks failed on %s", uri)
+        _checkers.pop(uri, None)
         return []
 
 
@@ -76,6 +84,7 @@ def show_findings(ls: "StepscopeServer", findings: list[dict], root: Path) -> No
 
 def forget(uri: str) -> None:
     _found.pop(uri, None)
+    _checkers.pop(uri, None)
 
 
 def code_actions(ls: "StepscopeServer", uri: str, wanted: types.Range) -> list[types.CodeAction]:

@@ -48,10 +48,23 @@ _SCALAR_METHODS = frozenset({
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 
 
+_ODD_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def splits_like_tokenizer(text: str) -> bool:
+    """True when `str.splitlines` splits `text` where Python's tokenizer does (it also splits at
+    form feeds and Unicode line separators; the tokenizer does not)."""
+    if text.isascii():
+        return not any(ch in text for ch in "\x0b\x0c\x1c\x1d\x1e")
+    return _ODD_BREAKS.search(text) is None
+
+
 def source_lines(text: str) -> list[str]:
     """Split `text` into lines exactly where Python's tokenizer does (not at form feeds or
     Unicode line separators, which `str.splitlines` also splits on), so `ast` line numbers index
     this list."""
+    if splits_like_tokenizer(text):
+        return text.splitlines()
     lines = _NEWLINE.split(text)
     if lines and lines[-1] == "":
         lines.pop()
@@ -86,6 +99,22 @@ class FunctionFacts:
     subtractions: list[ast.BinOp] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class ModuleSummary:
+    """Module-wide facts a rule may read about code outside the node it reports on.
+
+    A context built with a summary takes these from it instead of from its own tree, so a tree
+    that holds only part of a module (one re-parsed block among stand-ins for the others) gives
+    that part exactly the answers the whole module would.
+    """
+
+    imports: dict[str, str]
+    profiler_names: frozenset[str]
+    assigned: dict[str, list[ast.expr]]
+    constant_names: dict[str, bool]
+    moves_to_cuda: bool
+
+
 @dataclass
 class ModuleContext:
     tree: ast.Module
@@ -105,6 +134,7 @@ class ModuleContext:
     stores: list[tuple[int, str]] = field(default_factory=list)  # (line, name) of every binding
     functions_defs: list[ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=list)
     _assigned: dict[str, list[ast.expr]] | None = None
+    summary: ModuleSummary | None = None
 
     def calls_between(self, first_line: int, last_line: int) -> list[tuple[ast.Call, "Scope"]]:
         """The calls that start on lines first_line..last_line (inclusive), in line order."""
@@ -199,9 +229,11 @@ class ModuleContext:
 
     # ---- building ----------------------------------------------------------------------------
     @classmethod
-    def build(cls, tree: ast.Module, text: str, model_names: Iterable[str] = ()) -> "ModuleContext":
+    def build(cls, tree: ast.Module, text: str, model_names: Iterable[str] = (),
+              summary: ModuleSummary | None = None) -> "ModuleContext":
         models = frozenset(model_names)
-        loops = find_loops(tree, model_names=models)
+        loops = find_loops(tree, model_names=models,
+                           profiler_names=summary.profiler_names if summary else None)
         ctx = cls(
             tree=tree,
             lines=source_lines(text),
@@ -211,11 +243,14 @@ class ModuleContext:
             ifs=[],
             profile_withs=[],
             functions={},
-            imports={},
+            imports=dict(summary.imports) if summary else {},
             mentions_cuda="cuda" in text,
             model_names=models,
             text=text,
+            summary=summary,
         )
+        if summary is not None:
+            ctx._assigned = summary.assigned
         _Walker(ctx).run()
         for facts in ctx.functions.values():
             _infer_tensor_names(facts, ctx)
@@ -273,7 +308,8 @@ class _Walker:
             ctx.assigns.append(node)
             ctx.functions[id(scope.function)].assigns.append(node)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            _add_import(ctx.imports, node)
+            if ctx.summary is None:
+                _add_import(ctx.imports, node)
             return
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             ctx.stores.append((node.lineno, node.name))
@@ -466,5 +502,5 @@ def iter_own_nodes_all(stmts: list[ast.stmt]) -> Iterator[ast.AST]:
         stack.extend(reversed(list(ast.iter_child_nodes(node))))
 
 
-__all__ = ["ModuleContext", "Scope", "FunctionFacts", "Span", "is_tensor_expr", "source_lines",
+__all__ = ["ModuleContext", "ModuleSummary", "Scope", "FunctionFacts", "Span", "is_tensor_expr", "source_lines",
            "iter_own_nodes", "iter_own_nodes_all"]

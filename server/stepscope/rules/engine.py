@@ -18,7 +18,7 @@ import re
 from typing import Callable, Iterable
 
 from .config import Config
-from .context import ModuleContext, source_lines
+from .context import ModuleContext, ModuleSummary, source_lines
 from .labels import check_ss301
 from .model import Diagnostic, Edit, Fix
 from .profiler import (
@@ -123,6 +123,16 @@ def suppression_fix(diag: Diagnostic, lines: list[str]) -> Fix | None:
                (Edit(diag.line, end, diag.line, len(text), f"  # stepscope: ignore[{diag.code}]"),))
 
 
+def selected_codes(config: Config, path: str) -> list[str]:
+    """The codes that run on `path`, sorted."""
+    return [c for c in sorted(config.enabled_codes()) if config.enabled(c, path)]
+
+
+def needs_parse(text: str) -> bool:
+    """False when no rule can report anything on `text` (the check is then empty)."""
+    return bool(_TRIGGERS.search(text)) and "\x00" not in text
+
+
 def check_source(text: str, path: str, config: Config | None = None, *,
                  strict: bool = False) -> list[Diagnostic]:
     """The diagnostics for `text` (the content of `path`). Never raises unless `strict`.
@@ -131,35 +141,45 @@ def check_source(text: str, path: str, config: Config | None = None, *,
     skipped so one odd construct never takes away every other diagnostic.
     """
     config = config or Config()
-    codes = [c for c in sorted(config.enabled_codes()) if config.enabled(c, path)]
-    if not codes or not _TRIGGERS.search(text):
+    codes = selected_codes(config, path)
+    if not codes or not needs_parse(text):
         return []
-    if "\x00" in text:
-        return []
-    # A syntax tree is hundreds of thousands of small objects with no cycles; letting the cycle
-    # collector scan them again and again while they are built costs more than the checks.
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        return _check(text, path, config, codes, strict)
-    finally:
-        if paused:
+    with collector_paused():
+        tree, parsed_text = parse_tolerant(text)
+        if tree is None:
+            return []
+        return check_tree(tree, parsed_text, path, config, codes, strict=strict)[0]
+
+
+class collector_paused:
+    """A syntax tree is hundreds of thousands of small objects with no cycles; letting the cycle
+    collector scan them again and again while they are built costs more than the checks."""
+
+    def __enter__(self) -> None:
+        self.was_enabled = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.was_enabled:
             gc.enable()
 
 
-def _check(text: str, path: str, config: Config, codes: list[str],
-           strict: bool) -> list[Diagnostic]:
-    tree, parsed_text = parse_tolerant(text)
-    if tree is None:
-        return []
-    lines = source_lines(parsed_text)
+def check_tree(tree: ast.Module, text: str, path: str, config: Config, codes: list[str], *,
+               strict: bool = False, summary: ModuleSummary | None = None
+               ) -> tuple[list[Diagnostic], ModuleContext | None]:
+    """Run `codes` over a parsed module whose source is `text`; also returns the context built.
+
+    With `summary`, module-wide facts (imports, profiler names, assignments, ...) come from it
+    instead of from `tree`: `tree` may then hold only part of the module (see `incremental`).
+    """
+    lines = source_lines(text)
     found: list[Diagnostic] = []
     try:
-        ctx = ModuleContext.build(tree, parsed_text, config.model_names)
+        ctx = ModuleContext.build(tree, text, config.model_names, summary=summary)
     except RecursionError:
         if strict:
             raise
-        return []
+        return [], None
     for code in codes:
         try:
             found.extend(RULE_FUNCTIONS[code](ctx, path, config))
@@ -174,4 +194,4 @@ def _check(text: str, path: str, config: Config, codes: list[str],
         if fix is not None:
             diag = Diagnostic(**{**diag.__dict__, "fixes": (*diag.fixes, fix)})
         unique.setdefault((diag.line, diag.col, diag.end_line, diag.end_col, diag.code), diag)
-    return sorted(unique.values(), key=lambda d: (d.line, d.col, d.code))
+    return sorted(unique.values(), key=lambda d: (d.line, d.col, d.code)), ctx

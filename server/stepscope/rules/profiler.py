@@ -148,9 +148,7 @@ def check_ss405(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
                if isinstance(c.func, ast.Attribute) and c.func.attr in _EXPORTS and c.args]
     if not exports:
         return
-    text = ctx.text
-    if re.search(r"\b(exists|is_file|isfile|lexists)\s*\(", text) or re.search(
-            r"open\([^)]*['\"]x['\"]", text):
+    if checks_existing_file(ctx.text):
         return  # the file checks for an existing trace before writing
     assigned = ctx.assigned_values()
     for call, _scope in exports:
@@ -166,6 +164,34 @@ def check_ss405(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
             "the trace is written to a fixed path: a second run overwrites the earlier trace "
             "without a word; put a run id or time in the name, or refuse when it exists",
             path, ctx.span(target), fixes=fixes)
+
+
+_EXISTS_CALL = re.compile(r"\b(exists|is_file|isfile|lexists)\s*\(")
+_EXISTS_WORD = re.compile(r"(?:exists|is_?file)\s*\(")  # literal start: a fast scan
+_OPEN_EXCLUSIVE = re.compile(r"open\([^)]*['\"]x['\"]")
+
+
+def checks_existing_file(text: str) -> bool:
+    """The source tests for an existing file (or opens with "x") somewhere.
+
+    Same answer as searching `_EXISTS_CALL`, found faster: candidates come from a scan with a
+    literal start, then the word boundary is checked where each one is."""
+    for match in _EXISTS_WORD.finditer(text):
+        at = match.start()
+        if _EXISTS_CALL.match(text, at) or (at > 0 and _EXISTS_CALL.match(text, at - 1)):
+            return True
+    return "open(" in text and bool(_OPEN_EXCLUSIVE.search(text))
+
+
+def checks_supported_activities(text: str) -> bool:
+    return "supported_activities(" in text
+
+
+def chooses_device(text: str) -> bool:
+    """Code that can run without CUDA (it chooses a device) is where a CPU-only trace can pass
+    for a GPU one; CUDA-only code fails loudly elsewhere first."""
+    return ("is_available()" in text or "device.type" in text or "'cpu'" in text
+            or '"cpu"' in text)
 
 
 def _unique_name_fix(target: ast.Constant, ctx: ModuleContext) -> Fix | None:
@@ -205,11 +231,8 @@ def _first_code_line(ctx: ModuleContext) -> int:
 
 
 def check_ss406(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
-    text = ctx.text
-    checks_support = "supported_activities(" in text
-    # Code that can run without CUDA (it chooses a device) is where a CPU-only trace can pass
-    # for a GPU one; CUDA-only code fails loudly elsewhere first.
-    chooses_device = bool(re.search(r"is_available\(\)|device\.type|[\"']cpu[\"']", text))
+    checks_support = checks_supported_activities(ctx.text)
+    may_run_on_cpu = chooses_device(ctx.text)
     for call, _scope in ctx.calls:
         if ctx.is_torch_profile_call(call) != "torch.profiler":
             continue
@@ -217,7 +240,7 @@ def check_ss406(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
         if kw is None or not isinstance(kw.value, (ast.List, ast.Tuple, ast.Set)):
             continue
         kinds = {terminal_name(e) for e in kw.value.elts}
-        if "CUDA" in kinds and not checks_support and chooses_device:
+        if "CUDA" in kinds and not checks_support and may_run_on_cpu:
             yield make_diagnostic(
                 "SS406",
                 "CUDA activities requested without checking supported_activities(): when GPU "
@@ -234,27 +257,37 @@ def check_ss406(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
 
 
 def _moves_to_cuda(ctx: ModuleContext) -> bool:
+    """Some call anywhere in the module moves something to a CUDA device."""
+    if ctx.summary is not None:
+        return ctx.mentions_cuda and ctx.summary.moves_to_cuda
     cached = getattr(ctx, "_moves_to_cuda", None)
     if cached is None:
-        cached = ctx._moves_to_cuda = _find_cuda_move(ctx)  # type: ignore[attr-defined]
+        cached = ctx._moves_to_cuda = ctx.mentions_cuda and any(  # type: ignore[attr-defined]
+            is_cuda_move(call, ctx) for call, _scope in ctx.calls)
     return cached
 
 
-def _find_cuda_move(ctx: ModuleContext) -> bool:
-    if not ctx.mentions_cuda:
-        return False
-    for call, _scope in ctx.calls:
-        func = call.func
-        if isinstance(func, ast.Attribute) and func.attr == "cuda" and not (
-                (ctx.dotted(func) or "").startswith("torch.")):
-            return True
-        for arg in [*call.args, *(k.value for k in call.keywords)]:
-            if isinstance(arg, ast.Constant) and isinstance(arg.value, str) \
-                    and re.fullmatch(r"cuda(:\d+)?", arg.value):
-                if terminal_name(func) in ("to", "device") or any(
-                        k.arg == "device" and k.value is arg for k in call.keywords):
-                    return True
+def is_cuda_move(call: ast.Call, ctx: ModuleContext) -> bool:
+    """`x.cuda()`, `.to("cuda")`, `device="cuda:0"`."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr == "cuda" and not (
+            (ctx.dotted(func) or "").startswith("torch.")):
+        return True
+    for arg in [*call.args, *(k.value for k in call.keywords)]:
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str) \
+                and re.fullmatch(r"cuda(:\d+)?", arg.value):
+            if terminal_name(func) in ("to", "device") or any(
+                    k.arg == "device" and k.value is arg for k in call.keywords):
+                return True
     return False
+
+
+def assignment_traits(value: ast.expr) -> tuple[bool, bool, bool]:
+    """All that the rules of this module read from a value in `ctx.assigned_values()`: is it a
+    fixed path, a comprehension over kernel rows, an iterator made with iter()/cycle()/islice()."""
+    return (_constant_path(value, None, {}),  # type: ignore[arg-type]
+            isinstance(value, (ast.ListComp, ast.GeneratorExp)) and _filters_device_type(value),
+            isinstance(value, ast.Call) and terminal_name(value.func) in _ITERATOR_FACTORIES)
 
 
 def check_ss407(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
@@ -359,6 +392,9 @@ def check_ss502(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
             break  # one per window: the first loop is the one that starts the iterator
 
 
+_ITERATOR_FACTORIES = ("iter", "cycle", "islice")
+
+
 def _unwrap(node: ast.AST) -> ast.AST:
     while isinstance(node, ast.Call) and terminal_name(node.func) in ("enumerate", "tqdm", "iter"):
         if not node.args:
@@ -372,6 +408,6 @@ def _is_iterator(node: ast.AST, ctx: ModuleContext) -> bool:
     if not isinstance(node, ast.Name):
         return False
     for value in ctx.assigned_values().get(node.id, []):
-        if isinstance(value, ast.Call) and terminal_name(value.func) in ("iter", "cycle", "islice"):
+        if isinstance(value, ast.Call) and terminal_name(value.func) in _ITERATOR_FACTORIES:
             return True
     return is_range_like(node)

@@ -23,10 +23,17 @@ _SHAPE_METHODS = frozenset({"view", "reshape", "unsqueeze", "float", "half", "lo
                             "int", "bool", "t", "expand", "contiguous", "repeat", "squeeze"})
 
 
-def _constant_names(ctx: ModuleContext) -> dict[str, bool]:
-    """name -> True when every assignment of it (anywhere) is a literal constant."""
+def constant_names(ctx: ModuleContext) -> dict[str, bool]:
+    """name -> True when every assignment of it (anywhere in the module) is a literal constant."""
+    if ctx.summary is not None:
+        return ctx.summary.constant_names
+    return constant_names_of(ctx.assigns, ctx.loop_nodes, ctx.functions_defs)
+
+
+def constant_names_of(assigns, loop_nodes, functions_defs) -> dict[str, bool]:
+    """What `constant_names` reads from some assignments, loops and functions."""
     result: dict[str, bool] = {}
-    for node in ctx.assigns:
+    for node in assigns:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         value = node.value if not isinstance(node, ast.AugAssign) else None
         for target in targets:
@@ -34,12 +41,12 @@ def _constant_names(ctx: ModuleContext) -> dict[str, bool]:
             for sub in ast.walk(target):
                 if isinstance(sub, ast.Name):
                     result[sub.id] = result.get(sub.id, True) and literal
-    for loop in ctx.loop_nodes:
+    for loop in loop_nodes:
         if isinstance(loop, (ast.For, ast.AsyncFor)):
             for sub in ast.walk(loop.target):
                 if isinstance(sub, ast.Name):
                     result[sub.id] = False
-    for fn in ctx.functions_defs:
+    for fn in functions_defs:
         for arg in [*fn.args.args, *fn.args.kwonlyargs, *fn.args.posonlyargs]:
             result[arg.arg] = False
     return result
@@ -108,7 +115,7 @@ def check_ss501(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
         if factory is None or id(factory) in reported:
             continue
         if constants is None:
-            constants = _constant_names(ctx)
+            constants = constant_names(ctx)
         if loop.line not in loop_names:
             loop_names[loop.line] = _names_assigned_between(ctx, loop.line, loop.end_line)
         args = [*factory.args, *(k.value for k in factory.keywords if k.arg != "device")]
@@ -133,16 +140,21 @@ def _names_assigned_between(ctx: ModuleContext, start: int, end: int) -> set[str
     return {name for _, name in stores[lo:hi]}
 
 
+def hoist_name(text: str) -> str:
+    """A name for the hoisted tensor that appears nowhere in `text`."""
+    name = "const_tensor"
+    n = 2
+    while name in text:
+        name = f"const_tensor_{n}"
+        n += 1
+    return name
+
+
 def _hoist_fix(expr: ast.Call, loop, ctx: ModuleContext) -> tuple[Fix, ...]:
     text = ctx.source_of(expr)
     if not text or "\n" in text:
         return ()
-    existing = ctx.text
-    name = "const_tensor"
-    n = 2
-    while name in existing:
-        name = f"const_tensor_{n}"
-        n += 1
+    name = hoist_name(ctx.text)
     indent = " " * loop.col
     line, col, end_line, end_col = ctx.span(expr)
     return (Fix("Build this tensor once, before the loop", (

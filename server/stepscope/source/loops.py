@@ -35,6 +35,7 @@ __all__ = [
     "is_model_name",
     "is_range_like",
     "iter_own_nodes",
+    "profiler_names_of",
     "iter_statements",
     "terminal_name",
 ]
@@ -204,10 +205,11 @@ def iter_statements(stmts: Iterable[ast.stmt]) -> Iterator[ast.stmt]:
         stack.extend(reversed(children))
 
 
-def _profiler_names(tree: ast.Module) -> frozenset[str]:
-    """Names bound to a profiler: `with profile(...) as prof`, `prof = torch.profiler.profile(...)`."""
+def profiler_names_of(stmts: Iterable[ast.stmt]) -> frozenset[str]:
+    """Names bound to a profiler in `stmts`: `with profile(...) as prof`,
+    `prof = torch.profiler.profile(...)`."""
     names: set[str] = set()
-    for node in iter_statements(tree.body):
+    for node in iter_statements(stmts):
         if isinstance(node, (ast.With, ast.AsyncWith)):
             for item in node.items:
                 if (isinstance(item.context_expr, ast.Call)
@@ -326,14 +328,19 @@ def _collect(tree: ast.Module, profiler_names: frozenset[str],
 
 
 def find_loops(source: str | bytes | ast.Module, *,
-               model_names: Iterable[str] = ()) -> list[Loop]:
+               model_names: Iterable[str] = (),
+               profiler_names: frozenset[str] | None = None) -> list[Loop]:
     """Every loop of `source`, sorted by (line, col). Raises `SourceSyntaxError` if it does not parse.
 
     `model_names` adds callee names that count as running a model (for unusual names).
+    `profiler_names` replaces the names bound to a profiler found in `source` (for a tree that
+    holds only part of a module; see `profiler_names_of`).
     """
     tree = parse(source)
     models = frozenset(model_names)
-    raws = _collect(tree, _profiler_names(tree), models)
+    if profiler_names is None:
+        profiler_names = profiler_names_of(tree.body)
+    raws = _collect(tree, profiler_names, models)
 
     contains: list[set[str]] = [set(r.own) for r in raws]
     for index in range(len(raws) - 1, -1, -1):  # children come after their parent
