@@ -128,4 +128,4 @@ def test_a_folder_of_ranks_without_step_markers_renders_as_text(tmp_path: Path) 
     proc = stepscope("analyze", str(folder), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("no step markers (ProfilerStep#N): one window of 1.000 ms, no ms/step")
-    assert "no step markers in: rank 0, rank 1" in proc.stdout
+    assert "ranks (ms/step): rank 0: no step markers, rank 1: no step markers" in proc.stdout

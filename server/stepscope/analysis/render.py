@@ -1,7 +1,8 @@
 """Text rendering of a report (for `stepscope analyze` and `stepscope profile`).
 
 Pure function of the report dict: headline (ms/step and the machine it came from), the per-line
-table sorted by wall time, regions, findings, and what was not observed.
+table sorted by wall time, regions, findings, and what was not observed. A trace without step
+markers has no ms/step: its headline names the window and its figures are per window.
 """
 
 from __future__ import annotations
@@ -37,19 +38,29 @@ def _short(path: str | None, root: str | None) -> str:
     return path
 
 
+def _headline(report: dict) -> str:
+    if report.get("ms_per_step") is None:
+        window_ms = (report.get("window") or {}).get("ms") or 0.0
+        return f"no step markers (ProfilerStep#N): one window of {window_ms:.3f} ms, no ms/step"
+    headline = f"{report['ms_per_step']:.3f} ms/step (median of {len(report.get('steps', []))} active steps)"
+    if report.get("samples_per_s") is not None:
+        headline += f", {report['samples_per_s']:.1f} samples/s"
+    return headline
+
+
 def render_text(report: dict) -> str:
     out: list[str] = []
     steps = report.get("steps", [])
-    headline = f"{report['ms_per_step']:.3f} ms/step (median of {len(steps)} active steps)"
-    if report.get("samples_per_s") is not None:
-        headline += f", {report['samples_per_s']:.1f} samples/s"
-    out.append(headline)
+    per = "window" if report.get("ms_per_step") is None else "step"
+    out.append(_headline(report))
     out.append(f"measured on: {_machine_name(report.get('machine', {}))}")
     contents = report.get("step_contents")
     if contents:
         out.append(f"the step contains: {contents['summary']} ({contents['kind']})")
     values = [s["ms"] for s in steps]
-    if len(values) <= MAX_STEPS_SHOWN:
+    if not values:
+        pass
+    elif len(values) <= MAX_STEPS_SHOWN:
         out.append("steps (ms): " + ", ".join(f"{v:.3f}" for v in values))
     else:
         shown = ", ".join(f"{v:.3f}" for v in values[:MAX_STEPS_SHOWN])
@@ -61,7 +72,8 @@ def render_text(report: dict) -> str:
                    + (f"; first steps {first} ms" if first else ""))
     ranks = report.get("ranks") or []
     if ranks:
-        per_rank = ", ".join(f"rank {r['rank']}: {r['ms_per_step']:.3f}" for r in ranks)
+        per_rank = ", ".join(f"rank {r['rank']}: " + ("no step markers" if r.get("ms_per_step") is None
+                                                       else f"{r['ms_per_step']:.3f}") for r in ranks)
         out.append(f"ranks (ms/step): {per_rank}; figures below are rank {report['machine'].get('rank')}'s")
     gpu = report.get("gpu") or {}
     out.append("GPU: observed" if gpu.get("observed") else f"GPU: not observed ({gpu.get('reason')})")
@@ -70,7 +82,7 @@ def render_text(report: dict) -> str:
     lines = report.get("lines") or []
     out.append("")
     if lines:
-        out.append("per line, per step (wall = union of intervals; n/o = not observed):")
+        out.append(f"per line, per {per} (wall = union of intervals; n/o = not observed):")
         header = f"{'file:line':<40} {'prec':<8} {'wall ms':>9} {'self ms':>9} {'gpu ms':>9} {'bwd ms':>9} {'kern':>5} {'sync ms':>8}"
         out.append(header)
         for row in lines[:MAX_ROWS]:
@@ -86,7 +98,7 @@ def render_text(report: dict) -> str:
     regions = report.get("regions") or []
     if regions:
         out.append("")
-        out.append("regions, per step:")
+        out.append(f"regions, per {per}:")
         for r in regions[:MAX_ROWS]:
             out.append(f"  {r['label'][:50]:<50} wall {r['wall_ms']:>9.3f} ms   gpu {_fmt_ms(r['gpu_ms']):>9} ms")
     findings = report.get("findings") or []

@@ -33,28 +33,6 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.buffer.write(dumps(report) + b"\n")
     else:
-        sys.stdout.write(_render(report, render_text))
+        sys.stdout.write(render_text(report))
     sys.stdout.flush()
     return 0
-
-
-def _render(report: dict, render_text) -> str:
-    """The text report. A trace without step markers has no ms/step: its headline names the window
-    instead, its per-step wording becomes per-window, and ranks without steps say so."""
-    ranks = report.get("ranks") or []
-    stepless_ranks = [r for r in ranks if r.get("ms_per_step") is None]
-    if report.get("ms_per_step") is not None and not stepless_ranks:
-        return render_text(report)
-    shown = {**report, "ranks": [r for r in ranks if r.get("ms_per_step") is not None]}
-    if report.get("ms_per_step") is not None:
-        lines = render_text(shown).split("\n")
-    else:
-        window_ms = (report.get("window") or {}).get("ms") or 0.0
-        lines = render_text({**shown, "ms_per_step": window_ms}).split("\n")
-        lines[0] = f"no step markers (ProfilerStep#N): one window of {window_ms:.3f} ms, no ms/step"
-        lines = [ln for ln in lines if not ln.startswith("steps (ms):")]
-        lines = [ln.replace(", per step", ", per window") for ln in lines]
-    if stepless_ranks:
-        names = ", ".join(f"rank {r.get('rank')}" for r in stepless_ranks)
-        lines.insert(2, f"no step markers in: {names} (one window each, no ms/step)")
-    return "\n".join(lines)
