@@ -277,37 +277,40 @@ def _operator_figures(trace: Trace, all_ops: list[int], self_us: dict[int, float
                       launches: list[tuple[int, int]], launch_ops: list, batch: list[Interval], n: int,
                       gpu_observed: bool) -> list[dict]:
     starts = [lo for lo, _ in batch]
+    ts, dur, name_col, names = trace.ts, trace.dur, trace.name, trace.names
 
-    def in_batch(ts: float) -> bool:
-        k = bisect.bisect_right(starts, ts) - 1
-        return k >= 0 and ts <= batch[k][1]
+    def in_batch(t: float) -> bool:
+        k = bisect.bisect_right(starts, t) - 1
+        return k >= 0 and t <= batch[k][1]
 
-    self_by_name: dict[str, float] = defaultdict(float)
+    # grouped by interned name id (one string lookup per name, not per event)
+    self_by_name: dict[int, float] = defaultdict(float)
     count_by_name: Counter = Counter()
-    line_time: dict[str, Counter] = defaultdict(Counter)
+    line_time: dict[int, Counter] = defaultdict(Counter)
     for r in all_ops:
-        if in_batch(trace.ts[r]):
+        if starts and in_batch(ts[r]):
             continue
-        name = trace.label(r)
-        self_by_name[name] += max(0.0, self_us[r])
-        count_by_name[name] += 1
-        line_time[name][_key(line_of_op.get(r))] += max(0.0, self_us[r])
-    gpu_iv: dict[str, list[Interval]] = defaultdict(list)
+        nid = name_col[r]
+        own = max(0.0, self_us[r])
+        self_by_name[nid] += own
+        count_by_name[nid] += 1
+        line_time[nid][_key(line_of_op.get(r))] += own
+    gpu_iv: dict[int, list[Interval]] = defaultdict(list)
     for (g, r), op in zip(launches, launch_ops):
-        if op is None or in_batch(trace.ts[r]):
+        if op is None or (starts and in_batch(ts[r])):
             continue
-        name = trace.label(op.uid)
-        gpu_iv[name].append((trace.ts[g], trace.end(g)))
-        line_time[name][_key(line_of_op.get(op.uid))] += trace.dur[g]
+        nid = name_col[op.uid]
+        gpu_iv[nid].append((ts[g], ts[g] + dur[g]))
+        line_time[nid][_key(line_of_op.get(op.uid))] += dur[g]
     out = []
-    for name in set(self_by_name) | set(gpu_iv):
-        best = line_time[name].most_common(1)
+    for nid in set(self_by_name) | set(gpu_iv):
+        best = line_time[nid].most_common(1)
         where = best[0][0] if best else (None, None, None)
         out.append({
-            "name": name,
-            "self_ms": _ms(self_by_name.get(name, 0.0), n),
-            "gpu_ms": _ms(length(merge(gpu_iv.get(name, []))), n) if gpu_observed else None,
-            "count": round(count_by_name.get(name, 0) / n, 2),
+            "name": names[nid],
+            "self_ms": _ms(self_by_name.get(nid, 0.0), n),
+            "gpu_ms": _ms(length(merge(gpu_iv.get(nid, []))), n) if gpu_observed else None,
+            "count": round(count_by_name.get(nid, 0) / n, 2),
             "file": where[1], "line": where[2], "precision": where[0],
         })
     out.sort(key=lambda d: -max(d["self_ms"], d["gpu_ms"] or 0.0))
@@ -427,18 +430,16 @@ def _new_names(trace: Trace, ops_by_track: dict[int, list[int]], steps: list[Ste
     """Operators and regions absent from the first active step that appear in a later one."""
     if len(steps) < 2:
         return []
-    seen: dict[str, int] = {}
+    ts, track, name_col, names = trace.ts, trace.track, trace.name, trace.names
+    first_step: dict[int, int] = {}  # name id -> first step it appears in
     rows = [r for rs in ops_by_track.values() for r in rs]
-    rows += [i for i in trace.rows(Kind.ANNOTATION)
-             if trace.track[i] not in devices and w0 <= trace.ts[i] <= cpu_end]
+    rows += [i for i in trace.rows(Kind.ANNOTATION) if track[i] not in devices and w0 <= ts[i] <= cpu_end]
     for r in rows:
-        name = trace.label(r)
-        if _STEP.match(name):
-            continue
-        k = step_of(trace.ts[r])
-        if name not in seen or k < seen[name]:
-            seen[name] = k
-    late = sorted((k, name) for name, k in seen.items() if k > 0)
+        nid = name_col[r]
+        k = step_of(ts[r])
+        if k < first_step.get(nid, len(steps)):
+            first_step[nid] = k
+    late = sorted((k, names[nid]) for nid, k in first_step.items() if k > 0 and not _STEP.match(names[nid]))
     out = []
     for k, name in late[:10]:
         ss = parse_ss_label(name)
