@@ -16,7 +16,8 @@ from stepscope.analysis.report import analyze
 from stepscope.jsonio import dumps
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "traces"
-CORPUS = Path("/work/shared/traces/public")
+# shared/ lies beside the project root (the team's checkout and CI); a user's clone has none
+CORPUS = Path(__file__).resolve().parents[3] / "shared" / "traces" / "public"
 
 
 def check(report: dict) -> None:

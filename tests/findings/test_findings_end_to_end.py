@@ -18,7 +18,8 @@ from stepscope.analysis.report import analyze
 from .conftest import kinds, line_of
 from .scenario_data import REPO
 
-CORPUS = Path("/work/shared/traces/public/kineto/tb_plugin_samples")
+# shared/ lies beside the project root (the team's checkout and CI); a user's clone has none
+CORPUS = Path(__file__).resolve().parents[3] / "shared" / "traces" / "public" / "kineto" / "tb_plugin_samples"
 
 
 def test_profiling_the_input_bound_scenario_reports_input_bound_on_the_loop_header(tmp_path: Path) -> None:

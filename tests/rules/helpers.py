@@ -14,7 +14,7 @@ def src(text: str) -> str:
     return textwrap.dedent(text).lstrip("\n")
 
 
-def check(text: str, config: Config = EVERY_RULE, path: str = "/work/train.py") -> list[Diagnostic]:
+def check(text: str, config: Config = EVERY_RULE, path: str = "/project/train.py") -> list[Diagnostic]:
     """Every rule, rule errors raised (a crashing rule must fail the test, not hide)."""
     return check_source(src(text), path, config, strict=True)
 

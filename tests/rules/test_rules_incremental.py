@@ -19,7 +19,8 @@ from .helpers import src
 from .test_rules_properties import CORPUS, PIECES, SETTINGS, indent, programs
 
 EVERY = Config(select=("SS",))
-HEADER = "import time\nimport torch\nfrom torch.profiler import profile, schedule, record_function\n"
+HEADER = ('"""Training."""\nimport time\nimport torch\n'
+          "from torch.profiler import (\n    profile,\n    schedule,  # the window\n    record_function,\n)\n")
 SUFFIXES = [".item()", "  # stepscope: ignore[SS101]", "  # stepscope: ignore", "  # cuda", " + 1",
             ".cpu()", "(", ")", ":", "  # batches", "  # const_tensor", "  # exists(p)"]
 RENAMES = [("loss", "loss.item()"), ("perf_counter", "time"), ("warmup=1", "warmup=0"),

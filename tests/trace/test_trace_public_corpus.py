@@ -13,7 +13,8 @@ from stepscope.trace import Kind, read_trace
 
 from ..analysis.report_schema import REPORT_SCHEMA
 
-CORPUS = Path("/work/shared/traces/public")
+# shared/ lies beside the project root (the team's checkout and CI); a user's clone has none
+CORPUS = Path(__file__).resolve().parents[3] / "shared" / "traces" / "public"
 FILES = sorted(p for p in CORPUS.rglob("*.json*")) if CORPUS.is_dir() else []
 NOT_A_TRACE = {"benchmark_simple_add_et.json.gz"}  # an execution trace (graph of ops), not a Kineto trace
 

@@ -6,6 +6,8 @@ Public API (used by the language server and `stepscope check`):
 - `check_files(paths, config=None) -> CheckResult` — the same, with the files that could not be
   read and the number checked.
 - `load_config(start) -> Config` — `[tool.stepscope]` of the nearest pyproject.toml.
+- `incremental.DocumentChecker(path, config).check(text)` — `check_source` for an open document,
+  answered from the def/class an edit touched (what the language server runs on every change).
 - `Diagnostic`, `Fix`, `Edit`, `RULES` (the catalogue: code -> RuleInfo).
 
 Standard library only (plus `stepscope.source`): `check` runs where neither torch nor the LSP

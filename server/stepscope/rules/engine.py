@@ -8,6 +8,9 @@ Invariants:
 - A line containing `# stepscope: ignore` silences every rule on it; `# stepscope: ignore[SS101,
   SS2]` silences those codes or prefixes. A diagnostic is silenced by a comment on any line it
   spans.
+- What the rules find (`check_tree`'s third result) depends on the code only; `finalize` adds
+  what depends on the text of the lines (suppression, its quick fix, order), so an editor can
+  re-apply it after an edit that changed comments alone (see `incremental`).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import re
 from typing import Callable, Iterable
 
 from .config import Config
-from .context import ModuleContext, ModuleSummary, source_lines
+from .context import ModuleContext, ModuleSummary
 from .labels import check_ss301
 from .model import Diagnostic, Edit, Fix
 from .profiler import (
@@ -166,26 +169,32 @@ class collector_paused:
 
 def check_tree(tree: ast.Module, text: str, path: str, config: Config, codes: list[str], *,
                strict: bool = False, summary: ModuleSummary | None = None
-               ) -> tuple[list[Diagnostic], ModuleContext | None]:
-    """Run `codes` over a parsed module whose source is `text`; also returns the context built.
+               ) -> tuple[list[Diagnostic], ModuleContext | None, list[Diagnostic]]:
+    """Run `codes` over a parsed module whose source is `text`. Returns the diagnostics, the
+    context built, and what the rules found before suppression (`finalize` turns that into the
+    diagnostics for any text with the same code).
 
     With `summary`, module-wide facts (imports, profiler names, assignments, ...) come from it
     instead of from `tree`: `tree` may then hold only part of the module (see `incremental`).
     """
-    lines = source_lines(text)
     found: list[Diagnostic] = []
     try:
         ctx = ModuleContext.build(tree, text, config.model_names, summary=summary)
     except RecursionError:
         if strict:
             raise
-        return [], None
+        return [], None, []
     for code in codes:
         try:
             found.extend(RULE_FUNCTIONS[code](ctx, path, config))
         except Exception:  # noqa: BLE001 - see docstring: one rule never hides the others
             if strict:
                 raise
+    return finalize(found, ctx.lines), ctx, found
+
+
+def finalize(found: list[Diagnostic], lines: list[str]) -> list[Diagnostic]:
+    """Drop suppressed findings, attach the suppression fix, remove duplicates, sort."""
     unique: dict[tuple, Diagnostic] = {}
     for diag in found:
         if _is_suppressed(diag, lines):
@@ -194,4 +203,4 @@ def check_tree(tree: ast.Module, text: str, path: str, config: Config, codes: li
         if fix is not None:
             diag = Diagnostic(**{**diag.__dict__, "fixes": (*diag.fixes, fix)})
         unique.setdefault((diag.line, diag.col, diag.end_line, diag.end_col, diag.code), diag)
-    return sorted(unique.values(), key=lambda d: (d.line, d.col, d.code)), ctx
+    return sorted(unique.values(), key=lambda d: (d.line, d.col, d.code))

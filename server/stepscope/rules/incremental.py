@@ -35,8 +35,15 @@ from dataclasses import dataclass, field
 
 from ..source.loops import profiler_names_of
 from .config import Config
-from .context import ModuleContext, ModuleSummary, splits_like_tokenizer
-from .engine import check_tree, collector_paused, needs_parse, parse_tolerant, selected_codes
+from .context import ModuleContext, ModuleSummary, source_lines, splits_like_tokenizer
+from .engine import (
+    check_tree,
+    collector_paused,
+    finalize,
+    needs_parse,
+    parse_tolerant,
+    selected_codes,
+)
 from .model import Diagnostic, Edit, Fix
 from .profiler import (
     assignment_traits,
@@ -197,6 +204,7 @@ class _State:
     lines: list[str]
     blocks: list[_Block]
     facts: tuple
+    raw: list[Diagnostic]  # what the rules found, before suppression (`engine.finalize`)
     diagnostics: list[Diagnostic]
     context: ModuleContext | None  # of the full check, until the summary is taken from it
     summary: ModuleSummary | None = None
@@ -253,14 +261,15 @@ class DocumentChecker:
         tree, parsed_text = parse_tolerant(text)
         if tree is None:
             return []
-        found, ctx = check_tree(tree, parsed_text, self.path, self.config, self.codes)
+        found, ctx, raw = check_tree(tree, parsed_text, self.path, self.config, self.codes)
         if parsed_text is text and ctx is not None:
             # Stand-ins share nodes with `tree`; shifting them in place is safe because nothing
             # reads positions from that tree afterwards (the summary is taken before any shift).
             lines = split_lines(text)
             shells = [stand_in(stmt) for stmt in tree.body]
             self._state = _State(lines=lines, blocks=_blocks(tree.body, shells, len(lines)),
-                                 facts=text_facts(text), diagnostics=found, context=ctx)
+                                 facts=text_facts(text), raw=raw, diagnostics=found,
+                                 context=ctx)
         return found
 
     # ---- one statement -----------------------------------------------------------------------
@@ -269,53 +278,59 @@ class DocumentChecker:
         if state is None or not needs_parse(text):
             return None
         lines = split_lines(text)
-        old = state.lines
-        changed = _changed_lines(old, lines)
+        changed = _changed_lines(state.lines, lines)
         if changed is None:
             return state.diagnostics
         first, old_last, delta = changed  # 1-based; old_last < first for a pure insertion
         index = _containing(state.blocks, first, old_last)
-        if index is None or not state.blocks[index].recheckable:
+        if index is None:
             return None
         outer = state.blocks[index]
         target, member = outer, None
         if outer.members:
             member = _containing(outer.members, first, old_last)
-            if member is None or not outer.members[member].recheckable:
-                member = None  # class-level code, or more than one member: the whole class
-            else:
+            if member is not None and (outer.members[member].recheckable
+                                       or not outer.recheckable):
                 target = outer.members[member]
-        new_end = target.end + delta
-        if new_end < target.start:
+            else:
+                member = None  # class-level code, or more than one member: the whole class
+        if target.end + delta < target.start or text_facts(text) != state.facts:
             return None
+        if target.recheckable:
+            found = self._recheck(state, lines, text, index, member, target, delta)
+        else:
+            found = _same_code(state, lines, target, delta)
+            if found is not None:
+                _shift_below(state, index, member, delta)
+        if found is None:
+            return None
+        target.end += delta
+        state.lines = lines
+        state.raw = found
+        state.diagnostics = finalize(found, source_lines(text))
+        return state.diagnostics
+
+    def _recheck(self, state: _State, lines: list[str], text: str, index: int,
+                 member: int | None, target: _Block, delta: int) -> list[Diagnostic] | None:
+        """What the rules find in the new text, re-checking `target` alone (None: not safe)."""
         constant = is_constant_statement(target.stand_in)
+        new_end = target.end + delta
         node = _parse_statement(lines, target.start, new_end, target.col, constant)
         if node is None:
-            return None
-        facts = text_facts(text)
-        if facts != state.facts:
             return None
         summary = state.module_summary()
         names = state.names
         assert names is not None
         if target.exports is None:
-            before = _parse_statement(old, target.start, target.end, target.col, constant)
+            before = _parse_statement(state.lines, target.start, target.end, target.col, constant)
             if before is None:
                 return None
             target.exports = exports(before, names)
         new_exports = exports(node, names)
         if new_exports != target.exports:
             return None
-
-        if delta:
-            for later in state.blocks[index + 1:]:
-                later.shift(delta)
-            if member is not None:
-                assert outer.members is not None
-                for later in outer.members[member + 1:]:
-                    later.shift(delta)
-                outer.end += delta
-                outer.exports = None
+        outer = state.blocks[index]
+        _shift_below(state, index, member, delta)
         # The first statement stays: it decides where a fix may add an import.
         body: list[ast.stmt] = [b.stand_in for i, b in enumerate(state.blocks)
                                 if i == index or i == 0 or not b.inert]
@@ -327,29 +342,62 @@ class DocumentChecker:
             shell.body = list(shell.body)  # type: ignore[attr-defined]
             shell.body[member] = node  # type: ignore[attr-defined]
             body[at] = shell
-        found, ctx = check_tree(ast.Module(body=body, type_ignores=[]), text, self.path,
-                                self.config, self.codes, summary=summary)
+        found, ctx, raw = check_tree(ast.Module(body=body, type_ignores=[]), text, self.path,
+                                     self.config, self.codes, summary=summary)
         if ctx is None:
-            self._state = None  # later blocks have moved: this state no longer fits any text
+            self._state = None  # the blocks below have moved: this state fits no text now
             return None
-        inside = [d for d in found if target.start <= d.line <= new_end]
+        inside = [d for d in raw if target.start <= d.line <= new_end]
         kept = [d if d.line < target.start else _shifted(d, target.end, delta)
-                for d in state.diagnostics if not target.start <= d.line <= target.end]
-        merged = sorted(kept + inside, key=lambda d: (d.line, d.col, d.code))
-        target.end, target.exports = new_end, new_exports
+                for d in state.raw if not target.start <= d.line <= target.end]
+        target.exports = new_exports
         target.stand_in = stand_in(node)
         target.inert = is_inert(target.stand_in)
         if member is not None:
             outer.stand_in.body[member] = target.stand_in  # type: ignore[attr-defined]
             outer.exports = None
         elif isinstance(node, ast.ClassDef) and node.body:
-            target.members = _blocks(node.body, target.stand_in.body, new_end,  # type: ignore[attr-defined]
-                                     nested=True)
+            target.members = _blocks(node.body, target.stand_in.body,  # type: ignore[attr-defined]
+                                     new_end, nested=True)
         else:
             target.members = None
-        state.lines = lines
-        state.diagnostics = merged
-        return merged
+        return kept + inside
+
+
+def _shift_below(state: _State, index: int, member: int | None, delta: int) -> None:
+    """Move everything below the edited statement by `delta` lines."""
+    if not delta:
+        return
+    for later in state.blocks[index + 1:]:
+        later.shift(delta)
+    if member is not None:
+        outer = state.blocks[index]
+        assert outer.members is not None
+        for later in outer.members[member + 1:]:
+            later.shift(delta)
+        outer.end += delta
+        outer.exports = None
+
+
+def _same_code(state: _State, lines: list[str], target: _Block,
+               delta: int) -> list[Diagnostic] | None:
+    """The rules' findings when the edit left the code of `target` as it was: only comments or
+    spaces changed (same tree, same positions), or, for an import, lines came or went inside it
+    (same tree; no rule reads where a plain top-level import is). None otherwise."""
+    new_end = target.end + delta
+    node = _parse_statement(lines, target.start, new_end, target.col, kind=None)
+    before = _parse_statement(state.lines, target.start, target.end, target.col, kind=None)
+    if node is None or before is None:
+        return None
+    if not delta:
+        if ast.dump(node, include_attributes=True) != ast.dump(before, include_attributes=True):
+            return None
+        return state.raw
+    if target.col or not isinstance(node, (ast.Import, ast.ImportFrom)) \
+            or getattr(node, "module", None) == "__future__" or ast.dump(node) != ast.dump(before):
+        return None
+    target.stand_in = node
+    return [d if d.line < target.start else _shifted(d, target.end, delta) for d in state.raw]
 
 
 def _changed_lines(old: list[str], new: list[str]) -> tuple[int, int, int] | None:
@@ -366,10 +414,11 @@ def _changed_lines(old: list[str], new: list[str]) -> tuple[int, int, int] | Non
 
 
 def _parse_statement(lines: list[str], start: int, end: int, col: int,
-                     constant: bool = False) -> ast.stmt | None:
-    """Lines start..end parsed on their own, at their place, when they hold exactly one def or
-    class (with `constant`: one lone constant) that begins on `start` at column `col` (> 0: the
-    body of a top-level class, parsed under a one-line class header on the line above)."""
+                     constant: bool = False, kind: str | None = "recheckable") -> ast.stmt | None:
+    """Lines start..end parsed on their own, at their place, when they hold exactly one
+    statement that begins on `start` at column `col` (> 0: the body of a top-level class, parsed
+    under a one-line class header on the line above): a def or class, or with `constant` a lone
+    constant; with `kind=None`, any statement."""
     text = "".join(lines[start - 1:end])
     try:
         if col == 0:
@@ -385,6 +434,8 @@ def _parse_statement(lines: list[str], start: int, end: int, col: int,
         body = body[0].body
     if len(body) != 1 or first_line(body[0]) != start or body[0].col_offset != col:
         return None
+    if kind is None:
+        return body[0]
     if not (is_constant_statement(body[0]) if constant else isinstance(body[0], _DEFINITIONS)):
         return None
     return body[0]

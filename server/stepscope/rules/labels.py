@@ -26,15 +26,27 @@ _SECRET = re.compile(
     re.IGNORECASE,
 )
 _PRIVATE_PATH = re.compile(r"(/home/[^/\s]+|/Users/[^/\s]+|[A-Za-z]:\\Users\\|~/|/root/)")
-_PRIVATE_NAMES = re.compile(
-    r"(prompt|text|query|request|input|email|e_mail|user|username|password|passwd|secret|token"
-    r"|api_key|apikey|path|file|filename|fname|url|home|cwd|environ|getenv|getuser|sentence"
-    r"|caption|message|content|sample|batch|data)",
-    re.IGNORECASE,
-)
+# Words that, as a whole part of a name (`user_prompt`, `filePath`, `data`), say the value is input
+# content or private data. Parts, not substrings: `dataset`, `profile_name`, `max_tokens` and
+# `context_len` name configuration, not content.
+_PRIVATE_WORDS = frozenset({
+    "prompt", "prompts", "text", "texts", "query", "queries", "request", "input", "inputs",
+    "email", "user", "username", "password", "passwd", "secret", "token", "apikey", "api",
+    "path", "file", "filename", "fname", "url", "home", "cwd", "environ", "getenv", "getuser",
+    "sentence", "caption", "message", "content", "sample", "batch", "data",
+})
+# A last part that makes the name a count or an index of such things (`batch_idx`, `input_ids`).
+_COUNTER_PARTS = frozenset({"idx", "index", "id", "ids", "size", "len", "num", "count", "no",
+                            "step", "shape", "length", "dim"})
+_NAME_PARTS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 
 
-_COUNTER = re.compile(r"(_idx|_index|_id|_size|_len|_num|_count|_no|_step|_shape)$|^(num_|n_)")
+def private_name(name: str) -> bool:
+    """True when `name` reads like input content or private data (not a count of it)."""
+    parts = [p.lower() for p in _NAME_PARTS.findall(name)]
+    if not parts or parts[-1] in _COUNTER_PARTS or parts[0] in ("num", "n"):
+        return False
+    return any(p in _PRIVATE_WORDS for p in parts)
 
 
 def _label_arg(call: ast.Call, ctx: ModuleContext) -> ast.expr | None:
@@ -81,7 +93,7 @@ def _private_reference(expr: ast.expr) -> str | None:
             name = node.id
         elif isinstance(node, ast.Attribute):
             name = node.attr
-        if name and _PRIVATE_NAMES.search(name) and not _COUNTER.search(name):
+        if name and private_name(name):
             return name
     return None
 

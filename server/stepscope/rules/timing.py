@@ -116,6 +116,9 @@ def _is_sync(call: ast.Call, ctx: ModuleContext) -> bool:
         return True  # a helper such as `cuda_sync()` or `_sync(t, dev)`
     if isinstance(call.func, ast.Name) and call.func.id in ("float", "int", "print", "bool"):
         return True
+    if name == "to" and any(isinstance(a, ast.Constant) and a.value == "cpu"
+                            for a in [*call.args, *(k.value for k in call.keywords)]):
+        return True  # `.to("cpu")` copies to the host and waits
     return False
 
 
