@@ -254,3 +254,33 @@ async def test_quick_fixes_come_with_the_diagnostic(client: LanguageClient, ws: 
     ignore = next(a for a in actions if a.title == "Ignore SS101 on this line")
     (edit,) = ignore.edit.changes[uri]
     assert "stepscope: ignore[SS101]" in edit.new_text and edit.range.start.line == 8
+
+
+async def test_incremental_edits_give_the_same_diagnostics_as_a_full_check(client: LanguageClient, ws: Path):
+    from stepscope.rules import check_source
+
+    base = (ws / "train_cpu.py").read_text()
+    path = ws / "big.py"
+    text = base + "".join(base.replace("def main", f"def main_{i}").split("import torch", 1)[1] for i in range(20))
+    path.write_text(text)
+    uri = _open(client, path, text)
+    await _diagnostics(client, uri)
+    lines = text.split("\n")
+    item_rows = [i for i, line in enumerate(lines) if "running += loss.item()" in line]
+    edits = [(item_rows[3], "running += loss.item()", "running += loss.detach()"),
+             (item_rows[7], "running += loss.item()", "running += float(loss)"),
+             (item_rows[3], "running += loss.detach()", "running += loss.item()")]
+    for version, (row, old, new) in enumerate(edits, start=2):
+        col = lines[row].index(old)
+        lines[row] = lines[row].replace(old, new)
+        del client.diagnostics[uri]
+        client.text_document_did_change(types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[types.TextDocumentContentChangePartial(
+                range=types.Range(start=types.Position(line=row, character=col),
+                                  end=types.Position(line=row, character=col + len(old))),
+                text=new)]))
+        got = await _diagnostics(client, uri)
+        expected = check_source("\n".join(lines), str(path))
+        assert sorted((d.range.start.line, d.code) for d in got) == \
+            sorted((d.line - 1, d.code) for d in expected)
