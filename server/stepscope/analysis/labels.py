@@ -70,7 +70,8 @@ class FileTable:
 
 
 def load_file_table(path: Path) -> FileTable:
-    """Read `files.json`; a malformed table is a usage error with a one-line reason."""
+    """Read `files.json`; a malformed table is a usage error with a one-line reason. A relative
+    `root` is taken relative to the folder of `files.json`, so reported paths stay absolute."""
     try:
         doc = jsonio.read_json(path)
     except (OSError, ValueError) as e:
@@ -78,7 +79,10 @@ def load_file_table(path: Path) -> FileTable:
     if not isinstance(doc, dict) or not isinstance(doc.get("files"), dict) or not isinstance(doc.get("root"), str):
         raise UsageError(f"{path}: not a file table (expected {{'root': str, 'files': {{id: path}}}})")
     files = {str(k): str(v) for k, v in doc["files"].items()}
-    return FileTable(Path(doc["root"]), files)
+    root = Path(doc["root"])
+    if not root.is_absolute():  # a run folder moved with its sources: relative to the table itself
+        root = (Path(path).parent / root).resolve()
+    return FileTable(root, files)
 
 
 _SKIP_DIRS = {".git", ".hg", ".venv", "venv", "env", "node_modules", "__pycache__", "site-packages",
