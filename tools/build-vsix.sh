@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Builds the VS Code extension for this platform: dist/stepscope-<version>-<target>.vsix.
 # The .vsix carries the bundled client (extension/dist), the server bootstrap (bundled/tool),
-# the server and its pure-Python dependencies (bundled/libs) and orjson for each supported
-# CPython (bundled/native/cp310 ... cp314), so any Python >= 3.10 can run it.
+# the server and its pure-Python dependencies (bundled/libs) and its compiled dependencies
+# (orjson, msgspec) for each supported CPython (bundled/native/cp310 ... cp314), so any
+# Python >= 3.10 can run it.
 # Needs the tools from tools/setup-tools.sh (Node 24, vsce).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 TOOLS="${STEPSCOPE_TOOLS:-$ROOT/.cache/tools}"
-ORJSON_VERSION=3.13.0
+# compiled dependencies, one wheel per CPython version
+NATIVE_WHEELS="orjson==3.13.0 msgspec==0.23.0"
 PYTHON_MINORS="10 11 12 13 14"
 
 log() { printf 'build-vsix: %s\n' "$*" >&2; }
@@ -56,10 +58,14 @@ cp extension/bundled_tool/server.py bundled/tool/server.py
 rm -rf bundled/libs/bin   # console scripts point at the build interpreter; the editor never uses them
 
 for minor in $PYTHON_MINORS; do
-  "$PYTHON" -m pip download --quiet --only-binary=:all: --no-deps \
-    --python-version "3.$minor" --platform "$WHEEL_PLATFORM" \
-    -d "$WORK/orjson/cp3$minor" "orjson==$ORJSON_VERSION"
-  "$PYTHON" -m zipfile -e "$WORK"/orjson/cp3$minor/orjson-*.whl "bundled/native/cp3$minor"
+  for wheel in $NATIVE_WHEELS; do
+    "$PYTHON" -m pip download --quiet --only-binary=:all: --no-deps \
+      --python-version "3.$minor" --platform "$WHEEL_PLATFORM" \
+      -d "$WORK/native/cp3$minor" "$wheel"
+  done
+  for whl in "$WORK"/native/cp3$minor/*.whl; do
+    "$PYTHON" -m zipfile -e "$whl" "bundled/native/cp3$minor"
+  done
 done
 find bundled -name __pycache__ -type d -prune -exec rm -rf {} +
 "$PYTHON" tools/check_bundle.py bundled

@@ -60,12 +60,14 @@ def test_vsix_carries_client_server_and_native_libraries_only(vsix: Path) -> Non
     ):
         assert required in names, f"{required} is not in the .vsix"
     for minor in SUPPORTED_MINORS:
-        pattern = re.compile(rf"extension/bundled/native/cp3{minor}/orjson/orjson\.cpython-3{minor}-x86_64-linux-gnu\.so")
-        assert any(pattern.fullmatch(n) for n in names), f"no orjson for CPython 3.{minor}"
+        for module, so in (("orjson", "orjson"), ("msgspec", "_core")):
+            pattern = re.compile(rf"extension/bundled/native/cp3{minor}/{module}/{so}\.cpython-3{minor}-x86_64-linux-gnu\.so")
+            assert any(pattern.fullmatch(n) for n in names), f"no {module} for CPython 3.{minor}"
     unwanted = [n for n in names if "node_modules/" in n or n.endswith((".ts", ".map", ".pyc")) or "/tests/" in n]
     assert unwanted == [], unwanted[:10]
-    # No orjson and no torch among the pure-Python libraries: they would be the wrong build.
-    assert not any(n.startswith(("extension/bundled/libs/orjson", "extension/bundled/libs/torch")) for n in names)
+    # No compiled library and no torch among the pure-Python libraries: they would be the wrong build.
+    assert not any(n.startswith(("extension/bundled/libs/orjson", "extension/bundled/libs/msgspec",
+                                 "extension/bundled/libs/torch")) for n in names)
 
 
 def available_pythons() -> dict[int, Path]:

@@ -1,8 +1,8 @@
 """Read a Kineto / torch.profiler trace (`.json` or `.json.gz`) into the columnar `Trace`.
 
-The file is read as a stream: the `traceEvents` array is decoded by orjson a slice at a time and
-each slice's events are copied into compact columns, then dropped. Memory therefore stays near one
-slice of decoded events plus the columns, whatever the file size.
+The file is read as a stream: the `traceEvents` array is decoded a slice at a time into compact
+typed records (events.py) and each slice's events are copied into columns, then dropped. Memory
+therefore stays near one slice of decoded events plus the columns, whatever the file size.
 
 How slices are cut (the one subtle part): a candidate cut is a `},` in the raw bytes. A cut is
 accepted only if `[` + slice + `]` parses as JSON. A cut that falls inside a string or inside a
@@ -19,14 +19,20 @@ from __future__ import annotations
 import gc
 import gzip
 import os
+import queue
 import re
+import threading
 import zlib
+from array import array
+from itertools import compress, repeat
+from operator import is_not
 from pathlib import Path
 from typing import IO, Any, Iterator
 
 import orjson
 
 from ..errors import NotATraceError, UsageError
+from .events import Args, Event, InvalidJSON, as_int, decode_events, norm_id
 from .model import Kind, Trace, category_kind
 
 READ_SIZE = 2 << 20  # bytes read per slice (small slices decode faster and keep memory low)
@@ -37,7 +43,8 @@ _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _WS = b" \t\r\n"
 
 
-def _open(path: Path) -> IO[bytes]:
+def _open(path: Path) -> tuple[IO[bytes], bool]:
+    """The file, and whether it is gzip-compressed."""
     if not path.exists():
         raise UsageError(f"no such file: {path}")
     if path.is_dir():
@@ -45,44 +52,113 @@ def _open(path: Path) -> IO[bytes]:
     f = open(path, "rb")
     magic = f.read(2)
     f.seek(0)
-    if magic == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=f, mode="rb")  # type: ignore[return-value]
-    return f
+    return f, magic == b"\x1f\x8b"
+
+
+class _Inflater:
+    """gzip decompression in large chunks (fewer, longer calls than `gzip.GzipFile`, each of
+    which releases the GIL); concatenated members are read in turn and every member's CRC and
+    length are checked by zlib."""
+
+    IN_CHUNK = 1 << 20
+
+    def __init__(self, f: IO[bytes]):
+        self.f = f
+        self.d = zlib.decompressobj(zlib.MAX_WBITS | 16)
+
+    def read(self, size: int) -> bytes:
+        while True:
+            d = self.d
+            if d.unconsumed_tail:
+                data = d.unconsumed_tail
+            elif d.eof:
+                data = d.unused_data or self.f.read(self.IN_CHUNK)
+                if not data.strip(b"\0"):
+                    return b""  # the last member ended (trailing zero padding is allowed)
+                self.d = d = zlib.decompressobj(zlib.MAX_WBITS | 16)
+            else:
+                data = self.f.read(self.IN_CHUNK)
+                if not data:
+                    raise EOFError("compressed file ended before the end-of-stream marker")
+            out = d.decompress(data, size)
+            if out:
+                return out
 
 
 class _Stream:
-    """Reads the raw bytes, turning decompression errors into one-line reasons."""
+    """Reads the raw bytes, turning decompression errors into one-line reasons.
+
+    A compressed file is inflated by a background thread a few chunks ahead of the reader (zlib
+    releases the GIL, so inflating overlaps decoding on another core); at most `PREFETCH` chunks
+    wait in memory. An error in the thread is raised by the `read` that reaches it."""
+
+    PREFETCH = 4
 
     def __init__(self, path: Path):
         self.path = path
-        self.f = _open(path)
+        self.f, compressed = _open(path)
+        self.source: Any = _Inflater(self.f) if compressed else self.f
         self.eof = False
         self.total = 0
+        self._queue: queue.Queue | None = None
+        self._stop = threading.Event()
+        if compressed:
+            self._queue = queue.Queue(maxsize=self.PREFETCH)
+            self._thread = threading.Thread(target=self._prefetch, name="stepscope-inflate", daemon=True)
+            self._thread.start()
+
+    def _read_chunk(self) -> bytes:
+        try:
+            return self.source.read(READ_SIZE)
+        except EOFError:
+            raise NotATraceError(f"{self.path}: compressed file is truncated") from None
+        except (zlib.error, OSError) as e:
+            raise NotATraceError(f"{self.path}: cannot decompress ({e})") from None
+
+    def _prefetch(self) -> None:
+        assert self._queue is not None
+        while not self._stop.is_set():
+            try:
+                item: bytes | Exception = self._read_chunk()
+            except Exception as e:  # handed to the reader, raised there
+                item = e
+            while not self._stop.is_set():
+                try:
+                    self._queue.put(item, timeout=0.1)
+                    break
+                except queue.Full:
+                    continue
+            if not isinstance(item, bytes) or not item:
+                return
 
     def read(self) -> bytes:
         if self.eof:
             return b""
-        try:
-            data = self.f.read(READ_SIZE)
-        except EOFError:
-            raise NotATraceError(f"{self.path}: compressed file is truncated") from None
-        except (gzip.BadGzipFile, zlib.error, OSError) as e:
-            raise NotATraceError(f"{self.path}: cannot decompress ({e})") from None
+        if self._queue is None:
+            data = self._read_chunk()
+        else:
+            item = self._queue.get()
+            if isinstance(item, Exception):
+                self.eof = True
+                raise item
+            data = item
         if not data:
             self.eof = True
         self.total += len(data)
         return data
 
     def close(self) -> None:
+        self._stop.set()
+        if self._queue is not None:
+            self._thread.join()
         self.f.close()
 
 
-def _try_array(body: bytes | bytearray | memoryview) -> list | None:
+def _try_array(body: bytes | bytearray | memoryview) -> list[Event] | None:
     try:
-        value = orjson.loads(b"[" + bytes(body) + b"]")
-    except orjson.JSONDecodeError:
+        return decode_events(body)
+    except InvalidJSON:
         return None
-    return value
 
 
 def _iter_slices(stream: _Stream, meta: dict[str, Any], *, trusted_cuts: bool = True) -> Iterator[tuple[str, Any]]:
@@ -188,18 +264,20 @@ def _iter_slices(stream: _Stream, meta: dict[str, Any], *, trusted_cuts: bool = 
 
 
 class _Builder:
-    """Copies decoded events into the columns of a `Trace` (interning names and tracks)."""
+    """Copies decoded events into the columns of a `Trace` (interning names and tracks).
+
+    Complete events (`ph == "X"`, the bulk of a trace) are copied a column at a time: one
+    comprehension per field over the slice, no per-event Python calls. The few other events
+    (metadata, memory, flows) go through a plain loop."""
 
     def __init__(self, trace: Trace):
         self.t = trace
         self.name_ids: dict[str, int] = {}
         self.track_ids: dict[tuple, int] = {}
-        self.kind_of: dict[str, int] = {}
-        self.detail_ids: dict[bytes, int] = {}  # orjson text of (dims, types) -> name id
+        self.kind_of: dict[str | None, int] = {}
+        self.detail_ids: dict[bytes, int] = {}  # raw text of (dims, types) -> name id
 
-    def _name(self, name: Any) -> int:
-        if name.__class__ is not str:
-            name = "" if name is None else str(name)
+    def _name(self, name: str) -> int:
         i = self.name_ids.get(name)
         if i is None:
             i = self.name_ids[name] = len(self.t.names)
@@ -212,6 +290,14 @@ class _Builder:
             i = len(self.t.tracks)
             self.t.tracks.append(norm)
             self.track_ids[norm] = i
+        return i
+
+    def _track(self, pid: Any, tid: Any) -> int:
+        key = (pid, tid)
+        i = self.track_ids.get(key)
+        if i is None:
+            i = self._track_norm((norm_id(pid), norm_id(tid)))
+            self.track_ids[key] = i
         return i
 
     def merge(self, part: Trace) -> None:
@@ -247,203 +333,159 @@ class _Builder:
         for k, v in part.skipped.items():
             t.skipped[k] = t.skipped.get(k, 0) + v
 
-    def _track(self, pid: Any, tid: Any) -> int:
-        key = (pid, tid)
-        i = self.track_ids.get(key)
-        if i is None:
-            norm = (_norm_id(pid), _norm_id(tid))
-            i = self.track_ids.get(norm)
-            if i is None:
-                i = len(self.t.tracks)
-                self.t.tracks.append(norm)
-                self.track_ids[norm] = i
-            self.track_ids[key] = i
-        return i
+    def add(self, events: list[Event]) -> None:
+        """Append one slice of decoded events.
 
-    def add(self, events: list) -> None:
-        """Append one slice of decoded events. The hot loop: locals only, no per-event calls
-        except where a value needs coercion (most ids are already ints). (Gathering each field
-        with its own comprehension was measured slower: one pass over the events wins.)"""
+        Each field is gathered by one comprehension over the slice (measured faster than one loop
+        appending to every column); Python-level loops visit only the rows that carry details
+        (stacks, shapes, bytes)."""
+        complete = [e for e in events if e.ph == "X" and e.ts is not None]
+        if len(complete) < len(events):
+            self._add_others(events)
+        if not complete:
+            return
         t = self.t
-        kind_col, name_col, track_col = t.kind, t.name, t.track
-        ts_col, dur_col = t.ts, t.dur
-        corr_col, ext_col, seq_col, bytes_col = t.correlation, t.external_id, t.sequence, t.nbytes
-        stack_col, shapes_col = t.stack, t.shapes
-        detail_ids = self.detail_ids
-        dumps = orjson.dumps
-        skipped = t.skipped
-        flows = t.flows
+        n = len(complete)
+        cats = [e.cat for e in complete]
+        names = [e.name for e in complete]
+        ts = [e.ts for e in complete]
+        durs = [e.dur for e in complete]
+        args = [e.args for e in complete]
+        # new categories, names and tracks are interned in order of first appearance, so ids do
+        # not depend on set order (reports are the same from run to run)
         kinds = self.kind_of
+        for cat in dict.fromkeys(cats):
+            if cat not in kinds:
+                kinds[cat] = category_kind(cat)
+        kind = array("b", map(kinds.__getitem__, cats))
+        t.kind.extend(kind)
         name_ids = self.name_ids
+        for name in dict.fromkeys(names):
+            if name not in name_ids:
+                self._name(name)
+        t.name.extend(map(name_ids.__getitem__, names))
+        keys = [(e.pid, e.tid) for e in complete]
         track_ids = self.track_ids
-        CPU_OP, MEMCPY, MEMSET = Kind.CPU_OP, Kind.MEMCPY, Kind.MEMSET
+        for key in dict.fromkeys(keys):
+            if key not in track_ids:
+                self._track(*key)
+        t.track.extend(map(track_ids.__getitem__, keys))
+        t.ts.extend(ts)
+        if None in durs or min(durs) < 0.0:
+            durs = [d if d is not None and d > 0.0 else 0.0 for d in durs]
+        t.dur.extend(durs)
+        if None in args:
+            args = [_NO_ARGS if a is None else a for a in args]
+        t.correlation.extend([a.correlation for a in args])
+        ext = [a.external_id for a in args]
+        ext_old = [a.external_id_old for a in args]
+        seq = [a.sequence for a in args]
+        call_stacks = [a.call_stack for a in args]
+        dims = [a.input_dims for a in args]
+        if any(map((-1).__ne__, ext_old)):  # the 1.x spelling, where the current one is absent
+            ext = [e if e != -1 else o for e, o in zip(ext, ext_old)]
+        t.external_id.extend(ext)
+        # sequence numbers belong to operators; bytes to copies and memsets
+        sequence = array("q", seq)
+        if not {Kind.CPU_OP}.issuperset(compress(kind, map((-1).__ne__, seq))):
+            for row in compress(range(n), map((-1).__ne__, seq)):
+                if kind[row] != Kind.CPU_OP:
+                    sequence[row] = -1
+        t.sequence.extend(sequence)
+        byte_counts = _absent(n, "q")
+        for row in compress(range(n), map(_COPY_KINDS.__contains__, kind)):
+            a = args[row]
+            byte_counts[row] = a.nbytes if a.nbytes != -1 else a.size
+        t.nbytes.extend(byte_counts)
+        # stacks and shapes of operators, interned like names
+        stack, shapes = _absent(n, "i"), _absent(n, "i")
+        for row in compress(range(n), map(is_not, call_stacks, repeat(None))):
+            if kind[row] == Kind.CPU_OP:
+                stack[row] = self._name(call_stacks[row])
+        detail_ids = self.detail_ids
+        for row in compress(range(n), dims):  # a recorded shape is non-empty JSON text
+            if kind[row] == Kind.CPU_OP:
+                a = args[row]
+                sid = detail_ids.get(bytes(a.input_dims) + b"\0" + bytes(a.input_type))
+                shapes[row] = sid if sid is not None else self._shapes(a)
+        t.stack.extend(stack)
+        t.shapes.extend(shapes)
+
+    def _shapes(self, a: Args) -> int:
+        """The name id of an op's `[dims, types]`, interned as compact JSON text (formatted later)."""
+        dims_text, types_text = bytes(a.input_dims), bytes(a.input_type)
+        raw = dims_text + b"\0" + types_text
+        sid = self.detail_ids.get(raw)
+        if sid is None:
+            # the decoder accepted this text, so it is valid JSON
+            pair = [orjson.loads(dims_text), orjson.loads(types_text) if types_text else None]
+            sid = self.detail_ids[raw] = self._name(orjson.dumps(pair).decode())
+        return sid
+
+    def _add_others(self, events: list[Event]) -> None:
+        """Flows, metadata and memory events; everything else is counted by phase as skipped."""
+        skipped = self.t.skipped
+        flows = self.t.flows
         for e in events:
-            if e.__class__ is not dict:
-                skipped["?"] = skipped.get("?", 0) + 1
-                continue
-            ph = e.get("ph")
+            ph = e.ph
             if ph == "X":
-                ts = e.get("ts")
-                if ts.__class__ is not float and ts.__class__ is not int:
-                    ts = _float_or_none(ts)
-                    if ts is None:
-                        skipped["X"] = skipped.get("X", 0) + 1
-                        continue
-                cat = e.get("cat")
-                kind = kinds.get(cat) if cat.__class__ is str else Kind.OTHER
-                if kind is None:
-                    kind = kinds[cat] = category_kind(cat)
-                args = e.get("args")
-                corr = ext = seq = nbytes = stack = shapes = -1
-                if args.__class__ is dict:
-                    v = args.get("correlation")
-                    if v is not None:
-                        corr = v if v.__class__ is int else _int(v)
-                    v = args.get("External id")
-                    if v is None:
-                        v = args.get("external id")
-                    if v is not None:
-                        ext = v if v.__class__ is int else _int(v)
-                    if kind == CPU_OP:
-                        v = args.get("Sequence number")
-                        if v is not None:
-                            seq = v if v.__class__ is int else _int(v)
-                        v = args.get("Call stack")
-                        if v is not None and v.__class__ is str:
-                            stack = name_ids.get(v)
-                            if stack is None:
-                                stack = self._name(v)
-                        v = args.get("Input Dims")
-                        if v is not None:
-                            # one compact text per distinct (dims, types): interned, formatted later
-                            key = dumps([v, args.get("Input type")])
-                            shapes = detail_ids.get(key)
-                            if shapes is None:
-                                shapes = detail_ids[key] = self._name(key.decode())
-                    elif kind == MEMCPY or kind == MEMSET:
-                        v = args.get("bytes")
-                        if v is None:
-                            v = args.get("size")
-                        if v is not None:
-                            nbytes = v if v.__class__ is int else _int(v)
-                name = e.get("name")
-                nid = name_ids.get(name) if name.__class__ is str else None
-                if nid is None:
-                    nid = self._name(name)
-                tkey = (e.get("pid"), e.get("tid"))
-                try:
-                    tid_ = track_ids.get(tkey)
-                except TypeError:  # a list or object as an id: keep its text
-                    tkey = (_norm_id(tkey[0]), _norm_id(tkey[1]))
-                    tid_ = track_ids.get(tkey)
-                if tid_ is None:
-                    tid_ = self._track(*tkey)
-                dur = e.get("dur")
-                if dur.__class__ is not float and dur.__class__ is not int:
-                    dur = _float_or_none(dur) or 0.0
-                kind_col.append(kind)
-                name_col.append(nid)
-                track_col.append(tid_)
-                ts_col.append(ts)
-                dur_col.append(dur if dur > 0 else 0.0)
-                corr_col.append(corr)
-                ext_col.append(ext)
-                seq_col.append(seq)
-                bytes_col.append(nbytes)
-                stack_col.append(stack)
-                shapes_col.append(shapes)
-            elif (ph == "s" or ph == "f") and e.get("cat") == "fwdbwd":
-                fid = _int(e.get("id"))
-                ts = e.get("ts")
-                if fid < 0 or ts is None:
+                if e.ts is None:
+                    skipped["X"] = skipped.get("X", 0) + 1
+            elif (ph == "s" or ph == "f") and e.cat == "fwdbwd":
+                fid = as_int(e.id)
+                if fid < 0 or e.ts is None:
                     continue
                 flows.id.append(fid)
                 flows.is_end.append(1 if ph == "f" else 0)
-                flows.track.append(self._track(_norm_id(e.get("pid")), _norm_id(e.get("tid"))))
-                flows.ts.append(float(ts))
+                flows.track.append(self._track(e.pid, e.tid))
+                flows.ts.append(e.ts)
             elif ph == "M":
                 self._metadata_event(e)
-            elif (ph == "i" or ph == "I") and e.get("name") == "[memory]" and self._memory_event(e):
+            elif (ph == "i" or ph == "I") and e.name == "[memory]" and self._memory_event(e):
                 pass
             else:
                 key = str(ph)
                 skipped[key] = skipped.get(key, 0) + 1
 
-    def _memory_event(self, e: dict) -> bool:
+    def _memory_event(self, e: Event) -> bool:
         """Keep one `[memory]` event; False (counted as skipped) when it lacks a time or a size."""
-        args = e.get("args")
-        ts = _float_or_none(e.get("ts"))
-        if type(args) is not dict or ts is None or args.get("Bytes") is None:
+        a = e.args
+        if a is None or e.ts is None or a.mem_bytes is None:
             return False
-        nbytes = _int(args.get("Bytes"))
         mem = self.t.memory
-        mem.ts.append(ts)
-        mem.track.append(self._track(_norm_id(e.get("pid")), _norm_id(e.get("tid"))))
-        mem.nbytes.append(nbytes)
-        mem.total_allocated.append(_int(args.get("Total Allocated")))
-        device_type = _int(args.get("Device Type"))
-        mem.device_type.append(device_type if -128 <= device_type < 128 else -1)
-        mem.device_id.append(_int(args.get("Device Id")))
+        mem.ts.append(e.ts)
+        mem.track.append(self._track(e.pid, e.tid))
+        mem.nbytes.append(a.mem_bytes)
+        mem.total_allocated.append(a.total_allocated)
+        mem.device_type.append(a.device_type if -128 <= a.device_type < 128 else -1)
+        mem.device_id.append(a.device_id)
         return True
 
-    def _metadata_event(self, e: dict) -> None:
-        args = e.get("args")
-        if type(args) is not dict:
-            return
-        label = args.get("name")
+    def _metadata_event(self, e: Event) -> None:
+        label = e.args.label if e.args is not None else None
         if not isinstance(label, str):
             return
-        if e.get("name") == "process_name":
-            self.t.process_names[_norm_id(e.get("pid"))] = label
-        elif e.get("name") == "thread_name":
-            self.t.thread_names[(_norm_id(e.get("pid")), _norm_id(e.get("tid")))] = label
+        if e.name == "process_name":
+            self.t.process_names[norm_id(e.pid)] = label
+        elif e.name == "thread_name":
+            self.t.thread_names[(norm_id(e.pid), norm_id(e.tid))] = label
 
 
-def _norm_id(v: Any) -> int | str:
-    if isinstance(v, bool):
-        return int(v)
-    if isinstance(v, int):
-        return v
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    if isinstance(v, str):
-        s = v.strip()
-        if s.lstrip("-").isdigit():
-            return int(s)
-        return s
-    return "" if v is None else str(v)
+_NO_ARGS = Args()
+_COPY_KINDS = frozenset({Kind.MEMCPY, Kind.MEMSET})
 
 
-def _float_or_none(v: Any) -> float | None:
-    if v is None or isinstance(v, bool):
-        return None
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f if f == f and f not in (float("inf"), float("-inf")) else None
-
-
-def _int(v: Any) -> int:
-    if v is None:
-        return -1
-    if type(v) is int:
-        return v
-    try:
-        return int(v)
-    except (TypeError, ValueError):
-        try:
-            return int(str(v), 0)  # hex strings
-        except (TypeError, ValueError):
-            return -1
+def _absent(n: int, typecode: str) -> array:
+    """A column of n absent values (-1)."""
+    return array(typecode, (-1,)) * n
 
 
 def _decode_part(raw: bytes) -> Trace:
     """Decode one slice of whole events into a small `Trace` (runs in a worker process)."""
     part = Trace(path=Path("."))
     try:
-        events = orjson.loads(b"[" + raw + b"]")
-    except orjson.JSONDecodeError as e:
+        events = decode_events(raw)
+    except InvalidJSON as e:
         raise ValueError(f"invalid JSON: {e}") from None
     _Builder(part).add(events)
     return part
@@ -451,21 +493,25 @@ def _decode_part(raw: bytes) -> Trace:
 
 PARALLEL_MIN_BYTES = 48 << 20  # below this, starting worker processes costs more than it saves
 MAX_WORKERS = 8
+MIN_CORES_FOR_WORKERS = 4
 WORKER_BYTES = 40 << 20  # one worker's memory: an interpreter plus one decoded slice
 
 
 def default_workers(path: Path) -> int:
     """Worker processes for a file: as many as cores allow while the whole read stays within
     twice the JSON's size (the parent keeps ~80 MB plus its columns, about a quarter of the JSON).
+    Below four cores the parent's inflating, cutting and merging compete with the workers for
+    the same cores, which measured slower than decoding in one process (benchmarks/trace_speed.py).
     `STEPSCOPE_TRACE_WORKERS=N` overrides."""
     forced = os.environ.get("STEPSCOPE_TRACE_WORKERS", "").strip()
     if forced.isdigit():
         return max(1, int(forced))
+    cores = os.cpu_count() or 1
     size = _json_size(path)
-    if size < PARALLEL_MIN_BYTES:
+    if size < PARALLEL_MIN_BYTES or cores < MIN_CORES_FOR_WORKERS:
         return 1
     budget = 2 * size - (80 << 20) - size // 4
-    return max(1, min(os.cpu_count() or 1, MAX_WORKERS, budget // WORKER_BYTES))
+    return max(1, min(cores - 1, MAX_WORKERS, budget // WORKER_BYTES))
 
 
 def _json_size(path: Path) -> int:
@@ -527,8 +573,8 @@ def _read(path: Path, n_workers: int, *, trusted_cuts: bool, used: dict[str, boo
             elif n_workers <= 1:
                 # straight into the trace's own columns: no slice-sized Trace to merge and remap
                 try:
-                    events = orjson.loads(b"[" + payload + b"]")
-                except orjson.JSONDecodeError:
+                    events = decode_events(payload)
+                except InvalidJSON:
                     raise WorkerError("invalid JSON") from None
                 builder.add(events)
                 del events

@@ -52,44 +52,61 @@ class _Node:
 
 
 class _Locator:
-    """The innermost line node open at (track, ts); see the module's invariants."""
+    """The innermost node open at (track, ts); see the module's invariants.
 
-    def __init__(self, nodes_by_track: dict[int, list[_Node]], step_track: int | None):
-        self.nodes = {t: sorted(ns, key=lambda n: (n.start, -n.end)) for t, ns in nodes_by_track.items()}
+    Nodes are kept per track as parallel lists sorted by (start, -end); a node is any object
+    (a `_Node`, or a row number), returned as given."""
+
+    def __init__(self, nodes_by_track: dict[int, list], step_track: int | None,
+                 span=lambda n: (n.start, n.end)):
+        self.tracks: dict[int, tuple[list[float], list[float], list]] = {}
+        for track, nodes in nodes_by_track.items():
+            spans = [(*span(n), i) for i, n in enumerate(nodes)]
+            spans.sort(key=lambda s: (s[0], -s[1]))
+            self.tracks[track] = ([s[0] for s in spans], [s[1] for s in spans], [nodes[s[2]] for s in spans])
         self.step_track = step_track
 
-    def locate(self, queries: list[tuple[int, float]]) -> list[_Node | None]:
-        out: list[_Node | None] = [None] * len(queries)
+    @classmethod
+    def from_sorted(cls, tracks: dict[int, tuple[list[float], list[float], list]]) -> "_Locator":
+        """From per-track (starts, ends, nodes) already sorted by (start, -end)."""
+        locator = cls({}, None)
+        locator.tracks = tracks
+        return locator
+
+    def locate(self, queries: list[tuple[int, float]]) -> list:
+        out: list = [None] * len(queries)
         by_track: dict[int, list[int]] = defaultdict(list)
         for i, (track, _) in enumerate(queries):
             by_track[track].append(i)
         for track, idx in by_track.items():
-            _sweep(self.nodes.get(track, []), idx, queries, out)
-        if self.step_track is not None:
+            if track in self.tracks:
+                _sweep(self.tracks[track], idx, queries, out)
+        if self.step_track is not None and self.step_track in self.tracks:
             left = [i for i, (track, _) in enumerate(queries) if out[i] is None and track != self.step_track]
-            _sweep(self.nodes.get(self.step_track, []), left, queries, out)
+            _sweep(self.tracks[self.step_track], left, queries, out)
         return out
 
 
-def _sweep(nodes: list, idx: list[int], queries: list[tuple[int, float]], out: list) -> None:
+def _sweep(track_nodes: tuple[list[float], list[float], list], idx: list[int],
+           queries: list[tuple[int, float]], out: list) -> None:
     """For each query (sorted by time), the innermost node containing it; nodes sorted by (start, -end)."""
+    starts, ends, nodes = track_nodes
     if not nodes or not idx:
         return
     idx = sorted(idx, key=lambda i: queries[i][1])
-    stack: list = []
-    j = 0
+    stack: list[int] = []  # indexes of open nodes, innermost last
+    j, n = 0, len(nodes)
     for i in idx:
         ts = queries[i][1]
-        while j < len(nodes) and nodes[j].start <= ts:
-            n = nodes[j]
-            while stack and stack[-1].end < n.start:
+        while j < n and starts[j] <= ts:
+            while stack and ends[stack[-1]] < starts[j]:
                 stack.pop()
-            stack.append(n)
+            stack.append(j)
             j += 1
-        while stack and stack[-1].end < ts:
+        while stack and ends[stack[-1]] < ts:
             stack.pop()
         if stack:
-            out[i] = stack[-1]
+            out[i] = nodes[stack[-1]]
 
 
 def _overlap(a: list[Interval], b: list[Interval]) -> float:
@@ -135,12 +152,12 @@ def collect_evidence(trace: Trace, links: Links, steps: list[Step], *, file_tabl
     devices = links.device_tracks
     step_track = trace.track[links.step_rows[0]] if links.step_rows else None
     gpu_observed = bool(links.gpu_rows)
-    starts = [s.cpu_start for s in steps]
+    step_starts = [s.cpu_start for s in steps]
     names = trace.names
     ts_col, dur_col, track_col, name_col, kind_col = trace.ts, trace.dur, trace.track, trace.name, trace.kind
 
     def step_of(ts: float) -> int:
-        return max(0, bisect.bisect_right(starts, ts) - 1)
+        return max(0, bisect.bisect_right(step_starts, ts) - 1)
 
     # --- line nodes: ss regions (exact) and user frames (function); batch-read intervals
     is_batch = _matcher(batch_read_patterns)
@@ -160,30 +177,30 @@ def collect_evidence(trace: Trace, links: Links, steps: list[Step], *, file_tabl
     cpu_batch_ids = frozenset(i for i, name in enumerate(names) if not name.startswith("aten::") and is_batch(name))
     visited = sorted(trace.rows(Kind.ANNOTATION, Kind.PYTHON)
                      + [i for i in trace.rows_named(cpu_batch_ids) if kind_col[i] == Kind.CPU_OP])
-    for i in visited:
-        start, track = ts_col[i], track_col[i]
+    visited = [i for i in visited if ts_col[i] + dur_col[i] >= w0 and ts_col[i] <= cpu_end
+               and track_col[i] not in devices]
+    # what each name means is decided once per name: a line node, a batch read, or nothing
+    for nid in dict.fromkeys(map(name_col.__getitem__, visited)):
+        label = names[nid]
+        key = None
+        ss = parse_ss_label(label)
+        if ss:
+            saw_ss = True
+            path = file_table.resolve(ss.file_id) if file_table else None
+            key = ("exact", path, ss.line) if path else None
+        else:
+            frame = parse_frame(label)
+            path = frames.resolve(frame) if frame else None
+            key = ("function", path, frame.line) if (frame and path) else None
+        name_key[nid] = key
+        batch_names[nid] = (not _STEP.match(label)) and is_batch(label)
+    for i in [i for i in visited if name_key[name_col[i]] is not None or batch_names[name_col[i]]]:
+        start, track, nid = ts_col[i], track_col[i], name_col[i]
         end = start + dur_col[i]
-        if end < w0 or start > cpu_end or track in devices:
-            continue
-        nid = name_col[i]
-        if nid not in name_key:
-            label = names[nid]
-            key = None
-            if kind_col[i] != Kind.PYTHON:
-                ss = parse_ss_label(label)
-                if ss:
-                    saw_ss = True
-                    path = file_table.resolve(ss.file_id) if file_table else None
-                    key = ("exact", path, ss.line) if path else None
-            else:
-                frame = parse_frame(label)
-                path = frames.resolve(frame) if frame else None
-                key = ("function", path, frame.line) if (frame and path) else None
-            name_key[nid] = key
-            batch_names[nid] = (not _STEP.match(label)) and is_batch(label)
         key = name_key[nid]
         node = None
-        if key is not None:
+        # regions name exact lines, Python frames function lines (a name is one or the other)
+        if key is not None and (key[0] == "exact") == (kind_col[i] != Kind.PYTHON):
             uid += 1
             node = _Node(start, end, key, uid)
             (ss_nodes if key[0] == "exact" else frame_nodes)[track].append(node)
@@ -207,31 +224,35 @@ def collect_evidence(trace: Trace, links: Links, steps: list[Step], *, file_tabl
 
     # --- operators: self time, GPU time launched from inside, step membership
     ops_by_track: dict[int, list[int]] = defaultdict(list)
+    # a ProfilerStep written as cpu_op (older traces) is the step, not an operator
     step_names = frozenset(i for i, name in enumerate(names) if _STEP.match(name))
-    for i in trace.rows(Kind.CPU_OP):
-        if track_col[i] in devices or name_col[i] in step_names:
-            continue  # a ProfilerStep written as cpu_op (older traces) is the step, not an operator
-        s = ts_col[i]
-        if s + dur_col[i] < w0 or s > cpu_end:
-            continue
+    for i in [i for i in trace.rows(Kind.CPU_OP) if ts_col[i] <= cpu_end and ts_col[i] + dur_col[i] >= w0
+              and track_col[i] not in devices and name_col[i] not in step_names]:
         ops_by_track[track_col[i]].append(i)
     parent: dict[int, int] = {}
     self_us: dict[int, float] = {}
+    op_spans: dict[int, tuple[list[float], list[float], list[int]]] = {}
     for track, rows in ops_by_track.items():
-        rows.sort(key=lambda r: (ts_col[r], -dur_col[r]))
-        stack: list[int] = []
-        for r in rows:
-            while stack and ts_col[stack[-1]] + dur_col[stack[-1]] <= ts_col[r]:
+        # by (start, -duration): two stable sorts with C-level keys
+        rows.sort(key=dur_col.__getitem__, reverse=True)
+        rows.sort(key=ts_col.__getitem__)
+        op_starts = [ts_col[r] for r in rows]
+        durs = [dur_col[r] for r in rows]
+        op_ends = [s + d for s, d in zip(op_starts, durs)]
+        op_spans[track] = (op_starts, op_ends, rows)
+        own = durs[:]
+        stack: list[int] = []  # indexes into rows of the open ops, innermost last
+        for k, r in enumerate(rows):
+            while stack and op_ends[stack[-1]] <= op_starts[k]:
                 stack.pop()
-            p = stack[-1] if stack and ts_col[stack[-1]] + dur_col[stack[-1]] >= ts_col[r] + dur_col[r] else -1
-            parent[r] = p
-            self_us[r] = dur_col[r]
-            if p >= 0:
-                self_us[p] -= dur_col[r]
-            stack.append(r)
-    op_nodes = {t: [_Node(ts_col[r], ts_col[r] + dur_col[r], ("op", None, r), r) for r in rows]
-                for t, rows in ops_by_track.items()}
-    op_locator = _Locator(op_nodes, None)
+            if stack and op_ends[stack[-1]] >= op_ends[k]:
+                parent[r] = rows[stack[-1]]
+                own[stack[-1]] -= durs[k]
+            else:
+                parent[r] = -1
+            stack.append(k)
+        self_us.update(zip(rows, own))
+    op_locator = _Locator.from_sorted(op_spans)
 
     # launch points of GPU work and sync calls: their op and their line
     launches = [(g, links.launch_row[g]) for g in in_window_gpu if g in links.launch_row]
@@ -286,22 +307,28 @@ def _operator_figures(trace: Trace, all_ops: list[int], self_us: dict[int, float
     # grouped by interned name id (one string lookup per name, not per event)
     self_by_name: dict[int, float] = defaultdict(float)
     count_by_name: Counter = Counter()
-    line_time: dict[int, Counter] = defaultdict(Counter)
-    for r in all_ops:
-        if starts and in_batch(ts[r]):
-            continue
+    time_at: dict[tuple[int, tuple], float] = defaultdict(float)  # (name id, line key) -> µs
+    no_line = (None, None, None)
+    counted = [r for r in all_ops if not in_batch(ts[r])] if starts else all_ops
+    for r in counted:
         nid = name_col[r]
-        own = max(0.0, self_us[r])
+        own = self_us[r]
+        if own < 0.0:
+            own = 0.0
         self_by_name[nid] += own
-        count_by_name[nid] += 1
-        line_time[nid][_key(line_of_op.get(r))] += own
+        node = line_of_op[r]
+        time_at[nid, node.key if node is not None else no_line] += own
+    count_by_name.update(map(name_col.__getitem__, counted))
+    line_time: dict[int, Counter] = defaultdict(Counter)
+    for (nid, key), us in time_at.items():
+        line_time[nid][key] += us
     gpu_iv: dict[int, list[Interval]] = defaultdict(list)
     for (g, r), op in zip(launches, launch_ops):
         if op is None or (starts and in_batch(ts[r])):
             continue
-        nid = name_col[op.uid]
+        nid = name_col[op]
         gpu_iv[nid].append((ts[g], ts[g] + dur[g]))
-        line_time[nid][_key(line_of_op.get(op.uid))] += dur[g]
+        line_time[nid][_key(line_of_op.get(op))] += dur[g]
     out = []
     for nid in set(self_by_name) | set(gpu_iv):
         best = line_time[nid].most_common(1)
@@ -335,7 +362,7 @@ def _copy_groups(trace: Trace, links: Links, launches: list[tuple[int, int]], la
         ts = trace.ts[r]
         k = bisect.bisect_right(bstarts, ts) - 1
         in_read = k >= 0 and ts <= batch[k][1]
-        factory = _feeding_factory(trace, op.uid if op else None, parent, top_level, top_starts, line_of_op, line)
+        factory = _feeding_factory(trace, op, parent, top_level, top_starts, line_of_op, line)
         key = (_key(line), max(0, trace.nbytes[g]))
         grp = groups.setdefault(key, {"steps": set(), "count": 0, "factory": None, "in_batch_read": False})
         grp["steps"].add(step_of(ts))
@@ -431,14 +458,15 @@ def _new_names(trace: Trace, ops_by_track: dict[int, list[int]], steps: list[Ste
     if len(steps) < 2:
         return []
     ts, track, name_col, names = trace.ts, trace.track, trace.name, trace.names
-    first_step: dict[int, int] = {}  # name id -> first step it appears in
-    rows = [r for rs in ops_by_track.values() for r in rs]
-    rows += [i for i in trace.rows(Kind.ANNOTATION) if track[i] not in devices and w0 <= ts[i] <= cpu_end]
-    for r in rows:
-        nid = name_col[r]
-        k = step_of(ts[r])
-        if k < first_step.get(nid, len(steps)):
-            first_step[nid] = k
+    annotations = [i for i in trace.rows(Kind.ANNOTATION) if track[i] not in devices and w0 <= ts[i] <= cpu_end]
+    first_seen: dict[int, float] = {}  # name id -> earliest start
+    for rows in [*ops_by_track.values(), annotations]:
+        # latest first: in the dict built from them, each name keeps its earliest start
+        order = sorted(rows, key=ts.__getitem__, reverse=True)
+        for nid, t in dict(zip(map(name_col.__getitem__, order), map(ts.__getitem__, order))).items():
+            if t < first_seen.get(nid, float("inf")):
+                first_seen[nid] = t
+    first_step = {nid: step_of(t) for nid, t in first_seen.items()}  # name id -> first step it appears in
     late = sorted((k, names[nid]) for nid, k in first_step.items() if k > 0 and not _STEP.match(names[nid]))
     out = []
     for k, name in late[:10]:
