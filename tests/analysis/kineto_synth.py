@@ -1,7 +1,7 @@
 """Build small Kineto-shaped traces in tests, with times chosen so figures can be checked by hand.
 
 All times are microseconds. The host process is pid 100, its main thread tid 100; GPU events go on
-pid 0 (the device) with tid = stream, as Kineto writes them.
+pid 0 (the device) with tid = stream, as Kineto writes them. `Synth19` writes torch 1.9's spelling.
 """
 
 from __future__ import annotations
@@ -38,9 +38,16 @@ class Synth:
     def region(self, label: str, ts: float, dur: float, *, tid: Any = MAIN) -> None:
         self._x("user_annotation", label, ts, dur, tid=tid)
 
-    def op(self, name: str, ts: float, dur: float, *, tid: Any = MAIN, seq: int | None = None) -> None:
-        args = {} if seq is None else {"Sequence number": seq, "Fwd thread id": 0}
+    def op(self, name: str, ts: float, dur: float, *, tid: Any = MAIN, seq: int | None = None,
+           stack: str | None = None) -> None:
+        args: dict[str, Any] = {} if seq is None else {"Sequence number": seq, "Fwd thread id": 0}
+        if stack is not None:
+            args["Call stack"] = stack  # innermost frame first, `;`-separated, as torch 1.9 writes it
         self._x("cpu_op", name, ts, dur, tid=tid, args=args)
+
+    def gpu_step(self, n: int, ts: float, dur: float, *, stream: int = 7) -> None:
+        """`ProfilerStep#n` drawn on a GPU stream (`gpu_user_annotation`): the GPU span of its work."""
+        self._x("gpu_user_annotation", f"ProfilerStep#{n}", ts, dur, pid=0, tid=stream)
 
     def frame(self, path: str, line: int, func: str, ts: float, dur: float, *, tid: Any = MAIN) -> None:
         self._x("python_function", f"{path}({line}): {func}", ts, dur, tid=tid)
@@ -88,6 +95,23 @@ class Synth:
         else:
             path.write_bytes(data)
         return path
+
+
+class Synth19(Synth):
+    """torch 1.9's spelling: `Operator` / `Runtime` / `Kernel` / `Memcpy` categories (step markers and
+    record_function labels are operators too), host tids written as strings, devices' as
+    `stream N`, and no `External id` on events."""
+
+    CATEGORIES = {"cpu_op": "Operator", "user_annotation": "Operator", "cuda_runtime": "Runtime",
+                  "kernel": "Kernel", "gpu_memcpy": "Memcpy", "gpu_memset": "Memset"}
+
+    def _x(self, cat: str, name: str, ts: float, dur: float, *, pid: Any = PID, tid: Any = MAIN,
+           args: dict | None = None) -> dict:
+        e = super()._x(cat, name, ts, dur, pid=pid, tid=tid, args=args)
+        e["cat"] = self.CATEGORIES.get(cat, cat)
+        e["tid"] = f"stream {tid}" if pid == 0 else str(tid)
+        del e["args"]["External id"]
+        return e
 
 
 def run_folder(tmp: Path, synth: Synth, *, files: dict[str, str] | None = None,

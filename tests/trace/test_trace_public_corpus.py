@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import gzip
+import shutil
 from pathlib import Path
 
 import jsonschema
+import orjson
 import pytest
 
 from stepscope.analysis.report import analyze
@@ -97,6 +100,27 @@ def test_1_9_call_stacks_name_the_calling_statements(tmp_path: Path) -> None:
     assert lines[46]["alloc_bytes"] > 0 and lines[46]["peak_bytes"] is None
 
 
+def test_1_9_backward_kernels_reach_the_backward_and_forward_statements(tmp_path: Path) -> None:
+    # the autograd thread launches about 590 GPU events a step (64 ms of GPU time: backward kernels and
+    # gradient accumulation); it records no stack, and the main thread records no op while it waits in
+    # line 50 `loss.backward()`: the kernels go to the statement the main thread is waiting in.
+    path = CORPUS / "kineto/tb_plugin_samples/resnet50_num_workers_0/worker0.1623143566756.pt.trace.json.gz"
+    (tmp_path / "resnet50_profiler_api.py").write_text("")
+    report = analyze([path], source_root=tmp_path)
+    lines = {r["line"]: r for r in report["lines"]}
+    assert lines[50]["gpu_ms"] > 60 and lines[50]["kernels"] > 500
+    # the statements are top-level lines of the script (none nested in another): together they hold
+    # every moment of GPU work in the window
+    assert sum(r["gpu_ms"] for r in report["lines"]) == pytest.approx(report["window"]["gpu_ms"], abs=1e-3)
+    # through sequence numbers the backward work also shows on the forward statements (46 the model, 47
+    # the loss); zero_grad (49) and the batch read (42) carry forward numbers too but cause no backward
+    assert report["attribution"]["backward_link"] == "sequence numbers"
+    assert lines[46]["backward_gpu_ms"] > 60 and lines[46]["backward_ms"] > 20
+    assert lines[47]["backward_ms"] > 0
+    for line in (42, 49):
+        assert lines[line]["backward_ms"] == 0.0 and lines[line]["backward_gpu_ms"] == 0.0
+
+
 def test_call_stack_paths_that_resolve_nowhere_give_no_line() -> None:
     path = CORPUS / "kineto/tb_plugin_samples/resnet50_num_workers_0/worker0.1623143566756.pt.trace.json.gz"
     report = analyze([path])  # no source root: a relative path names no file
@@ -119,3 +143,46 @@ def test_a_window_names_the_iteration_like_labels_it_did_not_use_as_steps() -> N
     report = analyze([CORPUS / "hta/with_gpu_user_annotation/step_based_trace_2543932.json.gz"])
     note = next(n for n in report["notes"] if "no ProfilerStep#N" in n)
     assert "5 x Optimizer.step#SGD.step" in note and "prof.step()" in note
+
+
+def test_gpu_stream_step_markers_stand_in_for_missing_cpu_markers(tmp_path: Path) -> None:
+    # No public trace has ProfilerStep#N on a GPU stream only; this ROCm trace has both, so the same
+    # trace without its CPU markers shows what such a trace gives. Step 1's GPU marker spans 1 ms, but
+    # the backward kernels (autograd thread) and the optimizer's (its own label) run after it: the step
+    # still completes when they end.
+    source = CORPUS / "hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz"
+    doc = orjson.loads(gzip.decompress(source.read_bytes()))
+    doc["traceEvents"] = [e for e in doc["traceEvents"]
+                          if not (e.get("cat") == "user_annotation" and str(e.get("name")).startswith("ProfilerStep#"))]
+    gpu_only = tmp_path / "gpu_markers.json"
+    gpu_only.write_bytes(orjson.dumps(doc))
+    with_cpu, from_gpu = analyze([source]), analyze([gpu_only])
+    jsonschema.validate(from_gpu, REPORT_SCHEMA)
+    assert [s["name"] for s in from_gpu["steps"]] == ["ProfilerStep#1"]  # step 2 launched no GPU work
+    assert from_gpu["steps"][0]["cpu_ms"] is None
+    assert any("markers on the GPU stream" in n for n in from_gpu["notes"])
+    # from the first launch (0.25 ms after the CPU marker starts) to the optimizer kernel's end (0.11 ms
+    # before the CPU marker ends): 8.928 ms, against 9.288 ms for the CPU-marked step
+    assert from_gpu["ms_per_step"] == pytest.approx(8.928, abs=1e-3)
+    assert with_cpu["steps"][0]["ms"] == pytest.approx(9.288, abs=1e-3)
+    # the window holds all the GPU work of the CPU-marked one (1 step here, 2 there)
+    assert from_gpu["window"]["gpu_ms"] == pytest.approx(2 * with_cpu["window"]["gpu_ms"], abs=1e-3)
+
+
+def test_a_folder_of_two_public_ranks_names_the_slowest(tmp_path: Path) -> None:
+    # two ranks (of 128) of one job, each with 2 steps; rank 1 is slower by about 4 ms a step
+    for rank in (1, 0):
+        shutil.copy(CORPUS / f"hta/trace_filter/sampled_rank-{rank}.json.gz", tmp_path)
+    report = analyze([tmp_path])
+    jsonschema.validate(report, REPORT_SCHEMA)
+    assert report["machine"]["rank"] == 0
+    assert [(r["rank"], r["steps"], r["slowest"]) for r in report["ranks"]] == [(0, 2, False), (1, 2, True)]
+    assert report["slowest_rank"] == 1
+    rank0, rank1 = report["ranks"]
+    assert rank0["ms_per_step"] == report["ms_per_step"] == pytest.approx(615.14, abs=0.01)
+    assert rank1["ms_per_step"] == pytest.approx(619.30, abs=0.01)
+    assert rank0["gpu_ms"] == pytest.approx(273.83, abs=0.01) and rank1["gpu_ms"] == pytest.approx(290.03, abs=0.01)
+    # no stacks in these traces: their labels say where each rank's time goes
+    assert rank1["regions"][0]["label"] == "## backward ##" and len(rank1["regions"]) == 10
+    assert any("rank 0's" in n for n in report["notes"])
+    assert any(n.startswith("the slowest rank is rank 1 (619.297 ms/step") for n in report["notes"])

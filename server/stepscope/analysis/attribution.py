@@ -10,7 +10,13 @@ How a figure reaches a line (docs/trace-engine.md has the long form):
   forward op with the same sequence number).
 - A point belongs to every node of its own thread that contains it (nested lines are inclusive,
   like their wall time). A point on a thread with no containing node (an autograd or launcher
-  thread) falls back to the nodes of the step's thread open at that moment.
+  thread) falls back to the nodes of the step's thread open at that moment. Where none is open and
+  lines come from `Call stack` statements (1.9), it goes to the statement the step's thread ran last
+  in the same step: that thread records no op while it waits (in `loss.backward()`, on the autograd
+  thread's work), and every op it does run names its statement.
+- A backward op's forward point is its `fwdbwd` flow start, else the latest forward op with the same
+  sequence number that started before it (ops record the number the next autograd node will take,
+  so the ops after one statement's last node carry the next statement's first number).
 
 Invariants:
 - Every time figure is a union of intervals divided by the number of active steps: nested or
@@ -65,8 +71,10 @@ class _Points:
         self.row.append(row)
 
 
-def _hits(nodes: list[_Node], points: _Points, step_track: int | None) -> dict[Hashable, set[int]]:
-    """For each node key, the indices of the points it contains (fallback: the step's thread)."""
+def _hits(nodes: list[_Node], points: _Points, step_track: int | None,
+          step_starts: list[float] | None = None) -> dict[Hashable, set[int]]:
+    """For each node key, the indices of the points it contains (fallback: the step's thread, then
+    the statement that thread ran last in the step when `step_starts` is given)."""
     by_track: dict[int, list[int]] = defaultdict(list)
     for i, t in enumerate(points.track):
         by_track[t].append(i)
@@ -95,7 +103,30 @@ def _hits(nodes: list[_Node], points: _Points, step_track: int | None) -> dict[H
         leftover = [i for i in range(len(points.ts)) if not matched[i] and points.track[i] != step_track]
         if leftover:
             run(nodes_by_track[step_track], leftover)
+        if leftover and step_starts:
+            waiting = [i for i in leftover if not matched[i]]
+            for i, key in _waiting_statements(nodes_by_track[step_track], points, waiting, step_starts):
+                hits[key].add(i)
     return hits
+
+
+def _waiting_statements(track_nodes: list[_Node], points: _Points, idx: list[int],
+                        step_starts: list[float]) -> list[tuple[int, Hashable]]:
+    """(point, statement key) for points that no node holds: the `Call stack` statement whose last op
+    on the step's thread ended last before the point, in the point's step."""
+    statements = sorted((n for n in track_nodes if isinstance(n.key, tuple) and n.key[0] == "call"),
+                        key=lambda n: n.end)
+    if not statements or not idx:
+        return []
+    ends = [n.end for n in statements]
+    out = []
+    for i in idx:
+        ts = points.ts[i]
+        k = bisect.bisect_right(ends, ts) - 1
+        step = bisect.bisect_right(step_starts, ts) - 1
+        if k >= 0 and step >= 0 and statements[k].end >= step_starts[step]:
+            out.append((i, statements[k].key))
+    return out
 
 
 def _self_times(nodes: list[_Node]) -> dict[Hashable, float]:
@@ -200,9 +231,11 @@ def attribute(
     backward_points, backward_link = _backward_points(trace, w0, w1)
     gpu_under = _gpu_under_backward(trace, backward_points, gpu_points)
 
+    step_starts = [s.cpu_start for s in steps]
+
     def figures(nodes: list[_Node]) -> dict[Hashable, dict]:
-        gpu_hits = _hits(nodes, gpu_points, step_track)
-        sync_hits = _hits(nodes, sync_points, step_track)
+        gpu_hits = _hits(nodes, gpu_points, step_track, step_starts)
+        sync_hits = _hits(nodes, sync_points, step_track, step_starts)
         bwd_hits = _hits(nodes, backward_points, None)  # forward points are on the forward thread
         self_times = _self_times(nodes)
         per_key: dict[Hashable, list[_Node]] = defaultdict(list)
@@ -361,16 +394,22 @@ def _backward_points(trace: Trace, w0: float, w1: float) -> tuple[_Points, str]:
                 points.add(start[0], start[1], chosen)
         return points, "flows"
     # no flows: match backward ops to forward ops by sequence number
-    forward_by_seq: dict[int, int] = {}
+    forward_by_seq: dict[int, list[tuple[float, int]]] = defaultdict(list)  # number -> [(start, row)]
     for i in compress(range(len(trace.sequence)), map((-1).__lt__, trace.sequence)):
-        seq = trace.sequence[i]
-        if trace.kind[i] == Kind.CPU_OP and trace.name[i] not in backward_ids and seq not in forward_by_seq:
-            forward_by_seq[seq] = i
+        if trace.kind[i] == Kind.CPU_OP and trace.name[i] not in backward_ids:
+            forward_by_seq[trace.sequence[i]].append((trace.ts[i], i))
+    for holders in forward_by_seq.values():
+        holders.sort()
     linked = False
     for rows in bwd_rows_by_track.values():
         for r in rows:
-            f = forward_by_seq.get(trace.sequence[r])
-            if f is not None:
-                points.add(trace.track[f], trace.ts[f], r)
-                linked = True
+            holders = forward_by_seq.get(trace.sequence[r], ())
+            # the latest holder before the backward op: earlier ones ran before the node was made (the
+            # end of the previous statement, or of the previous step)
+            k = bisect.bisect_right(holders, (trace.ts[r], len(trace))) - 1
+            if k < 0:
+                continue
+            f = holders[k][1]
+            points.add(trace.track[f], trace.ts[f], r)
+            linked = True
     return points, "sequence numbers" if linked else "unavailable"

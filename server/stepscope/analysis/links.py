@@ -9,12 +9,15 @@ Invariants:
 - A CPU track is any track that holds no device activity.
 - The main track is the thread of the step markers; without them, the CPU track whose events (ops,
   annotations, Python frames) span the longest time; None when the trace has no CPU events at all.
+- Step markers drawn on a GPU stream (`gpu_user_annotation` `ProfilerStep#N`, one event per stream
+  the step's work ran on) are kept apart in `gpu_step_rows`: they are read as steps only when no CPU
+  thread holds a step marker (steps.py).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..trace import Kind, Trace
 
@@ -32,6 +35,7 @@ class Links:
     sync_rows: list[int]  # host calls that block on the device
     step_rows: list[int]  # ProfilerStep#N on CPU tracks, by start time
     main_track: int | None = None  # the step markers' thread, else the longest-running CPU thread
+    gpu_step_rows: list[int] = field(default_factory=list)  # ProfilerStep#N on GPU streams, by start time
 
     @property
     def unlinked(self) -> int:
@@ -64,8 +68,10 @@ def build_links(trace: Trace) -> Links:
             launch_row[g] = r
     step_rows.sort(key=lambda r: trace.ts[r])
     step_rows = _dedupe_steps(trace, step_rows)
+    gpu_step_rows = sorted((i for i in trace.rows_named(step_name_ids) if kinds[i] == Kind.GPU_ANNOTATION),
+                           key=trace.ts.__getitem__)
     main_track = trace.track[step_rows[0]] if step_rows else _main_cpu_track(trace, device_tracks)
-    return Links(device_tracks, gpu_rows, launch_row, sync_rows, step_rows, main_track)
+    return Links(device_tracks, gpu_rows, launch_row, sync_rows, step_rows, main_track, gpu_step_rows)
 
 
 def _main_cpu_track(trace: Trace, device_tracks: set[int]) -> int | None:

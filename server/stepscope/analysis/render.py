@@ -1,8 +1,9 @@
 """Text rendering of a report (for `stepscope analyze` and `stepscope profile`).
 
 Pure function of the report dict: headline (ms/step and the machine it came from), the per-line
-table sorted by wall time, regions, findings, and what was not observed. A trace without step
-markers has no ms/step: its headline names the window and its figures are per window.
+table sorted by wall time, the inputs and memory of the top lines (when recorded), regions,
+findings, and what was not observed. A trace without step markers has no ms/step: its headline
+names the window and its figures are per window.
 """
 
 from __future__ import annotations
@@ -48,6 +49,27 @@ def _headline(report: dict) -> str:
     return headline
 
 
+def render_ranks(report: dict) -> list[str]:
+    """The per-rank table of a folder of rank traces (nothing for one trace): rank, ms/step, steps,
+    GPU ms, the slowest rank marked, and whose figures the rest of the report shows."""
+    ranks = report.get("ranks") or []
+    if not ranks:
+        return []
+    headline = ranks[0]
+    whose = f"rank {headline['rank']}" if headline.get("rank") is not None else headline["trace"]
+    # ranks without step markers are compared by their window: show what was compared
+    measure, title = ("ms_per_step", "ms/step") if any(r.get("ms_per_step") is not None for r in ranks) \
+        else ("window_ms", "window ms")
+    out = [f"ranks ({len(ranks)} traces; the figures below are {whose}'s):",
+           f"  {'rank':>6} {title:>10} {'steps':>6} {'gpu ms':>9}"]
+    for r in ranks:
+        ms = "no steps" if r.get(measure) is None else f"{r[measure]:.3f}"
+        rank = "?" if r.get("rank") is None else str(r["rank"])
+        mark = "  <- slowest" if r.get("slowest") else ""
+        out.append(f"  {rank:>6} {ms:>10} {r.get('steps', 0):>6} {_fmt_ms(r.get('gpu_ms')):>9}{mark}")
+    return out
+
+
 def render_text(report: dict) -> str:
     out: list[str] = []
     steps = report.get("steps", [])
@@ -70,11 +92,7 @@ def render_text(report: dict) -> str:
         first = ", ".join(f"{v:.1f}" for v in startup.get("first_steps_ms") or [])
         out.append(f"start-up (separate from the window): {startup['to_first_step_ms']:.1f} ms to the first step"
                    + (f"; first steps {first} ms" if first else ""))
-    ranks = report.get("ranks") or []
-    if ranks:
-        per_rank = ", ".join(f"rank {r['rank']}: " + ("no step markers" if r.get("ms_per_step") is None
-                                                       else f"{r['ms_per_step']:.3f}") for r in ranks)
-        out.append(f"ranks (ms/step): {per_rank}; figures below are rank {report['machine'].get('rank')}'s")
+    out.extend(render_ranks(report))
     gpu = report.get("gpu") or {}
     out.append("GPU: observed" if gpu.get("observed") else f"GPU: not observed ({gpu.get('reason')})")
 
@@ -95,6 +113,7 @@ def render_text(report: dict) -> str:
             out.append(f"... {len(lines) - MAX_ROWS} more lines (see --json)")
     else:
         out.append("no per-line figures")
+    out.extend(render_op_details(report))
     regions = report.get("regions") or []
     if regions:
         out.append("")
@@ -117,3 +136,80 @@ def render_text(report: dict) -> str:
         for n in notes:
             out.append(f"  - {n}")
     return "\n".join(out) + "\n"
+
+
+# -- inputs and memory per line (--shapes / --memory) ---------------------------------------------
+MAX_DETAIL_LINES = 8
+MAX_OP_TEXT = 90
+# input types that are not tensors: their (empty) dims say nothing about the op's size
+_NOT_TENSOR_TYPES = {"", "Scalar", "ScalarList", "GenericList", "None", "Device", "Layout", "ScalarType",
+                     "MemoryFormat", "String"}
+
+
+def _dims_text(dims: list) -> str:
+    return "[" + ",".join(_dims_text(d) if isinstance(d, list) else str(d) for d in dims) + "]"
+
+
+def _tensor_inputs_text(dims: list, types: list | None) -> str:
+    """`[64,768]x[512,768]x[512]`: the shapes of the tensor inputs, in order (a 0-dim tensor is `[]`)."""
+    shown = []
+    for i, d in enumerate(dims or []):
+        kind = types[i] if types is not None and i < len(types) else None
+        if d or (kind is not None and kind not in _NOT_TENSOR_TYPES):
+            shown.append(_dims_text(d))
+    return "x".join(shown)
+
+
+def _calls_text(calls: float) -> str:
+    return f"×{calls:g}"
+
+
+def _bytes_text(n: int | None) -> str:
+    if n is None:
+        return "n/o"
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(n) >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{n} B"
+
+
+def render_op_details(report: dict) -> list[str]:
+    """Inputs and memory of the top lines, when the trace recorded them (nothing otherwise).
+
+    For each of the first `MAX_DETAIL_LINES` rows of the per-line table that has something to show:
+    its outermost ops with the shapes of their tensor inputs, calls and time per step
+    (`aten::linear [64,768]x[512,768]x[512] ×1  0.730 ms`), and the memory allocated per step
+    while it ran with the peak level seen meanwhile. Lines with `shapes`/`alloc_bytes` null (not
+    recorded) show nothing; a recorded 0 is shown.
+    """
+    lines = report.get("lines") or []
+    has_shapes = any(row.get("shapes") is not None for row in lines)
+    has_memory = any(row.get("alloc_bytes") is not None for row in lines)
+    if not (has_shapes or has_memory):
+        return []
+    per = "window" if report.get("ms_per_step") is None else "step"
+    legend = []
+    if has_shapes:
+        legend.append(f"op [tensor input shapes] ×calls, ms per {per}")
+    if has_memory:
+        device = next((row.get("memory_device") for row in lines if row.get("memory_device")), None)
+        legend.append(f"{device + ' ' if device else ''}memory allocated per {per} while the line ran, peak level")
+    out = ["", f"inputs and memory of the top lines ({'; '.join(legend)}):"]
+    root = report.get("source_root")
+    shown = [row for row in lines if row.get("shapes") or row.get("alloc_bytes") is not None][:MAX_DETAIL_LINES]
+    width = max((len(_op_text(op)) for row in shown for op in row.get("shapes") or []), default=0)
+    for row in shown:
+        where = f"{_short(row['file'], root)}:{row['line']}"
+        memory = ""
+        if row.get("alloc_bytes") is not None:
+            memory = f"alloc {_bytes_text(row['alloc_bytes'])}, peak {_bytes_text(row.get('peak_bytes'))}"
+        out.append(f"  {where[-40:]:<40} {memory}".rstrip())
+        for op in row.get("shapes") or []:
+            out.append(f"      {_op_text(op):<{width}} {op['ms']:>9.3f} ms")
+    return out
+
+
+def _op_text(op: dict) -> str:
+    inputs = _tensor_inputs_text(op.get("shapes") or [], op.get("types"))
+    text = " ".join(part for part in (op["op"], inputs, _calls_text(op["calls"])) if part)
+    return text if len(text) <= MAX_OP_TEXT else text[:MAX_OP_TEXT - 3] + "..."

@@ -8,12 +8,14 @@ Invariants:
 - Missing data is said, not zero-filled: `gpu.observed` false with a reason, `gpu_ms` null, and
   `notes` listing what the trace lacks.
 - Paths in the report are absolute.
+- Steps come from CPU `ProfilerStep#N` markers; only when a trace has none, from the markers on a
+  GPU stream (their `cpu_ms` is null and `notes` says where the steps came from; see steps.py).
 - Bad input raises `NotATraceError` / `UsageError` with a one-line reason.
 - Beyond the contract's shape: `evidence` (the trace facts the findings read) and `missing_labels`
   (region labels written in the step's source but absent from the window); see docs/findings.md.
 
 A folder of per-rank traces gives one report: the figures of the lowest rank (the headline), and
-`ranks` with every rank's ms/step.
+`ranks` with every rank's own ms/step, GPU time and top lines, plus `slowest_rank` (ranks.py).
 """
 
 from __future__ import annotations
@@ -26,11 +28,13 @@ from ..errors import NotATraceError, UsageError
 from ..trace import Trace, read_trace
 from .attribution import attribute
 from .findings import Thresholds, collect_evidence, find, load_thresholds, missing_labels
+from .intervals import clip, union_length
 from .step_contents import describe_step
 from .labels import FileTable, load_file_table
-from .links import build_links
+from .links import Links, build_links
 from .machine import describe_machine, gpu_observation
-from .steps import find_steps, ms_per_step, whole_window, window_note
+from .ranks import order_by_rank, summarize_ranks
+from .steps import GPU_MARKERS_NOTE, Step, find_steps, gpu_marker_steps, ms_per_step, whole_window, window_note
 
 FILES_JSON = "files.json"
 SCENARIO_JSON = "scenario.json"
@@ -110,17 +114,16 @@ def analyze(paths: list[Path], *, source_root: Path | None = None, run_dir: Path
         traces_only = [e for e in errors if "not a profiler trace" not in str(e) and "not JSON" not in str(e)]
         raise (traces_only or errors)[0]
     files = [Path(r["traces"][0]) for r in reports]
-    reports.sort(key=lambda r: (r["machine"].get("rank") is None, r["machine"].get("rank") or 0))
+    reports = order_by_rank(reports)
     report = reports[0]
+    # before the headline's `traces` becomes the list of every trace: each rank's entry names its own
+    rank_summary = summarize_ranks(reports) if len(reports) > 1 else None
     report["traces"] = [str(f.resolve()) for f in files]
     report["source_root"] = str(shown_root) if shown_root else None
     report["notes"].extend(f"left out: {reason}" for reason in skipped)
-    if len(reports) > 1:
-        report["ranks"] = [
-            {"trace": r["traces"][0], "rank": r["machine"].get("rank"), "ms_per_step": r["ms_per_step"],
-             "steps": len(r["steps"])}
-            for r in reports
-        ]
+    if rank_summary is not None:
+        report["ranks"], report["slowest_rank"], rank_notes = rank_summary
+        report["notes"].extend(rank_notes)
     report["missing_labels"], label_notes = missing_labels(report)
     report["notes"].extend(config_notes + label_notes)
     report["step_contents"] = describe_step(report)
@@ -132,6 +135,10 @@ def _analyze_one(trace: Trace, *, file_table: FileTable | None, source_root: Pat
                  scenario: dict[str, Any] | None, thresholds: Thresholds = Thresholds()) -> dict:
     links = build_links(trace)
     steps = find_steps(trace, links)
+    # markers only on a GPU stream (no CPU thread holds one): steps complete on the GPU (steps.py)
+    gpu_marked = not steps and bool(links.gpu_step_rows)
+    if gpu_marked:
+        steps = gpu_marker_steps(trace, links)
     # no step markers: the whole trace is one window (not a step): figures are per window, no ms/step
     stepless = not steps
     if stepless:
@@ -154,6 +161,8 @@ def _analyze_one(trace: Trace, *, file_table: FileTable | None, source_root: Pat
     if not isinstance(schedule, dict):
         schedule = {"wait": None, "warmup": None, "active": 0 if stepless else len(steps), "repeat": None, "source": "trace"}
     notes = [window_note(trace, links, steps[0])] if stepless else []
+    if gpu_marked:
+        notes.append(GPU_MARKERS_NOTE)
     if not gpu["observed"]:
         notes.append(gpu["reason"])
     if att.gpu_unlinked:
@@ -173,15 +182,15 @@ def _analyze_one(trace: Trace, *, file_table: FileTable | None, source_root: Pat
         "schedule": schedule,
         "gpu": gpu,
         "startup": startup,
-        "steps": [{"name": s.name, "ms": round(s.ms, 4), "cpu_ms": round((s.cpu_end - s.cpu_start) / 1000.0, 4)}
-                  for s in steps] if not stepless else [],
+        "steps": [{"name": s.name, "ms": round(s.ms, 4), "cpu_ms": _cpu_ms(s)} for s in steps] if not stepless else [],
         "ms_per_step": round(headline, 4) if headline is not None else None,
         "samples_per_s": samples,
         "lines": att.lines,
         "regions": att.regions,
         "findings": [],
         "window": {"ms": round((window_us[1] - window_us[0]) / 1000.0, 4), "steps": 0 if stepless else len(steps),
-                   "per": "window" if stepless else "step", "events": len(trace), "trace_bytes": trace.size_bytes},
+                   "per": "window" if stepless else "step", "events": len(trace), "trace_bytes": trace.size_bytes,
+                   "gpu_ms": _gpu_busy_ms(trace, links, window_us, len(steps))},
         "attribution": {"gpu_events": att.gpu_events, "gpu_unlinked": att.gpu_unlinked,
                         "backward_link": att.backward_link},
         # the trace facts the findings read (batch read, operators, kernels, copies, syncs)
@@ -189,3 +198,16 @@ def _analyze_one(trace: Trace, *, file_table: FileTable | None, source_root: Pat
                                      batch_read_patterns=thresholds.batch_read_patterns),
         "notes": notes,
     }
+
+
+def _cpu_ms(step: Step) -> float | None:
+    """The step's CPU span; unknown (None) for steps read from GPU-stream markers."""
+    return None if step.from_gpu_markers else round((step.cpu_end - step.cpu_start) / 1000.0, 4)
+
+
+def _gpu_busy_ms(trace: Trace, links: Links, window_us: tuple[float, float], n_steps: int) -> float | None:
+    """Time any GPU work ran in the window (union over streams) per step; None without GPU events."""
+    if not links.gpu_rows:
+        return None
+    busy = union_length(clip(((trace.ts[g], trace.end(g)) for g in links.gpu_rows), *window_us))
+    return round(busy / 1000.0 / n_steps, 4)

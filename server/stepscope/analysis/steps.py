@@ -8,6 +8,17 @@ GPU work queued before the window: that is part of the window, not start-up).
 GPU events are assigned to the step whose CPU span holds their launch call; unlinked GPU events are
 assigned by their own start time to the step whose span, extended to the next step's start, holds it.
 
+Steps marked only on a GPU stream (`gpu_user_annotation` `ProfilerStep#N`, no CPU marker in the
+trace; `gpu_marker_steps`): a step's GPU span runs from the earliest start to the latest end of its
+marker's events (one per stream). Kineto draws that span over the work whose innermost label is the
+step, launched from the step's thread, so a step also owns the GPU work that starts after its span
+starts and before the next step's span starts (the last step: all later work). The step completes
+when its span and its work have ended (made monotonic); its duration runs from the previous step's
+completion, the first step's from its host start. Host bounds are not recorded: `cpu_start`/`cpu_end`
+are the first and last launch calls of the step's work (its GPU start where none is linked), so host
+work of the first step before its first launch is outside the window, and a step's CPU time is
+unknown (`from_gpu_markers`).
+
 A trace without step markers is read as ONE window (`whole_window`): the span of the main thread's
 events (first start to last end), completed like a step by the GPU work launched inside it. That
 window is not a step: it has no ms/step, and figures over it are per window.
@@ -32,6 +43,8 @@ class Step:
     cpu_end: float
     completion: float  # max(cpu_end, end of GPU work launched in the step)
     ms: float  # elapsed: previous completion -> own completion
+    #: steps read from GPU-stream markers: cpu_start/cpu_end are launch bounds, not a recorded CPU span
+    from_gpu_markers: bool = False
 
 
 def find_steps(trace: Trace, links: Links) -> list[Step]:
@@ -66,6 +79,43 @@ def find_steps(trace: Trace, links: Links) -> list[Step]:
         steps.append(Step(trace.label(r), s, e, c, (c - previous) / 1000.0))
         previous = c
     return steps
+
+
+def gpu_marker_steps(trace: Trace, links: Links) -> list[Step]:
+    """Steps from `ProfilerStep#N` markers drawn on GPU streams (see the module's docstring)."""
+    spans: dict[str, list[float]] = {}  # label -> [GPU start, GPU end] over every stream
+    for r in links.gpu_step_rows:
+        span = spans.setdefault(trace.label(r), [trace.ts[r], trace.end(r)])
+        span[0] = min(span[0], trace.ts[r])
+        span[1] = max(span[1], trace.end(r))
+    ordered = sorted(spans.items(), key=lambda kv: (kv[1][0], kv[1][1]))
+    span_starts = [g0 for _, (g0, _) in ordered]
+    # a marker spans only the work whose innermost label it is, launched from its own thread: work under
+    # a nested label (Optimizer.step#...) or from the autograd thread runs after it, before the next step
+    owned: list[list[int]] = [[] for _ in ordered]
+    for g in links.gpu_rows:
+        k = bisect.bisect_right(span_starts, trace.ts[g]) - 1
+        if k >= 0:
+            owned[k].append(g)
+    steps: list[Step] = []
+    for (label, (g0, g1)), rows in zip(ordered, owned):
+        launches = [links.launch_row[g] for g in rows if g in links.launch_row]
+        start = min([g0] + [trace.ts[r] for r in launches])
+        host_end = max([start] + [trace.end(r) for r in launches])
+        completion = max([g1] + [trace.end(g) for g in rows])
+        if steps:  # host starts and completions are monotonic, like those of CPU-marked steps
+            start = max(start, steps[-1].cpu_start)
+            completion = max(completion, steps[-1].completion)
+        begin = steps[-1].completion if steps else start
+        steps.append(Step(label, start, max(host_end, start), completion, (completion - begin) / 1000.0, True))
+    return steps
+
+
+GPU_MARKERS_NOTE = ("steps were taken from the ProfilerStep#N markers on the GPU stream (gpu_user_annotation): "
+                    "no CPU thread holds one. A step completes when its GPU span and the GPU work that starts "
+                    "after it, up to the next step's span, have ended, and lasts from the previous step's "
+                    "completion; each step's CPU time is unknown (cpu_ms null), and host work of the first step "
+                    "before its first launch is outside the window")
 
 
 WHOLE_WINDOW = "whole trace (no step markers)"

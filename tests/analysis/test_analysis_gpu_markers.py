@@ -1,0 +1,90 @@
+"""Steps marked only on a GPU stream: ms/step from the GPU spans, CPU time unknown, and the report says so.
+
+Layout (µs). No CPU thread holds a ProfilerStep; the markers are `gpu_user_annotation` events:
+  step 1  launches at 100 and 200 run [300, 2300] and [2300, 4000] on stream 7, marker [300, 4000];
+          the optimizer's kernel, launched at 900 under `Optimizer.step#SGD.step`, runs [4000, 4200]
+          outside the marker (Kineto draws the step's span only over work whose innermost label it is)
+  step 2  launches at 1200 (stream 7) and 1300 (stream 8) run [4200, 6000] and [4500, 6500];
+          one marker per stream: [4200, 6000] on 7 and [4500, 6500] on 8
+  step 3  a launch at 2200 runs [6500, 7000], marker [6500, 7000]
+Completions 4200, 6500, 7000; the first step runs from its first launch (100): 4.1, 2.3, 0.5 ms.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from .kineto_synth import Synth, run_folder
+from .report_schema import REPORT_SCHEMA
+from stepscope.analysis.render import render_text
+from stepscope.analysis.report import analyze
+
+
+def gpu_marked(*, cpu_markers: bool = False, host: bool = True) -> Synth:
+    s = Synth()
+    if cpu_markers:
+        s.step(1, 50, 1050)
+        s.step(2, 1100, 1000)
+        s.step(3, 2100, 900)
+    if host:
+        s.region("ss:f0:5", 90, 160)
+        s.region("Optimizer.step#SGD.step", 880, 70)
+        s.region("ss:f0:5", 1190, 160)
+        s.region("ss:f0:5", 2190, 60)
+    launch = s.launch if host else (lambda ts, gpu_ts, dur, **kw: s.launch(ts, gpu_ts, dur, linked=False, **kw))
+    launch(100, 300, 2000)
+    launch(200, 2300, 1700)
+    launch(900, 4000, 200)
+    launch(1200, 4200, 1800, stream=7)
+    launch(1300, 4500, 2000, stream=8)
+    launch(2200, 6500, 500)
+    s.gpu_step(1, 300, 3700)
+    s.gpu_step(2, 4200, 1800, stream=7)
+    s.gpu_step(2, 4500, 2000, stream=8)
+    s.gpu_step(3, 6500, 500)
+    return s
+
+
+def test_steps_come_from_the_gpu_stream_markers_when_no_cpu_thread_has_them(tmp_path: Path) -> None:
+    run = run_folder(tmp_path, gpu_marked())
+    report = analyze([run / "trace.json"])
+    jsonschema.validate(report, REPORT_SCHEMA)
+    assert [s["name"] for s in report["steps"]] == ["ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#3"]
+    # elapsed from the previous completion; step 1 includes the optimizer kernel that ran after its span,
+    # step 2 ends with its longer stream (stream 8 at 6500)
+    assert [s["ms"] for s in report["steps"]] == [4.1, 2.3, 0.5]
+    assert report["ms_per_step"] == 2.3
+    assert all(s["cpu_ms"] is None for s in report["steps"])  # unknown, not zero
+    assert report["window"]["per"] == "step" and report["window"]["steps"] == 3
+    assert any("markers on the GPU stream" in n and "cpu_ms null" in n for n in report["notes"])
+    assert not any("no ProfilerStep#N" in n for n in report["notes"])
+    # per-line figures are per step: the line launched 3700 + 2300 + 500 µs of GPU work in 3 steps
+    line = report["lines"][0]
+    assert (Path(line["file"]).name, line["line"]) == ("train.py", 5)
+    assert line["gpu_ms"] == pytest.approx(6.5 / 3, abs=1e-4)
+    assert line["kernels"] == 2
+    regions = {r["label"]: r for r in report["regions"]}
+    assert regions["Optimizer.step#SGD.step"]["gpu_ms"] == pytest.approx(0.2 / 3, abs=1e-4)
+    assert report["window"]["gpu_ms"] == pytest.approx(6.7 / 3, abs=1e-4)  # GPU busy [300, 7000], per step
+    assert render_text(report).startswith("2.300 ms/step (median of 3 active steps)")
+
+
+def test_cpu_markers_win_over_gpu_markers(tmp_path: Path) -> None:
+    report = analyze([gpu_marked(cpu_markers=True).write(tmp_path / "t.json")])
+    # CPU spans 50..1100, 1100..2100, 2100..3000; completions from the GPU work launched in each
+    assert [s["ms"] for s in report["steps"]] == [4.15, 2.3, 0.5]
+    assert [s["cpu_ms"] for s in report["steps"]] == [1.05, 1.0, 0.9]
+    assert not any("GPU stream" in n for n in report["notes"])
+
+
+def test_a_device_only_trace_with_gpu_markers_has_steps(tmp_path: Path) -> None:
+    # no launch call is in the trace (a trace cut down to its device events): each step starts and
+    # completes on the GPU
+    report = analyze([gpu_marked(host=False).write(tmp_path / "t.json")])
+    assert [s["ms"] for s in report["steps"]] == [3.9, 2.3, 0.5]
+    assert all(s["cpu_ms"] is None for s in report["steps"])
+    assert report["attribution"]["gpu_unlinked"] == 6
+    assert report["lines"] == []

@@ -1,0 +1,97 @@
+"""A folder of per-rank traces: each rank's own ms/step, GPU time and lines, and the slowest rank named.
+
+Each rank runs 2 steps of its own length (rank 0: 1 ms, rank 1: 3 ms, rank 2: 2 ms); in each step:
+  train.py:10 `forward_step` [100, 400] launches at 150 a kernel running [200, 500]
+  train.py:20 `sync_grads`   [500, L - 100] launches at 550 a kernel running [600, 700] (rank 1 waits longest)
+Rank 0 also runs 12 small helpers (train.py:100-111, 5 µs each), more lines than a rank entry keeps.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from .kineto_synth import Synth
+from .report_schema import REPORT_SCHEMA
+from tests.conftest import run_stepscope
+from stepscope.analysis.report import analyze
+
+STEP_US = {0: 1000, 1: 3000, 2: 2000}
+
+
+def rank_folder(tmp: Path) -> tuple[Path, Path]:
+    ws = tmp / "ws"
+    ws.mkdir()
+    (ws / "train.py").write_text("\n" * 120)
+    folder = tmp / "ranks"
+    # file names that do not sort like the ranks: the order comes from the traces' distributedInfo
+    for rank, name in ((2, "a.json"), (0, "b.json"), (1, "c.json")):
+        s = Synth()
+        s.metadata = {"distributedInfo": {"rank": rank, "world_size": 3}}
+        length = STEP_US[rank]
+        for k in range(2):
+            t = k * length
+            s.step(k + 1, t, length)
+            s.frame("train.py", 10, "forward_step", t + 100, 300)
+            s.launch(t + 150, t + 200, 300)
+            s.frame("train.py", 20, "sync_grads", t + 500, length - 600)
+            s.launch(t + 550, t + 600, 100)
+            if rank == 0:
+                for j in range(12):
+                    s.frame("train.py", 100 + j, f"helper{j}", t + 410 + 7 * j, 5)
+        s.write(folder / name)
+    return folder, ws
+
+
+def test_each_rank_carries_its_own_figures_and_the_slowest_is_named(tmp_path: Path) -> None:
+    folder, ws = rank_folder(tmp_path)
+    report = analyze([folder], source_root=ws)
+    jsonschema.validate(report, REPORT_SCHEMA)
+    ranks = report["ranks"]
+    assert [(r["rank"], r["ms_per_step"], r["steps"]) for r in ranks] == [(0, 1.0, 2), (1, 3.0, 2), (2, 2.0, 2)]
+    assert [r["trace"] for r in ranks] == [str(folder / n) for n in ("b.json", "c.json", "a.json")]
+    assert all(r["gpu_ms"] == pytest.approx(0.4) for r in ranks)  # [200, 500] and [600, 700] per step
+    assert report["slowest_rank"] == 1 and [r["slowest"] for r in ranks] == [False, True, False]
+    # each rank's top lines, in the per-line shape of the report's lines: rank 1 waits 2.4 ms in sync_grads
+    top = {r["rank"]: [(Path(x["file"]).name, x["line"], x["wall_ms"]) for x in r["lines"][:2]] for r in ranks}
+    assert top[0] == [("train.py", 20, 0.4), ("train.py", 10, 0.3)]
+    assert top[1] == [("train.py", 20, 2.4), ("train.py", 10, 0.3)]
+    assert top[2] == [("train.py", 20, 1.4), ("train.py", 10, 0.3)]
+    assert ranks[1]["lines"][0]["gpu_ms"] == pytest.approx(0.1) and ranks[1]["lines"][0]["kernels"] == 1
+    assert set(ranks[1]["lines"][0]) == set(report["lines"][0])
+    # rank 0 ran 14 lines: its entry keeps the 10 longest; the headline keeps them all
+    assert len(report["lines"]) == 14 and len(ranks[0]["lines"]) == 10
+    assert ranks[0]["lines"] == report["lines"][:10]
+    # the headline is rank 0's, and the notes say so and name the slowest
+    assert report["machine"]["rank"] == 0 and report["ms_per_step"] == 1.0
+    assert any("headline figures" in n and "rank 0's" in n for n in report["notes"])
+    assert "the slowest rank is rank 1 (3.000 ms/step against 1.000 on rank 0)" in " ".join(report["notes"])
+
+
+def test_the_text_report_has_a_rank_table_with_the_slowest_marked(tmp_path: Path) -> None:
+    folder, ws = rank_folder(tmp_path)
+    proc = run_stepscope("analyze", str(folder), "--source-root", str(ws), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("1.000 ms/step (median of 2 active steps)")
+    table = proc.stdout.split("ranks (3 traces; the figures below are rank 0's):\n", 1)[1].splitlines()
+    assert table[0].split() == ["rank", "ms/step", "steps", "gpu", "ms"]
+    assert [row.split() for row in table[1:4]] == [
+        ["0", "1.000", "2", "0.400"],
+        ["1", "3.000", "2", "0.400", "<-", "slowest"],
+        ["2", "2.000", "2", "0.400"],
+    ]
+    # a folder named relative to the working directory: every trace path in the JSON is absolute
+    proc = run_stepscope("analyze", "ranks", "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert [r["trace"] for r in report["ranks"]] == [str(folder / n) for n in ("b.json", "c.json", "a.json")]
+
+
+def test_one_trace_has_no_rank_table(tmp_path: Path) -> None:
+    folder, ws = rank_folder(tmp_path)
+    report = analyze([folder / "b.json"], source_root=ws)
+    assert "ranks" not in report and "slowest_rank" not in report
+    assert not any("rank" in n for n in report["notes"])
