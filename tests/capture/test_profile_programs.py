@@ -252,3 +252,34 @@ def test_gpu_program_without_gpu_collection_is_refused(workspace: Path, tmp_path
     assert r.returncode == 0, r.stderr
     report = json.loads(r.stdout)
     assert report["gpu"]["observed"] is False and "cpu-only" in report["gpu"]["reason"].replace("--", "")
+
+
+def test_text_report_shows_shapes_and_memory_only_when_recorded(workspace: Path):
+    _write(workspace, "mem.py", """\
+        import torch
+        model = torch.nn.Linear(32, 64)
+        for i in range(12):
+            x = torch.randn(8, 32)
+            y = model(x)
+            big = torch.zeros(1024, 1024)
+        """)
+    r = run_stepscope("profile", "mem.py", "--shapes", "--memory", cwd=workspace)
+    assert r.returncode == 0, r.stderr
+    text = r.stdout.splitlines()
+    start = text.index(next(t for t in text if t.startswith("inputs and memory of the top lines")))
+    assert "host memory allocated per step" in text[start]
+    section = text[start + 1:text.index("", start)]
+    blocks: dict[str, list[str]] = {}
+    for row in section:  # "  mem.py:5   alloc ..." then its ops, indented further
+        if not row.startswith("      "):
+            where = row.split()[0]
+            blocks[where] = [" ".join(row.split()[1:])]
+        else:
+            blocks[where].append(" ".join(row.split()))
+    assert blocks["mem.py:5"][1].startswith("aten::linear [8,32]x[64,32]x[64] ×1 ")
+    assert blocks["mem.py:6"][0].startswith("alloc 4.00 MiB, peak ")  # a 1024×1024 float tensor per step
+    assert blocks["mem.py:6"][1].startswith("aten::zeros ×1 ")  # its size is a list, not a tensor input
+
+    plain = run_stepscope("profile", "mem.py", cwd=workspace)
+    assert plain.returncode == 0, plain.stderr
+    assert "inputs and memory" not in plain.stdout and "alloc" not in plain.stdout

@@ -137,6 +137,10 @@ def main(spec_path: str, process_start: float) -> int:
                                       f"(wait {sched['wait']} + warmup {sched['warmup']} + active {sched['active']} = {need}); "
                                       "give it more data or lower --wait/--warmup")}
 
+    from . import compiled
+
+    torch_compile = compiled.record(window.observed, window.dynamo_at_window_start,
+                                    window.dynamo_at_window_end, window.traces_written)
     record = dict(spec.get("scenario", {}))
     record.update({
         "machine": machine | {"devices": scenario_mod.cuda_device_names()},
@@ -146,7 +150,8 @@ def main(spec_path: str, process_start: float) -> int:
         "active_steps_recorded": window.active_steps_seen(),
         "window_complete": window.window_complete,
         "activities": [str(a).split(".")[-1] for a in activities],
-        "program_state": scenario_mod.program_state(),
+        "program_state": scenario_mod.program_state() | {"torch_compile_used": torch_compile["compiled_step"]},
+        "torch_compile": torch_compile,
         "traces": window.traces_written,
         "observed": window.observed,
         "notes": window.notes,

@@ -3,13 +3,15 @@
 Looked at on the first active step only, so the cost stays out of every other step:
 - the batch the loop's iterator yielded: tensor shapes, dtypes and devices, the batch size;
 - the data source: a DataLoader (workers, batch size, pinning) or something else;
-- the models visible in the loop's frame: train/eval mode, parameter dtype and device;
+- the models visible in the loop's frame: train/eval mode, parameter dtype and device, whether
+  torch.compile wraps them; functions wrapped by torch.compile visible there;
 - the modes in force while the step runs: autocast, grad, inference mode.
 Nothing here holds a reference to a tensor after it returns (shapes only).
 """
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
 import torch
@@ -52,18 +54,45 @@ def describe_source(iterable: Any) -> dict[str, Any]:
     return {"kind": type(iterable).__name__}
 
 
+def _compiled_module(module: torch.nn.Module) -> torch.nn.Module | None:
+    """The module `torch.compile` wraps (the module itself when compiled in place), else None."""
+    wrapped = getattr(module, "_orig_mod", None)
+    if isinstance(wrapped, torch.nn.Module) and type(module).__name__ == "OptimizedModule":
+        return wrapped
+    if getattr(module, "_compiled_call_impl", None) is not None:  # `Module.compile()` (torch >= 2.2)
+        return module
+    return None
+
+
 def describe_models(frame_locals: dict[str, Any]) -> list[dict[str, Any]]:
     models = []
     for name, value in list(frame_locals.items()):
         if isinstance(value, torch.nn.Module):
             first = next(value.parameters(), None)
+            compiled = _compiled_module(value)
             models.append({
-                "name": name, "type": type(value).__name__, "training": value.training,
+                # a compiled model is named by the model it wraps, not by dynamo's wrapper class
+                "name": name, "type": type(compiled if compiled is not None else value).__name__,
+                "training": value.training,
                 "dtype": str(first.dtype).replace("torch.", "") if first is not None else None,
                 "device": str(first.device) if first is not None else None,
-                "compiled": type(value).__name__ == "OptimizedModule",
+                "compiled": compiled is not None,
             })
     return models
+
+
+def compiled_functions(*namespaces: dict[str, Any]) -> list[str]:
+    """Names bound to functions wrapped by `torch.compile` (not `torch.compiler.disable`, which
+    marks its wrapper the same way but with `_torchdynamo_disable`)."""
+    names: list[str] = []
+    for namespace in namespaces:
+        for name, value in list(namespace.items()):
+            # plain functions only: reading attributes of arbitrary objects could run their code
+            if (isinstance(value, types.FunctionType)
+                    and getattr(value, "_torchdynamo_orig_callable", None) is not None
+                    and not getattr(value, "_torchdynamo_disable", False) and name not in names):
+                names.append(name)
+    return names
 
 
 def describe_modes() -> dict[str, Any]:

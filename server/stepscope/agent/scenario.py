@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import platform
 import re
-import sys
 from typing import Any
 
 import torch
@@ -89,7 +88,4 @@ def program_state() -> dict[str, Any]:
         "grad_enabled": torch.is_grad_enabled(),
         "num_threads": torch.get_num_threads(),
     }
-    dynamo = sys.modules.get("torch._dynamo")
-    state["torch_compile_used"] = bool(dynamo is not None and getattr(dynamo, "utils", None) is not None
-                                       and getattr(dynamo.utils, "counters", {}).get("stats", {}).get("unique_graphs", 0))
     return state

@@ -29,6 +29,8 @@ from typing import Any, Callable, Iterable, Iterator
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
+from . import compiled
+
 
 class WindowComplete(BaseException):
     """Raised at the next step boundary once the window is captured, to stop the program.
@@ -104,6 +106,10 @@ class StepWindow:
         self.observed: dict[str, Any] = {}  # what the step is made of (probe.py), first active step
         self._modes_pending = False
         self.notes: list[dict[str, str]] = []
+        # dynamo's counters when the first active step begins and when the last trace is written
+        self.dynamo_at_window_start: dict[str, int] | None = None
+        self.dynamo_at_window_end: dict[str, int] | None = None
+        self._window_started = False
 
     # -- called by the instrumented program -------------------------------------------------
     def iterate(self, iterable: Iterable[Any], label: str) -> Iterator[Any]:
@@ -146,6 +152,9 @@ class StepWindow:
                     raise WindowComplete
                 return
         self._emit("step", index=self.steps_started, phase=self.phase(self.steps_started))
+        if not self._window_started and self.phase(self.steps_started) == "active":
+            self._window_started = True
+            self.dynamo_at_window_start = compiled.dynamo_counters()
         self.steps_started += 1
         if "models" not in self.observed and self._in_active_step():
             self._observe(sys._getframe(1))
@@ -190,6 +199,7 @@ class StepWindow:
                 if iterable is None and frame.f_code.co_argcount:  # a function step: its arguments
                     names = frame.f_code.co_varnames[:frame.f_code.co_argcount]
                     self.observed["arguments"] = probe.describe_batch([frame.f_locals.get(n) for n in names])
+                self.observed["compiled_functions"] = probe.compiled_functions(frame.f_locals, frame.f_globals)
             if iterable is not None:
                 self.observed["data_source"] = probe.describe_source(iterable)
                 self.observed["batch"] = probe.describe_batch(item)
@@ -238,6 +248,7 @@ class StepWindow:
             if os.path.exists(tmp):
                 os.unlink(tmp)
         self.traces_written.append(path)
+        self.dynamo_at_window_end = compiled.dynamo_counters()
         if len(self.traces_written) >= max(1, self.repeat):
             self.window_complete = True
             self._emit("window-complete", active_steps=self.active_steps_seen(), traces=self.traces_written)

@@ -1,0 +1,102 @@
+"""The scenario record says whether the step runs torch.compile'd code (real torch on the CPU).
+
+`scenario.torch_compile.compiled_step` is what a user reads; `evidence` says why. The programs use
+the `aot_eager` backend (dynamo + AOTAutograd, no C++ compiler needed) except the inductor test,
+which needs one.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from ..conftest import run_stepscope
+
+pytestmark = pytest.mark.torch
+
+PROGRAM = """\
+import sys
+import torch
+
+backend = sys.argv[1]
+net = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+model = torch.compile(net, backend=backend)
+opt = torch.optim.SGD(net.parameters(), lr=0.01)
+
+
+@torch.compile(backend=backend)
+def scaled(x):
+    return torch.sin(x) * 2
+
+
+for i in range(12):
+    rows = 8 if i < 5 else 9  # a new batch size in the middle of the active window: a recompile
+    loss = model(torch.randn(rows, 16)).sum() + scaled(torch.randn(4)).sum()
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+"""
+
+
+def _profile(ws: Path, name: str, body: str, *args: str) -> dict:
+    (ws / name).write_text(textwrap.dedent(body))
+    r = run_stepscope("profile", "--json", name, *args, cwd=ws)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)["scenario"]
+
+
+def test_a_compiled_model_and_function_called_in_the_step_are_reported(workspace: Path):
+    scenario = _profile(workspace, "compiled.py", PROGRAM, "--", "aot_eager")
+    record = scenario["torch_compile"]
+    assert record["compiled_step"] is True
+    assert scenario["program_state"]["torch_compile_used"] is True
+    assert {(o["name"], o["kind"]) for o in record["compiled_objects"]} == {("model", "module"), ("scaled", "function")}
+    model = next(m for m in scenario["observed"]["models"] if m["name"] == "model")
+    assert model == {**model, "type": "Sequential", "compiled": True}  # named by what it wraps
+    assert not next(m for m in scenario["observed"]["models"] if m["name"] == "net")["compiled"]
+    # AOTAutograd's compiled function runs once per active step (forward of the compiled model)
+    assert record["trace_markers"]["CompiledFunction"] == 5
+    assert record["dynamo"]["before_window"]["frames_compiled"] > 0
+    # the batch size changed inside the window: dynamo compiled again while it was measured
+    assert record["dynamo"]["during_window"]["frames_compiled"] > 0
+    assert any("during the window" in e for e in record["evidence"])
+
+
+def test_a_plain_step_and_a_compiled_model_left_uncalled_are_not_compiled_steps(workspace: Path):
+    plain = _profile(workspace, "plain.py", """\
+        import torch
+        model = torch.nn.Linear(16, 4)
+        for i in range(12):
+            model(torch.randn(8, 16)).sum().backward()
+        """)
+    assert plain["torch_compile"]["compiled_step"] is False
+    dynamo = plain["torch_compile"]["dynamo"]  # None when nothing in the process loaded torch._dynamo
+    assert dynamo is None or (dynamo["before_window"]["frames_compiled"] == dynamo["during_window"]["frames_compiled"] == 0)
+    assert plain["torch_compile"]["compiled_objects"] == []
+    assert plain["program_state"]["torch_compile_used"] is False
+
+    uncalled = _profile(workspace, "uncalled.py", """\
+        import torch
+        model = torch.nn.Linear(16, 4)
+        fast = torch.compile(model, backend="aot_eager")  # built, never called
+        for i in range(12):
+            model(torch.randn(8, 16)).sum().backward()
+        """)
+    record = uncalled["torch_compile"]
+    assert record["compiled_step"] is False
+    assert [o["name"] for o in record["compiled_objects"]] == ["fast"]
+    assert not any(record["trace_markers"].values())
+    assert record["evidence"][-1] == "but no compiled code ran in the window"
+
+
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
+                    reason="inductor on the CPU needs a C++ compiler")
+def test_inductor_compiled_step(workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor-cache"))
+    record = _profile(workspace, "compiled.py", PROGRAM, "--", "inductor")["torch_compile"]
+    assert record["compiled_step"] is True
+    assert record["trace_markers"]["CompiledFunction"] == 5
