@@ -66,12 +66,14 @@ class _Locator:
             self.tracks[track] = ([s[0] for s in spans], [s[1] for s in spans], [nodes[s[2]] for s in spans])
         self.step_track = step_track
 
-    @classmethod
-    def from_sorted(cls, tracks: dict[int, tuple[list[float], list[float], list]]) -> "_Locator":
-        """From per-track (starts, ends, nodes) already sorted by (start, -end)."""
-        locator = cls({}, None)
-        locator.tracks = tracks
-        return locator
+    def locate_sorted(self, track: int, times: list[float]) -> list:
+        """`locate` for many moments of one track, given in time order (no grouping, no sorting)."""
+        out = _sweep_sorted(self.tracks[track], times) if track in self.tracks else [None] * len(times)
+        if self.step_track is not None and track != self.step_track and self.step_track in self.tracks:
+            left = [i for i, node in enumerate(out) if node is None]
+            for i, node in zip(left, _sweep_sorted(self.tracks[self.step_track], [times[i] for i in left])):
+                out[i] = node
+        return out
 
     def locate(self, queries: list[tuple[int, float]]) -> list:
         out: list = [None] * len(queries)
@@ -85,6 +87,25 @@ class _Locator:
             left = [i for i, (track, _) in enumerate(queries) if out[i] is None and track != self.step_track]
             _sweep(self.tracks[self.step_track], left, queries, out)
         return out
+
+
+def _sweep_sorted(track_nodes: tuple[list[float], list[float], list], times: list[float]) -> list:
+    """`_sweep` for times already in order: the innermost node containing each, or None."""
+    starts, ends, nodes = track_nodes
+    out: list = [None] * len(times)
+    stack: list[int] = []
+    j, n = 0, len(nodes)
+    for i, ts in enumerate(times):
+        while j < n and starts[j] <= ts:
+            while stack and ends[stack[-1]] < starts[j]:
+                stack.pop()
+            stack.append(j)
+            j += 1
+        while stack and ends[stack[-1]] < ts:
+            stack.pop()
+        if stack:
+            out[i] = nodes[stack[-1]]
+    return out
 
 
 def _sweep(track_nodes: tuple[list[float], list[float], list], idx: list[int],
@@ -107,6 +128,23 @@ def _sweep(track_nodes: tuple[list[float], list[float], list], idx: list[int],
             stack.pop()
         if stack:
             out[i] = nodes[stack[-1]]
+
+
+def _innermost_ops(trace: Trace, op_spans: dict[int, tuple[list[float], list[float], list[int]]],
+                   parent: dict[int, int], queries: list[tuple[int, float]]) -> list[int | None]:
+    """The innermost operator open at each (track, ts), or None. The operator that started last
+    before the moment contains it, or one of its ancestors does (operators on a thread nest), so
+    a bisection and a short walk up the parents replace a sweep over every operator."""
+    out: list[int | None] = []
+    start_col, dur_col = trace.ts, trace.dur
+    for track, ts in queries:
+        spans = op_spans.get(track)
+        k = bisect.bisect_right(spans[0], ts) - 1 if spans else -1
+        row = spans[2][k] if k >= 0 else -1
+        while row >= 0 and start_col[row] + dur_col[row] < ts:
+            row = parent[row]
+        out.append(row if row >= 0 else None)
+    return out
 
 
 def _overlap(a: list[Interval], b: list[Interval]) -> float:
@@ -168,33 +206,41 @@ def collect_evidence(trace: Trace, links: Links, steps: list[Step], *, file_tabl
     batch_names: dict[int, bool] = {}
     batch_iv: list[Interval] = []
     batch_signals: Counter = Counter()
-    saw_ss = False
     uid = 0
     batch_line: _Node | None = None
     batch_first: tuple[int, float] | None = None
     # older traces write record_function events (DataLoader's among them) as cpu_op: those named
     # like a batch read are visited too
-    cpu_batch_ids = frozenset(i for i, name in enumerate(names) if not name.startswith("aten::") and is_batch(name))
-    visited = sorted(trace.rows(Kind.ANNOTATION, Kind.PYTHON)
-                     + [i for i in trace.rows_named(cpu_batch_ids) if kind_col[i] == Kind.CPU_OP])
-    visited = [i for i in visited if ts_col[i] + dur_col[i] >= w0 and ts_col[i] <= cpu_end
-               and track_col[i] not in devices]
-    # what each name means is decided once per name: a line node, a batch read, or nothing
-    for nid in dict.fromkeys(map(name_col.__getitem__, visited)):
-        label = names[nid]
+    # What each name means is decided once per name of the symbol table: a region (exact line), a
+    # user-code frame (function line), a batch read, or nothing. Only rows of names that mean
+    # something are visited (a trace with stacks holds millions of other frames).
+    ss_ids: set[int] = set()
+    for nid, label in enumerate(names):
         key = None
         ss = parse_ss_label(label)
         if ss:
-            saw_ss = True
+            ss_ids.add(nid)
             path = file_table.resolve(ss.file_id) if file_table else None
             key = ("exact", path, ss.line) if path else None
         else:
             frame = parse_frame(label)
             path = frames.resolve(frame) if frame else None
             key = ("function", path, frame.line) if (frame and path) else None
-        name_key[nid] = key
-        batch_names[nid] = (not _STEP.match(label)) and is_batch(label)
-    for i in [i for i in visited if name_key[name_col[i]] is not None or batch_names[name_col[i]]]:
+        batch = (not _STEP.match(label)) and is_batch(label)
+        if key is not None or batch:
+            name_key[nid] = key
+            batch_names[nid] = batch
+    # older traces write record_function events (DataLoader's among them) as cpu_op: those named
+    # like a batch read are visited too
+    cpu_batch_ids = frozenset(nid for nid, batch in batch_names.items() if batch and not names[nid].startswith("aten::"))
+    visit_kinds = (Kind.ANNOTATION, Kind.PYTHON)
+    candidates = trace.rows_named(frozenset(name_key) | ss_ids)
+    candidates = [i for i in candidates if ts_col[i] + dur_col[i] >= w0 and ts_col[i] <= cpu_end
+                  and track_col[i] not in devices
+                  and (kind_col[i] in visit_kinds or kind_col[i] == Kind.CPU_OP and name_col[i] in cpu_batch_ids)]
+    saw_ss = any(name_col[i] in ss_ids and kind_col[i] in visit_kinds for i in candidates)
+    visited = [i for i in candidates if name_col[i] in name_key]
+    for i in visited:
         start, track, nid = ts_col[i], track_col[i], name_col[i]
         end = start + dur_col[i]
         key = name_key[nid]
@@ -241,30 +287,32 @@ def collect_evidence(trace: Trace, links: Links, steps: list[Step], *, file_tabl
         op_ends = [s + d for s, d in zip(op_starts, durs)]
         op_spans[track] = (op_starts, op_ends, rows)
         own = durs[:]
-        stack: list[int] = []  # indexes into rows of the open ops, innermost last
-        for k, r in enumerate(rows):
-            while stack and op_ends[stack[-1]] <= op_starts[k]:
-                stack.pop()
-            if stack and op_ends[stack[-1]] >= op_ends[k]:
-                parent[r] = rows[stack[-1]]
-                own[stack[-1]] -= durs[k]
-            else:
-                parent[r] = -1
-            stack.append(k)
+        up = [-1] * len(rows)  # the enclosing operator's row, by position
+        stack: list[int] = []  # positions of the open ops, innermost last
+        push, pop = stack.append, stack.pop
+        for k, (start, end, d) in enumerate(zip(op_starts, op_ends, durs)):
+            while stack and op_ends[stack[-1]] <= start:
+                pop()
+            if stack and op_ends[stack[-1]] >= end:
+                top = stack[-1]
+                up[k] = rows[top]
+                own[top] -= d
+            push(k)
+        parent.update(zip(rows, up))
         self_us.update(zip(rows, own))
-    op_locator = _Locator.from_sorted(op_spans)
 
     # launch points of GPU work and sync calls: their op and their line
     launches = [(g, links.launch_row[g]) for g in in_window_gpu if g in links.launch_row]
     sync_rows = [r for r in links.sync_rows if w0 <= ts_col[r] <= cpu_end]
     launch_q = [(track_col[r], ts_col[r]) for _, r in launches]
-    launch_ops = op_locator.locate(launch_q)
+    launch_ops = _innermost_ops(trace, op_spans, parent, launch_q)
     launch_lines = locator.locate(launch_q)
     sync_lines = locator.locate([(track_col[r], ts_col[r]) for r in sync_rows])
 
     all_ops = [r for rows in ops_by_track.values() for r in rows]
-    op_lines = locator.locate([(track_col[r], ts_col[r]) for r in all_ops])
-    line_of_op = dict(zip(all_ops, op_lines))
+    line_of_op: dict[int, _Node | None] = {}
+    for track, (op_starts, _, rows) in op_spans.items():
+        line_of_op.update(zip(rows, locator.locate_sorted(track, op_starts)))
 
     ops = _operator_figures(trace, all_ops, self_us, line_of_op, launches, launch_ops, batch_merged, n,
                             gpu_observed)
@@ -310,13 +358,11 @@ def _operator_figures(trace: Trace, all_ops: list[int], self_us: dict[int, float
     time_at: dict[tuple[int, tuple], float] = defaultdict(float)  # (name id, line key) -> µs
     no_line = (None, None, None)
     counted = [r for r in all_ops if not in_batch(ts[r])] if starts else all_ops
-    for r in counted:
-        nid = name_col[r]
-        own = self_us[r]
+    for nid, own, node in zip(map(name_col.__getitem__, counted), map(self_us.__getitem__, counted),
+                              map(line_of_op.__getitem__, counted)):
         if own < 0.0:
             own = 0.0
         self_by_name[nid] += own
-        node = line_of_op[r]
         time_at[nid, node.key if node is not None else no_line] += own
     count_by_name.update(map(name_col.__getitem__, counted))
     line_time: dict[int, Counter] = defaultdict(Counter)
