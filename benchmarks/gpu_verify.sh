@@ -19,6 +19,11 @@ $PY -m stepscope profile train_gpu.py --json > "$OUT/train_gpu.json" 2> "$OUT/tr
 echo "train_gpu exit $?" >> "$OUT/gpu.txt"
 $PY -m stepscope analyze "$(ls -d .stepscope/runs/*train_gpu* | tail -1)" >> "$OUT/train_gpu.txt" 2>&1
 
+# 1b. The same step with the model compiled (inductor: Triton kernels, compiled regions).
+$PY -m stepscope profile train_gpu.py --warmup 3 --json -- --compile > "$OUT/train_gpu_compiled.json" 2> "$OUT/train_gpu_compiled.log"
+echo "train_gpu --compile exit $?" >> "$OUT/gpu.txt"
+$PY -m stepscope analyze "$(ls -d .stepscope/runs/*train_gpu* | tail -1)" >> "$OUT/train_gpu_compiled.txt" 2>&1
+
 # 2. Overhead of the per-line regions: alternate with/without, 3 runs each, 20 active steps.
 for i in 1 2 3; do
   for mode in lines nolines; do

@@ -4,7 +4,8 @@
 - The loss is read back with `.item()` every step: the host waits for the device.
 - The batch is read in the main process (num_workers=0) from a dataset that decodes on the CPU.
 
-`stepscope profile examples/train_gpu.py` (falls back to the CPU when no GPU is present).
+`stepscope profile examples/train_gpu.py` (falls back to the CPU when no GPU is present);
+`stepscope profile examples/train_gpu.py -- --compile` runs the model through torch.compile.
 """
 
 import argparse
@@ -44,12 +45,15 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--side", type=int, default=64)
+    parser.add_argument("--compile", action="store_true", help="run the model through torch.compile")
     args = parser.parse_args()
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     torch.manual_seed(0)
     loader = DataLoader(DecodeDataset(args.steps * args.batch_size, args.side), batch_size=args.batch_size)
     model = build_model().to(device)
+    if args.compile:
+        model = torch.compile(model)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
 
     model.train()

@@ -13,8 +13,8 @@ What the rewrite adds (the runtime object is `__stepscope__`, a `window.StepWind
   and its inner statements too.
 - The step function `step_function` (each call is a step): `__stepscope__.step_boundary()` first,
   then its statements wrapped as for a loop body.
-- Every other function of a workspace module: its body runs inside `__stepscope__.frame()` (call
-  depth in workspace code) and each statement inside `__stepscope__.line("ss:...")`, which records
+- Every other function of a workspace module: its body runs inside
+  `__stepscope__.frame("ss:<id>:<def line>")` (call depth in workspace code, and which function) and each statement inside `__stepscope__.line("ss:...")`, which records
   only while the window runs and the call is within the configured depth of the step.
   Generator and async functions are not counted as frames (a suspended generator would hold its
   depth), but their statements are still labelled.
@@ -132,7 +132,8 @@ class _Rewriter:
         if isinstance(fn, ast.AsyncFunctionDef) or _is_generator(fn):
             fn.body = doc + wrapped
         else:
-            fn.body = doc + [_with("frame", [], wrapped, body[0])]
+            label = ast.Constant(region_label(self.file_id, fn.lineno))
+            fn.body = doc + [_with("frame", [label], wrapped, body[0])]
 
 
 def _split_docstring(body: list[ast.stmt]) -> tuple[list[ast.stmt], list[ast.stmt]]:

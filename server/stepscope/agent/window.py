@@ -5,9 +5,14 @@
   boundary, and the `next()` itself runs inside the batch-read region.
 - `step_boundary()` marks a boundary for `while` loops.
 - `region(label)` is a `record_function` context for one statement of the step itself.
-- `frame()` counts calls into workspace functions; `line(label)` labels a statement of such a
+- `frame(label)` counts calls into workspace functions; `line(label)` labels a statement of such a
   function while the window records and the call is at most `max_depth` workspace frames below
   the step.
+- The regions' own cost is bounded: before the first active step, the regions of the step before
+  it are counted per function and priced with a measured cost per region; if they would add more
+  than `REGION_BUDGET` of that step's time, the functions with the most regions (a dataset's
+  `__getitem__` called once per sample, ...) are left whole for the whole window — their time stays
+  on the line that calls them — and `observed["lines_not_split"]` says which and why.
 
 Invariants:
 - One fresh `torch.profiler.profile` per run (events accumulate across start/stop otherwise).
@@ -32,6 +37,15 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule
 from . import compiled
 
 
+def _region_cost() -> float:
+    """Seconds one labelled region costs here (the profiler running, as in the window)."""
+    start = time.perf_counter()
+    for _ in range(CALIBRATION_REGIONS):
+        with record_function("ss:cost"):
+            pass
+    return (time.perf_counter() - start) / CALIBRATION_REGIONS
+
+
 class WindowComplete(BaseException):
     """Raised at the next step boundary once the window is captured, to stop the program.
 
@@ -43,8 +57,13 @@ class WindowComplete(BaseException):
 _NULL = nullcontext()
 
 
+REGION_BUDGET = 0.05  # largest share of a step's time the line regions may cost (estimated)
+CALIBRATION_REGIONS = 200  # regions timed once to price one region on this machine
+
+
 class _Frame:
-    """Context manager counting workspace call depth (one shared instance, no allocation)."""
+    """Context manager leaving a workspace function (one shared instance, no allocation):
+    `StepWindow.frame` did the entering."""
 
     __slots__ = ("_window",)
 
@@ -52,10 +71,12 @@ class _Frame:
         self._window = window
 
     def __enter__(self) -> None:
-        self._window.depth += 1
+        pass
 
     def __exit__(self, *exc: object) -> bool:
-        self._window.depth -= 1
+        window = self._window
+        window.depth -= 1
+        window._functions.pop()
         return False
 
 
@@ -103,6 +124,14 @@ class StepWindow:
         self.depth = 0  # workspace frames entered and not yet left
         self._base_depth = 0  # depth at the last step boundary: the step's own level
         self._frame = _Frame(self)
+        self._functions: list[str] = []  # labels of the workspace functions entered, innermost last
+        self._whole: set[str] = set()  # functions whose statements get no region (see the invariants)
+        self._counting = True  # until the window's first active step: count regions per function
+        self._regions: dict[str, int] = {}  # function label ("" = the step itself) -> regions, this step
+        self._last_regions: dict[str, int] = {}  # the same, for the step before
+        self._calls: dict[str, int] = {}
+        self._last_calls: dict[str, int] = {}
+        self._region_cost_s: float | None = None
         self.observed: dict[str, Any] = {}  # what the step is made of (probe.py), first active step
         self._modes_pending = False
         self.notes: list[dict[str, str]] = []
@@ -152,9 +181,18 @@ class StepWindow:
                     raise WindowComplete
                 return
         self._emit("step", index=self.steps_started, phase=self.phase(self.steps_started))
+        if self._counting:
+            self._last_regions, self._regions = self._regions, {}
+            self._last_calls, self._calls = self._calls, {}
+            if self._region_cost_s is None and self.line_regions and self.phase(self.steps_started) != "active":
+                self._region_cost_s = _region_cost()
+                self.boundary_times[-1] = time.perf_counter()  # the pricing is no part of the step
         if not self._window_started and self.phase(self.steps_started) == "active":
             self._window_started = True
             self.dynamo_at_window_start = compiled.dynamo_counters()
+            if self._counting:
+                self._counting = False
+                self._bound_region_cost()
         self.steps_started += 1
         if "models" not in self.observed and self._in_active_step():
             self._observe(sys._getframe(1))
@@ -162,6 +200,8 @@ class StepWindow:
     def region(self, label: str):
         if not self._running or not self.line_regions:
             return _NULL
+        if self._counting:
+            self._regions[""] = self._regions.get("", 0) + 1
         if self._modes_pending:
             self._modes_pending = False
             from .probe import describe_modes
@@ -169,13 +209,47 @@ class StepWindow:
             self.observed["modes"] = describe_modes()
         return record_function(label)
 
-    def frame(self) -> "_Frame":
+    def frame(self, label: str = "") -> "_Frame":
+        self.depth += 1
+        self._functions.append(label)
+        if self._counting:
+            self._calls[label] = self._calls.get(label, 0) + 1
         return self._frame
 
     def line(self, label: str):
         if not self._running or not self.line_regions or not 0 <= self.depth - self._base_depth <= self.max_depth:
             return _NULL
+        function = self._functions[-1] if self._functions else ""
+        if function in self._whole:
+            return _NULL
+        if self._counting:
+            self._regions[function] = self._regions.get(function, 0) + 1
         return record_function(label)
+
+    def _bound_region_cost(self) -> None:
+        """Leave whole the functions whose regions would cost more than the budget (see the
+        module's invariants); decided once, from the step before the window."""
+        if not self._last_regions or self._region_cost_s is None or len(self.boundary_times) < 2:
+            return
+        step_s = self.boundary_times[-1] - self.boundary_times[-2]
+        cost = lambda n: n * self._region_cost_s  # noqa: E731
+        total = sum(self._last_regions.values())
+        if step_s <= 0 or cost(total) <= REGION_BUDGET * step_s:
+            return
+        left_whole = []
+        for function, n in sorted(self._last_regions.items(), key=lambda kv: -kv[1]):
+            if not function or cost(total) <= REGION_BUDGET * step_s:
+                continue
+            self._whole.add(function)
+            total -= n
+            left_whole.append({"function": function, "calls_per_step": self._last_calls.get(function, 0),
+                               "regions_per_step": n})
+        self.observed["lines_not_split"] = {
+            "functions": left_whole,
+            "region_cost_us": round(self._region_cost_s * 1e6, 2),
+            "step_ms": round(step_s * 1000.0, 3),
+            "budget": REGION_BUDGET,
+        }
 
     def note(self, kind: str, detail: str) -> None:
         self.notes.append({"kind": kind, "detail": detail})
@@ -200,6 +274,9 @@ class StepWindow:
                     names = frame.f_code.co_varnames[:frame.f_code.co_argcount]
                     self.observed["arguments"] = probe.describe_batch([frame.f_locals.get(n) for n in names])
                 self.observed["compiled_functions"] = probe.compiled_functions(frame.f_locals, frame.f_globals)
+                group = probe.describe_process_group()
+                if group is not None:
+                    self.observed["process_group"] = group
             if iterable is not None:
                 self.observed["data_source"] = probe.describe_source(iterable)
                 self.observed["batch"] = probe.describe_batch(item)

@@ -15,7 +15,9 @@ Invariants:
   (region labels written in the step's source but absent from the window); see docs/findings.md.
 
 A folder of per-rank traces gives one report: the figures of the lowest rank (the headline), and
-`ranks` with every rank's own ms/step, GPU time and top lines, plus `slowest_rank` (ranks.py).
+`ranks` with every rank's own ms/step, GPU time and top lines, plus `slowest_rank` (ranks.py). In a
+run folder of `stepscope profile --nproc N`, each rank's trace is read with that rank's own file
+table and scenario record; the headline's `scenario` is the run's scenario.json.
 """
 
 from __future__ import annotations
@@ -30,10 +32,10 @@ from .attribution import attribute
 from .findings import Thresholds, collect_evidence, find, load_thresholds, missing_labels
 from .intervals import clip, union_length
 from .step_contents import describe_step
-from .labels import FileTable, load_file_table
+from .labels import FileTable, load_file_table, parse_ss_label
 from .links import Links, build_links
 from .machine import describe_machine, gpu_observation
-from .ranks import order_by_rank, summarize_ranks
+from .ranks import order_by_rank, rank_file_name, rank_in_file_name, summarize_ranks
 from .steps import GPU_MARKERS_NOTE, Step, find_steps, gpu_marker_steps, ms_per_step, whole_window, window_note
 
 FILES_JSON = "files.json"
@@ -64,16 +66,31 @@ def trace_paths(path: Path) -> tuple[list[Path], Path | None]:
     return found, run_dir
 
 
-def _read_scenario(run_dir: Path | None) -> dict[str, Any] | None:
-    if run_dir is None or not (run_dir / SCENARIO_JSON).is_file():
+def _read_scenario(run_dir: Path | None, name: str = SCENARIO_JSON) -> dict[str, Any] | None:
+    if run_dir is None or not (run_dir / name).is_file():
         return None
     try:
-        doc = jsonio.read_json(run_dir / SCENARIO_JSON)
+        doc = jsonio.read_json(run_dir / name)
     except (OSError, ValueError) as e:
-        raise UsageError(f"{run_dir / SCENARIO_JSON}: cannot read the scenario record ({e})") from None
+        raise UsageError(f"{run_dir / name}: cannot read the scenario record ({e})") from None
     if not isinstance(doc, dict):
-        raise UsageError(f"{run_dir / SCENARIO_JSON}: the scenario record is not a JSON object")
+        raise UsageError(f"{run_dir / name}: the scenario record is not a JSON object")
     return doc
+
+
+def _records_of(trace: Path, run_dir: Path | None, file_table: FileTable | None,
+                scenario: dict[str, Any] | None) -> tuple[FileTable | None, dict[str, Any] | None]:
+    """The file table and scenario record to read `trace` with: for one rank's trace of a distributed
+    capture, that rank's own (files-rank<r>.json, scenario-rank<r>.json) when the run folder has them;
+    the run's scenario.json stays the record of the rank it was made from (its `distributed.rank`)."""
+    rank = rank_in_file_name(trace)
+    if run_dir is None or rank is None:
+        return file_table, scenario
+    table_path = run_dir / rank_file_name(FILES_JSON, rank)
+    own_table = load_file_table(table_path) if table_path.is_file() else file_table
+    if scenario is not None and (scenario.get("distributed") or {}).get("rank") == rank:
+        return own_table, scenario
+    return own_table, _read_scenario(run_dir, rank_file_name(SCENARIO_JSON, rank)) or scenario
 
 
 def analyze(paths: list[Path], *, source_root: Path | None = None, run_dir: Path | None = None) -> dict:
@@ -100,8 +117,9 @@ def analyze(paths: list[Path], *, source_root: Path | None = None, run_dir: Path
     skipped: list[str] = []
     errors: list[NotATraceError] = []
     for f in files:
+        own_table, own_scenario = _records_of(f, run_dir, file_table, scenario)
         try:
-            reports.append(_analyze_one(read_trace(f), file_table=file_table, source_root=root, scenario=scenario,
+            reports.append(_analyze_one(read_trace(f), file_table=own_table, source_root=root, scenario=own_scenario,
                                         thresholds=thresholds))
         except NotATraceError as e:
             if f not in from_folder:
@@ -129,6 +147,24 @@ def analyze(paths: list[Path], *, source_root: Path | None = None, run_dir: Path
     report["step_contents"] = describe_step(report)
     report["findings"] = find(report, thresholds)
     return report
+
+
+def _lines_not_split(scenario: dict[str, Any] | None, file_table: FileTable | None) -> list[str]:
+    """What the agent left whole to bound its own cost (`observed.lines_not_split`), said per function."""
+    record = ((scenario or {}).get("observed") or {}).get("lines_not_split")
+    if not isinstance(record, dict) or not record.get("functions"):
+        return []
+    out = []
+    for entry in record["functions"]:
+        ss = parse_ss_label(str(entry.get("function", "")))
+        path = file_table.resolve(ss.file_id) if (ss and file_table) else None
+        where = f"{Path(path).name}:{ss.line}" if (path and ss) else str(entry.get("function"))
+        out.append(
+            f"the function at {where} runs {entry.get('calls_per_step')} times per step: its statements were not "
+            f"split into lines ({entry.get('regions_per_step')} regions at about {record.get('region_cost_us')} µs "
+            f"each would cost more than {round(100 * float(record.get('budget', 0)))}% of the "
+            f"{record.get('step_ms')} ms step); its time stays on the line that calls it")
+    return out
 
 
 def _analyze_one(trace: Trace, *, file_table: FileTable | None, source_root: Path | None,
@@ -172,6 +208,7 @@ def _analyze_one(trace: Trace, *, file_table: FileTable | None, source_root: Pat
         notes.append("backward ops cannot be linked to forward lines (no fwdbwd flows, no sequence numbers)")
     if file_table is None and any(r["label"].startswith("ss:") for r in att.regions):
         notes.append("Stepscope region labels found but no file table (files.json): lines are not resolved")
+    notes.extend(_lines_not_split(scenario, file_table))
     if not att.lines:
         notes.append("no figure could be attributed to a source line (no Stepscope labels and no user-code "
                      "Python frames; pass --source-root for traces recorded with stacks)")
