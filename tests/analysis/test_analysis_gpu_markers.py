@@ -88,3 +88,27 @@ def test_a_device_only_trace_with_gpu_markers_has_steps(tmp_path: Path) -> None:
     assert all(s["cpu_ms"] is None for s in report["steps"])
     assert report["attribution"]["gpu_unlinked"] == 6
     assert report["lines"] == []
+
+
+def test_findings_of_gpu_marked_steps_count_host_moments_up_to_the_last_steps_completion(tmp_path: Path) -> None:
+    # a `.item()` on line 7 after each step's last launch: host at 970, 1400 and 2300, 200 µs each. The
+    # host span of a GPU-marked step is not recorded; step 3's wait starts after its last launch (2200)
+    # and before it completes (7000), so it is the step's too: a wait in every step, not in 2 of 3
+    s = gpu_marked()
+    for ts in (970, 1400, 2300):
+        s.region("ss:f0:7", ts - 5, 210)
+        s.sync(ts, 200)
+    # a launch from another thread (no region of its own) while line 5 runs on the main thread: line 5's
+    s.launch(1250, 5000, 100, tid=200, stream=9)
+    report = analyze([run_folder(tmp_path, s) / "trace.json"])
+    assert report["ms_per_step"] == 2.3  # the waits and the extra kernel move no step boundary
+    (f,) = [f for f in report["findings"] if f["kind"] == "sync-in-step"]
+    assert Path(f["file"]).name == "train.py" and f["line"] == 7
+    assert f["figures"]["steps"] == 3 and f["figures"]["sync_ms"] == pytest.approx(0.2)
+    assert "in 3 of 3 active steps" in f["observation"]
+    kernels = report["evidence"]["kernels"]
+    assert kernels["count"] == pytest.approx(7 / 3, abs=0.01)
+    assert (Path(kernels["file"]).name, kernels["line"]) == ("train.py", 5) and kernels["top_line_kernels"] == 2
+    # the evidence's window is the steps' window: [100, 7000] over 3 steps
+    assert report["evidence"]["step_mean_ms"] == 2.3
+    assert "[sync-in-step] (train.py:7)" in render_text(report)

@@ -10,6 +10,8 @@ import jsonschema
 import orjson
 import pytest
 
+from stepscope.analysis.findings import Thresholds, find
+from stepscope.analysis.render import render_text
 from stepscope.analysis.report import analyze
 from stepscope.errors import NotATraceError
 from stepscope.trace import Kind, read_trace
@@ -125,6 +127,40 @@ def test_call_stack_paths_that_resolve_nowhere_give_no_line() -> None:
     path = CORPUS / "kineto/tb_plugin_samples/resnet50_num_workers_0/worker0.1623143566756.pt.trace.json.gz"
     report = analyze([path])  # no source root: a relative path names no file
     assert report["lines"] == []
+    # the finding says why it names no line, and what would name one
+    (f,) = [f for f in report["findings"] if f["kind"] == "input-bound"]
+    assert f["file"] is None and "call stacks name no file" in f["observation"] and "--source-root" in f["observation"]
+
+
+def test_1_9_findings_and_their_evidence_name_the_statements_from_call_stacks(tmp_path: Path) -> None:
+    # the same statements as the per-line table (42 the batch read, 44 `.to(device)`, 46 the model, 50
+    # `loss.backward()`, 51 `optimizer.step()`), now on the findings: each moment goes to the statement
+    # its op's stack names, and the autograd thread's work (no stack) to the statement waiting for it
+    path = CORPUS / "kineto/tb_plugin_samples/resnet50_num_workers_0/worker0.1623143566756.pt.trace.json.gz"
+    script = tmp_path / "resnet50_profiler_api.py"
+    script.write_text("")
+    report = analyze([path], source_root=tmp_path)
+    evidence = report["evidence"]
+    assert evidence["line_precision"] == "call"
+    (f,) = [f for f in report["findings"] if f["kind"] == "input-bound"]
+    assert (f["file"], f["line"]) == (str(script), 42)
+    assert "comes from the operators' call stacks" in f["observation"]
+    assert "[input-bound] (resnet50_profiler_api.py:42) The batch read" in render_text(report)
+    at = lambda item: (item["file"], item["line"], item["precision"])  # noqa: E731
+    # both host-to-device copies (the batch and its labels) and the waits behind them: line 44
+    assert {at(c) for c in evidence["h2d_copies"]} == {(str(script), 44, "call")}
+    assert at(evidence["syncs"]) == (str(script), 44, "call") and evidence["syncs"]["steps"] == 6
+    # the backward kernels, launched by the autograd thread, make line 50 the top launching line
+    assert at(evidence["kernels"]) == (str(script), 50, "call") and evidence["kernels"]["top_line_kernels"] > 500
+    ops = {o["name"]: at(o) for o in evidence["ops"]}
+    assert ops["aten::cudnn_convolution"] == (str(script), 46, "call")
+    assert ops["aten::cudnn_convolution_backward_weight"] == (str(script), 50, "call")
+    assert ops["Optimizer.step#SGD.step"] == (str(script), 51, "call")
+    assert "repeated-copy" not in [f["kind"] for f in report["findings"]]  # data batches, no factory
+    # with a threshold low enough to fire, the operator finding lands on the backward statement
+    (op,) = [f for f in find(report, Thresholds(dominant_op_share=0.1)) if f["kind"] == "dominant-op"]
+    assert (op["file"], op["line"]) == (str(script), 50)
+    assert op["figures"]["op"] == "aten::cudnn_convolution_backward_weight"
 
 
 @pytest.mark.parametrize("name", [

@@ -50,6 +50,26 @@ def _write_json(path: str, obj: Any) -> None:
     os.replace(tmp, path)
 
 
+def _own_rank() -> int | None:
+    """This agent's rank in a distributed capture, else None. Taken out of the environment so that
+    the program's own child processes do not inherit it."""
+    value = os.environ.pop(protocol.RANK_ENV, None)
+    return int(value) if value else None
+
+
+def _rank_record(spec: dict[str, Any], rank: int, local_rank: str | None,
+                 observed: dict[str, Any]) -> dict[str, Any]:
+    """What this rank was in the distributed run, and whether the program formed a process group."""
+    record = dict(spec.get("distributed") or {})
+    record.update(rank=rank, local_rank=int(local_rank) if local_rank else None)
+    group = observed.get("process_group")
+    record["process_group"] = group
+    if group is None and "models" in observed:  # the window began without one
+        record["note"] = ("no torch.distributed process group was initialised when the window began: "
+                          "this rank ran the step on its own")
+    return record
+
+
 def main(spec_path: str, process_start: float) -> int:
     with open(spec_path, encoding="utf-8") as f:
         spec = json.load(f)
@@ -82,8 +102,12 @@ def main(spec_path: str, process_start: float) -> int:
 
     run_dir = spec["run_dir"]
     sched = spec["schedule"]
+    rank = _own_rank()
+    local_rank = os.environ.get("LOCAL_RANK")  # read before the program can change it
+    if rank is not None:
+        machine.update(rank=rank, world_size=(spec.get("distributed") or {}).get("world_size"))
     window = StepWindow(
-        trace_path=os.path.join(run_dir, "trace.json"),
+        trace_path=os.path.join(run_dir, protocol.rank_file_name("trace.json", rank)),
         wait=sched["wait"], warmup=sched["warmup"], active=sched["active"], repeat=sched["repeat"],
         activities=activities,
         record_shapes=bool(opts.get("shapes")), with_stack=bool(opts.get("stack")),
@@ -91,7 +115,7 @@ def main(spec_path: str, process_start: float) -> int:
         max_depth=int(opts.get("depth", 2)), line_regions=bool(opts.get("line_regions", True)),
         emit=emit, process_start=process_start,
     )
-    emit("started", pid=os.getpid())
+    emit("started", pid=os.getpid(), rank=rank)
     from . import guard
 
     guard.install(window.note)
@@ -160,8 +184,10 @@ def main(spec_path: str, process_start: float) -> int:
     if batch is None:
         batch = (window.observed.get("data_source") or {}).get("batch_size")
     record["batch_size"] = batch
-    _write_json(os.path.join(run_dir, "scenario.json"), record)
-    _write_json(os.path.join(run_dir, "files.json"), ws.table())
+    if rank is not None:
+        record["distributed"] = _rank_record(spec, rank, local_rank, window.observed)
+    _write_json(os.path.join(run_dir, protocol.rank_file_name("scenario.json", rank)), record)
+    _write_json(os.path.join(run_dir, protocol.rank_file_name("files.json", rank)), ws.table())
     if outcome["exit"] != protocol.EXIT_OK:
         emit("failed", **outcome)
     emit("finished", exit=outcome["exit"], traces=window.traces_written)

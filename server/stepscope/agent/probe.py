@@ -5,7 +5,8 @@ Looked at on the first active step only, so the cost stays out of every other st
 - the data source: a DataLoader (workers, batch size, pinning) or something else;
 - the models visible in the loop's frame: train/eval mode, parameter dtype and device, whether
   torch.compile wraps them; functions wrapped by torch.compile visible there;
-- the modes in force while the step runs: autocast, grad, inference mode.
+- the modes in force while the step runs: autocast, grad, inference mode;
+- the torch.distributed process group, when the program initialised one.
 Nothing here holds a reference to a tensor after it returns (shapes only).
 """
 
@@ -105,3 +106,11 @@ def describe_modes() -> dict[str, Any]:
         modes["autocast_cuda"] = torch.is_autocast_enabled()
         modes["autocast_cpu"] = torch.is_autocast_cpu_enabled()
     return modes
+
+
+def describe_process_group() -> dict[str, Any] | None:
+    """Backend, rank and world size of the default process group; None when there is none."""
+    dist = getattr(torch, "distributed", None)
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return None
+    return {"backend": str(dist.get_backend()), "rank": dist.get_rank(), "world_size": dist.get_world_size()}

@@ -31,10 +31,11 @@ from __future__ import annotations
 import bisect
 import re
 from collections import defaultdict
-from itertools import compress
 from dataclasses import dataclass, field
+from itertools import compress
+from operator import itemgetter
 from pathlib import Path
-from typing import Hashable
+from typing import Hashable, Iterable
 
 from ..trace import Kind, Trace
 from .intervals import Interval, clip, union_length
@@ -114,19 +115,36 @@ def _waiting_statements(track_nodes: list[_Node], points: _Points, idx: list[int
                         step_starts: list[float]) -> list[tuple[int, Hashable]]:
     """(point, statement key) for points that no node holds: the `Call stack` statement whose last op
     on the step's thread ended last before the point, in the point's step."""
-    statements = sorted((n for n in track_nodes if isinstance(n.key, tuple) and n.key[0] == "call"),
-                        key=lambda n: n.end)
-    if not statements or not idx:
-        return []
-    ends = [n.end for n in statements]
+    last = LastStatement(((n.end, n.key) for n in track_nodes if isinstance(n.key, tuple) and n.key[0] == "call"),
+                         step_starts)
     out = []
     for i in idx:
-        ts = points.ts[i]
-        k = bisect.bisect_right(ends, ts) - 1
-        step = bisect.bisect_right(step_starts, ts) - 1
-        if k >= 0 and step >= 0 and statements[k].end >= step_starts[step]:
-            out.append((i, statements[k].key))
+        key = last.at(points.ts[i])
+        if key is not None:
+            out.append((i, key))
     return out
+
+
+class LastStatement:
+    """The statement a thread ran last before a moment, in the moment's step.
+
+    Built from (end, statement) of the ops of the step's thread whose `Call stack` names a statement.
+    That thread records no op while it waits (in `loss.backward()`, on the autograd thread's work), and
+    every op it does run names its statement, so the statement whose last op ended last before a moment
+    is the one waiting then. A statement of an earlier step is never the answer."""
+
+    def __init__(self, spans: Iterable[tuple[float, Hashable]], step_starts: list[float]):
+        ordered = sorted(spans, key=itemgetter(0))  # stable: ties keep the order given
+        self.ends = [end for end, _ in ordered]
+        self.keys = [key for _, key in ordered]
+        self.step_starts = step_starts
+
+    def at(self, ts: float) -> Hashable | None:
+        k = bisect.bisect_right(self.ends, ts) - 1
+        step = bisect.bisect_right(self.step_starts, ts) - 1
+        if k >= 0 and step >= 0 and self.ends[k] >= self.step_starts[step]:
+            return self.keys[k]
+        return None
 
 
 def _self_times(nodes: list[_Node]) -> dict[Hashable, float]:

@@ -112,6 +112,26 @@ def call_stack_line(text: str, resolver: "FrameResolver") -> tuple[str, int] | N
     return None
 
 
+class CallLines:
+    """The `("call", path, line)` key of each `Call stack` text, by its id in the trace's names.
+
+    Each distinct text is resolved once (a trace repeats a few hundred stacks over many thousands
+    of ops); None when no frame of it is user code, and for -1 (no stack recorded)."""
+
+    def __init__(self, names: list[str], resolver: "FrameResolver"):
+        self.names = names
+        self.resolver = resolver
+        self._keys: dict[int, tuple[str, str, int] | None] = {-1: None}
+
+    def key(self, stack_id: int) -> tuple[str, str, int] | None:
+        try:
+            return self._keys[stack_id]
+        except KeyError:
+            where = call_stack_line(self.names[stack_id], self.resolver)
+            key = self._keys[stack_id] = ("call", where[0], where[1]) if where else None
+            return key
+
+
 class FrameResolver:
     """Maps the path of a `python_function` frame to an absolute path in the user's code.
 

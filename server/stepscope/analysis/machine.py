@@ -41,6 +41,9 @@ def describe_machine(trace: Trace, scenario: dict[str, Any] | None) -> dict[str,
         machine = {"source": "scenario", **recorded}
         machine.setdefault("devices", from_trace["devices"])
         machine.setdefault("device", from_trace["device"])
+        for key in ("rank", "world_size"):  # the trace knows its own rank, even beside a shared record
+            if from_trace[key] is not None:
+                machine[key] = from_trace[key]
         machine["trace_devices"] = from_trace["devices"]
         return machine
     return from_trace

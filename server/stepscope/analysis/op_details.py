@@ -25,7 +25,7 @@ import orjson
 
 from ..trace import Trace
 from .intervals import union_length
-from .labels import FrameResolver, call_stack_line
+from .labels import CallLines, FrameResolver
 
 MAX_SHAPES = 5
 _STEP_MARKER = re.compile(r"^ProfilerStep#\d+$")
@@ -37,7 +37,7 @@ def call_stack_nodes(trace: Trace, resolver: FrameResolver, w0: float, w1: float
     """(start, end, track, ("call", path, line)) for each op in the window whose `Call stack`
     names a user-code statement. Step markers are left out: `prof.step()` opens the next step's
     marker, so its stack names that line for the whole step."""
-    line_of: dict[int, tuple | None] = {}
+    calls = CallLines(trace.names, resolver)
     markers = frozenset(i for i, n in enumerate(trace.names) if _STEP_MARKER.match(n))
     ts_col, dur_col, track_col, stack_col = trace.ts, trace.dur, trace.track, trace.stack
     for i in compress(range(len(stack_col)), map((-1).__lt__, stack_col)):
@@ -45,11 +45,7 @@ def call_stack_nodes(trace: Trace, resolver: FrameResolver, w0: float, w1: float
         end = start + dur_col[i]
         if end < w0 or start > w1 or track_col[i] in devices or trace.name[i] in markers:
             continue
-        sid = stack_col[i]
-        if sid not in line_of:
-            where = call_stack_line(trace.names[sid], resolver)
-            line_of[sid] = ("call", where[0], where[1]) if where else None
-        key = line_of[sid]
+        key = calls.key(stack_col[i])
         if key is not None:
             yield start, end, track_col[i], key
 

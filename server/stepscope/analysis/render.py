@@ -1,9 +1,10 @@
 """Text rendering of a report (for `stepscope analyze` and `stepscope profile`).
 
-Pure function of the report dict: headline (ms/step and the machine it came from), the per-line
-table sorted by wall time, the inputs and memory of the top lines (when recorded), regions,
-findings, and what was not observed. A trace without step markers has no ms/step: its headline
-names the window and its figures are per window.
+Pure function of the report dict: headline (ms/step and the machine it came from, and whether the
+step runs torch.compile'd code when the run recorded it), the per-line table sorted by wall time,
+the inputs and memory of the top lines (when recorded), regions, findings, and what was not
+observed. A trace without step markers has no ms/step: its headline names the window and its
+figures are per window.
 """
 
 from __future__ import annotations
@@ -70,12 +71,55 @@ def render_ranks(report: dict) -> list[str]:
     return out
 
 
+# markers of compiled code in the window's trace (agent/compiled.py), by how closely one occurrence is
+# one call of compiled code: a compiled frame's region, else its AOTAutograd function, else dynamo's guard check
+_COMPILED_CALL_MARKERS = ("Torch-Compiled Region", "CompiledFunction", "TorchDynamo Cache Lookup")
+
+
+def _as_dict(value) -> dict:
+    """A record's sub-record, or {} when it is missing or not an object (the record is read, not trusted)."""
+    return value if isinstance(value, dict) else {}
+
+
+def render_torch_compile(report: dict) -> str | None:
+    """One line on torch.compile from the scenario record, or None when there is nothing to say.
+
+    Said only from `scenario.torch_compile`: the step ran compiled code (with the compiled regions per
+    step when the trace's markers count them, and any compilation inside the window, which the step's
+    time then includes), or compiled objects sat in the step's frame while the step ran none. Nothing
+    when the record is absent, malformed, or cannot tell (`compiled_step` null)."""
+    record = _as_dict(_as_dict(report.get("scenario")).get("torch_compile"))
+    objects = record.get("compiled_objects") if isinstance(record.get("compiled_objects"), list) else []
+    objects = [o["name"] for o in objects if isinstance(o, dict) and o.get("name")]
+    if record.get("compiled_step") is True:
+        line = "torch.compile: the step runs compiled code"
+        per = "step" if report.get("ms_per_step") is not None else "window"
+        n = len(report.get("steps") or []) or 1
+        markers = _as_dict(record.get("trace_markers"))
+        counts = [markers.get(m) for m in _COMPILED_CALL_MARKERS]
+        count = next((c for c in counts if isinstance(c, int) and c > 0), None)
+        if count is not None:
+            regions = round(count / n, 1)
+            line += f" ({regions:g} compiled region{'' if regions == 1 else 's'} per {per})"
+        during = _as_dict(_as_dict(record.get("dynamo")).get("during_window")).get("frames_compiled")
+        if isinstance(during, int) and during > 0:
+            line += f"; dynamo compiled {during} frame(s) inside the window, so its step times include compiling"
+        return line
+    if record.get("compiled_step") is False and objects:
+        return (f"torch.compile: compiled objects in the step's frame ({', '.join(map(str, objects))}), "
+                "but the step ran no compiled code in the window")
+    return None
+
+
 def render_text(report: dict) -> str:
     out: list[str] = []
     steps = report.get("steps", [])
     per = "window" if report.get("ms_per_step") is None else "step"
     out.append(_headline(report))
     out.append(f"measured on: {_machine_name(report.get('machine', {}))}")
+    compiled = render_torch_compile(report)
+    if compiled:
+        out.append(compiled)
     contents = report.get("step_contents")
     if contents:
         out.append(f"the step contains: {contents['summary']} ({contents['kind']})")

@@ -63,3 +63,14 @@ class CaptureRequest:
     timeout_s: float | None = None
     note: str | None = None
     out: Path | None = None
+    nproc: int = 1                    # > 1: one process per rank, started as torchrun would (launch.py)
+
+    def __post_init__(self) -> None:
+        check_nproc(self.nproc)
+
+
+def check_nproc(nproc: object) -> int:
+    """`nproc`, when it is a usable number of processes (ranks); else a UsageError."""
+    if not isinstance(nproc, int) or isinstance(nproc, bool) or nproc < 1:
+        raise UsageError(f"--nproc must be a whole number >= 1 (got {nproc!r})")
+    return nproc

@@ -1,11 +1,16 @@
-"""Start the agent for a `CaptureRequest`, forward the program's output, and stop it on demand.
+"""Run the agent(s) for a `CaptureRequest`, forward the program's output, stop it on demand, and
+say how the capture ended.
 
 Invariants:
-- The run folder is new (workspace.new_run); the agent writes the trace and scenario into it, this
-  module writes spec.json, files.json, program.log and status.json. Nothing else is written.
-- The agent runs in its own process group, so a timeout or a cancel stops the program and every
-  worker it started (DataLoader workers included), and nothing survives a finished run.
-- Results come from files and the events pipe, never from the program's stdout, which is only
+- The run folder is new (workspace.new_run); the agents write the traces and scenario records into
+  it, this module (with launch.py and rank_records.py) writes spec.json, files.json, the program's
+  log(s), status.json and, for a distributed run, the merged scenario.json. Nothing else is written.
+- Each agent runs in its own process group, and every group is stopped before `run_capture`
+  returns or raises (a timeout, a cancel, a failed rank, an exception in the watch): nothing
+  survives a finished run, DataLoader workers included.
+- With `nproc` > 1 the ranks start together (launch.py); the first rank to fail ends the run, its
+  exit code is the run's and its reason is named by rank.
+- Results come from files and the events pipes, never from the program's stdout, which is only
   forwarded (to `output`) and logged.
 - On any ending other than success, stray partial files are removed and status.json says why.
 """
@@ -13,9 +18,7 @@ Invariants:
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -25,11 +28,12 @@ from typing import Callable, TextIO
 from .. import jsonio, workspace
 from ..agent import protocol
 from ..errors import NO_STEP, OK, PROGRAM_FAILED, REFUSED, TIMEOUT, StepscopeError
+from . import launch, rank_records
+from .agents import AgentProcess
 from .request import CaptureRequest
 from .provenance import git_state
 
 AGENT_BOOTSTRAP = Path(__file__).resolve().parent.parent / "agent" / "bootstrap.py"
-KILL_GRACE_S = 3.0
 
 _AGENT_EXIT_TO_CLI = {
     protocol.EXIT_OK: OK,
@@ -50,6 +54,7 @@ class CaptureResult:
     reason: str | None
     traces: list[Path] = field(default_factory=list)
     first_run: bool = False
+    world_size: int = 1
 
     @property
     def ok(self) -> bool:
@@ -66,7 +71,7 @@ def _spec(req: CaptureRequest, run: workspace.RunFolder) -> dict:
         entry = {"kind": "module", "name": req.entry_module}
     else:
         entry = {"kind": "script", "path": str(req.entry_script or req.target_file)}
-    return {
+    spec = {
         "run_dir": str(run.path),
         "root": str(Path(req.root).resolve()),
         "entry": entry,
@@ -87,31 +92,41 @@ def _spec(req: CaptureRequest, run: workspace.RunFolder) -> dict:
             "git": git_state(req.root),
         },
     }
+    if req.nproc > 1:
+        distributed = _distributed(req)
+        spec["distributed"] = distributed  # each agent adds its rank to it in its own record
+        spec["scenario"]["distributed"] = distributed
+    return spec
 
 
-def _pump(stream, sinks: list[TextIO]) -> None:
-    for chunk in iter(lambda: stream.readline(), ""):
-        for sink in sinks:
-            try:
-                sink.write(chunk)
-                sink.flush()
-            except (OSError, ValueError):
-                pass
+def _distributed(req: CaptureRequest) -> dict:
+    env = {**os.environ, **req.env}
+    return {"world_size": req.nproc, "launcher": f"stepscope --nproc {req.nproc} (as torchrun on one node)",
+            "omp_num_threads": launch.omp_num_threads(env)}
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + KILL_GRACE_S
-    while proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
+def _agent_env(req: CaptureRequest) -> dict[str, str]:
+    return {**os.environ, **req.env, protocol.RUN_ENV: "1", "PYTHONUNBUFFERED": "1"}
+
+
+def _agent_outcome(agent: AgentProcess) -> tuple[int, str | None]:
+    """The CLI exit code and reason of one agent that has exited (or was stopped after it said why
+    it failed: its own "failed" event then wins over the signal that stopped it)."""
+    code = _AGENT_EXIT_TO_CLI.get(agent.returncode)
+    if code is not None:
+        return code, agent.failure_reason()
+    failed = agent.failure()
+    if failed is not None:
+        return _AGENT_EXIT_TO_CLI.get(failed.get("exit"), PROGRAM_FAILED), failed.get("reason")
+    if agent.returncode is not None and agent.returncode < 0:
+        return PROGRAM_FAILED, f"the program was killed by signal {-agent.returncode}"
+    return PROGRAM_FAILED, f"the program's process ended abnormally (status {agent.returncode})"
+
+
+def _traces(run: workspace.RunFolder, rank: int | None) -> list[Path]:
+    """The traces one agent wrote: trace.json, trace-1.json, ... (or trace-rank<r>.json, trace-rank<r>-1.json, ...)."""
+    stem = protocol.rank_file_name(workspace.TRACE, rank).removesuffix(".json")
+    return sorted(p for p in run.path.iterdir() if re.fullmatch(rf"{re.escape(stem)}(-\d+)?\.json", p.name))
 
 
 def run_capture(
@@ -121,96 +136,80 @@ def run_capture(
     on_event: Callable[[dict], None] | None = None,
     cancel: threading.Event | None = None,
 ) -> CaptureResult:
-    """Run one capture to its end. `output` receives the program's stdout and stderr as text."""
+    """Run one capture to its end. `output` receives the program's stdout and stderr as text (each
+    line prefixed with its rank in a distributed capture)."""
     first_run = not (Path(req.root) / workspace.STATE_DIR / workspace.RUNS_DIR).exists()
     run = workspace.new_run(req.root, Path(req.target_file).stem, out=req.out)
     jsonio.write_json(run.file(workspace.FILES), _file_table(req), replace=False)
     jsonio.write_json(run.file(workspace.SPEC), _spec(req, run), replace=False)
 
-    read_fd, write_fd = os.pipe()
-    env = {**os.environ, **req.env, protocol.EVENTS_FD_ENV: str(write_fd), protocol.RUN_ENV: "1",
-           "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": os.environ.get("PYTHONDONTWRITEBYTECODE", "")}
-    if not env["PYTHONDONTWRITEBYTECODE"]:
-        del env["PYTHONDONTWRITEBYTECODE"]
     cmd = [req.python, str(AGENT_BOOTSTRAP), str(run.file(workspace.SPEC))]
-    log = open(run.file(workspace.PROGRAM_LOG), "w", encoding="utf-8", errors="replace")
     try:
-        proc = subprocess.Popen(
-            cmd, cwd=str(req.cwd or req.root), env=env, stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8",
-            errors="replace", pass_fds=(write_fd,), start_new_session=True,
-        )
+        agents = launch.start_agents(cmd, run=run, cwd=str(req.cwd or req.root), env=_agent_env(req),
+                                     nproc=req.nproc, output=output, on_event=on_event)
     except OSError as e:
-        log.close()
-        os.close(read_fd)
-        os.close(write_fd)
         _finish(run, "failed", REFUSED, f"cannot start {req.python}: {e.strerror}")
         raise StepscopeError(f"cannot start the interpreter {req.python}: {e.strerror}", REFUSED) from e
-    os.close(write_fd)
-
-    events: list[dict] = []
-
-    def read_events() -> None:
-        with os.fdopen(read_fd, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                try:
-                    event = jsonio.loads(line)
-                except Exception:
-                    continue
-                events.append(event)
-                if on_event is not None:
-                    on_event(event)
-
-    sinks = [log] + ([output] if output is not None else [])
-    threads = [
-        threading.Thread(target=_pump, args=(proc.stdout, sinks), daemon=True),
-        threading.Thread(target=_pump, args=(proc.stderr, sinks), daemon=True),
-        threading.Thread(target=read_events, daemon=True),
-    ]
-    for t in threads:
-        t.start()
 
     deadline = time.monotonic() + req.timeout_s if req.timeout_s else None
-    ended_by: str | None = None
-    while proc.poll() is None:
-        if cancel is not None and cancel.is_set():
-            ended_by = "cancelled"
-            break
-        if deadline is not None and time.monotonic() > deadline:
-            ended_by = "timeout"
-            break
-        time.sleep(0.05)
-    _kill_group(proc)  # also ends workers left behind by a finished program
-    for t in threads:
-        t.join(timeout=5)
-    log.close()
+    try:
+        ending = launch.watch(agents, cancel=cancel, deadline=deadline)
+    finally:
+        launch.stop_all(agents)  # whatever happened (even an exception here): nothing survives the run
+    endings = [_rank_ending(a, ending) for a in agents]
+    if req.nproc > 1:
+        rank_records.write_run_records(run, req.nproc, endings)
 
-    traces = sorted(run.path.glob("trace*.json"))
-    if ended_by == "cancelled":
-        _finish(run, "cancelled", 130, "cancelled")
-        raise Cancelled("cancelled; the program and its workers were stopped")
-    if ended_by == "timeout":
-        reason = f"time limit of {req.timeout_s:g} s reached; the program and its workers were stopped"
-        _finish(run, "timeout", TIMEOUT, reason)
-        return CaptureResult(run.path, TIMEOUT, reason, [], first_run)
+    distributed = req.nproc > 1
+    everyone = f"all {req.nproc} ranks" if distributed else "the program"
+    if ending.kind == "cancelled":
+        _finish(run, "cancelled", 130, "cancelled", endings, distributed)
+        raise Cancelled(f"cancelled; {everyone} and {'their' if distributed else 'its'} workers were stopped")
+    if ending.kind == "timeout":
+        reason = (f"time limit of {req.timeout_s:g} s reached; {everyone} and "
+                  f"{'their' if distributed else 'its'} workers were stopped")
+        if distributed and ending.running:  # where a hang is: often a rank waiting in a collective
+            reason += " (still running: " + ", ".join(f"rank {a.rank} {a.where()}" for a in ending.running) + ")"
+        _finish(run, "timeout", TIMEOUT, reason, endings, distributed)
+        return CaptureResult(run.path, TIMEOUT, reason, [], first_run, world_size=req.nproc)
 
-    failed = [e for e in events if e.get("event") == "failed"]
-    code = _AGENT_EXIT_TO_CLI.get(proc.returncode)
-    if code is None:
-        reason = f"the program's process ended abnormally (status {proc.returncode})"
-        if proc.returncode < 0:
-            reason = f"the program was killed by signal {-proc.returncode}"
-        code = PROGRAM_FAILED
+    code, reason = OK, None
+    if ending.culprit is not None:
+        code, reason = _agent_outcome(ending.culprit)
+        if distributed:
+            reason = f"rank {ending.culprit.rank}: {reason}"
+            if any(a is not ending.culprit for a in ending.running):
+                reason += "; the other ranks were stopped"
     else:
-        reason = failed[-1].get("reason") if failed else None
-    if code == OK and not traces:
-        code, reason = PROGRAM_FAILED, "the window completed but no trace was written"
-    _finish(run, "complete" if code == OK else "failed", code, reason)
-    return CaptureResult(run.path, code, reason, traces if code in (OK, PROGRAM_FAILED) else [], first_run)
+        for agent in agents:  # every agent ended well: each must have written its trace
+            if not _traces(run, agent.rank):
+                code = PROGRAM_FAILED
+                reason = "the window completed but no trace was written"
+                if distributed:
+                    reason = f"rank {agent.rank}: {reason}"
+                break
+    traces = sorted(run.path.glob("trace*.json"))
+    _finish(run, "complete" if code == OK else "failed", code, reason, endings, distributed)
+    return CaptureResult(run.path, code, reason, traces if code in (OK, PROGRAM_FAILED) else [], first_run,
+                         world_size=req.nproc)
 
 
-def _finish(run: workspace.RunFolder, status: str, code: int, reason: str | None) -> None:
+def _rank_ending(agent: AgentProcess, ending: launch.Ending) -> dict:
+    """How one agent ended (`exit` None: it was stopped), for status.json and the scenario record."""
+    if agent in ending.running and agent is not ending.culprit:
+        why = {"cancelled": "cancelled", "timeout": "time limit reached"}.get(ending.kind)
+        if why is None:
+            why = f"rank {ending.culprit.rank} failed" if ending.culprit is not None else "run ended"
+        return {"exit": None, "reason": f"stopped {agent.where()}: {why}"}
+    code, reason = _agent_outcome(agent)
+    return {"exit": code, "reason": reason}
+
+
+def _finish(run: workspace.RunFolder, status: str, code: int, reason: str | None,
+            endings: list[dict] | None = None, distributed: bool = False) -> None:
     for partial in run.path.glob("*.partial"):
         partial.unlink(missing_ok=True)
-    jsonio.write_json(run.file(workspace.STATUS), {"status": status, "exit": code, "reason": reason},
-                      replace=False)
+    record: dict = {"status": status, "exit": code, "reason": reason}
+    if distributed and endings:
+        record["ranks"] = [{"rank": r, **e} for r, e in enumerate(endings)]
+    jsonio.write_json(run.file(workspace.STATUS), record, replace=False)

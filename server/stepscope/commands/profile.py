@@ -1,14 +1,20 @@
 """`stepscope profile SCRIPT`: capture a step under torch.profiler and attribute it to lines.
 
-Pipeline: resolve the step (capture.step) → run the agent (capture.runner) → analyse the trace
-(analysis.report) → write report.json into the run folder → print text or one JSON document.
+Pipeline: resolve the step (capture.step) → run the agent (capture.runner; `--nproc N`: one agent
+per rank) → analyse the trace(s) (analysis.report) → write report.json into the run folder → print
+text or one JSON document.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
+import threading
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from .. import errors
 
@@ -36,7 +42,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cpu-only", action="store_true", help="collect CPU activity only, even on a GPU machine")
     p.add_argument("--run-to-end", action="store_true", help="let the program finish after the window")
     p.add_argument("--timeout", type=float, help="stop the program after this many seconds (exit 4)")
-    p.add_argument("--nproc", type=int, default=1, help="processes (distributed runs: not yet supported)")
+    p.add_argument("--nproc", type=int, default=1,
+                   help="start N processes, one per rank, as `torchrun --nproc_per_node N` would (one trace per rank)")
     p.add_argument("--note", help="recorded in the scenario, e.g. 'simplified input'")
     p.add_argument("--out", help="run folder to create (must not exist)")
     p.add_argument("--json", action="store_true", help="print the report as one JSON document")
@@ -44,13 +51,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..capture.request import CaptureRequest, Schedule
+    from ..capture.request import CaptureRequest, Schedule, check_nproc
     from ..capture.runner import run_capture
     from ..capture.step import resolve_function, resolve_step
     from ..workspace import find_root
 
-    if args.nproc != 1:
-        raise errors.UsageError("--nproc other than 1 is not supported yet")
+    check_nproc(args.nproc)
     script = Path(args.script).resolve()
     if not script.is_file():
         raise errors.UsageError(f"no such file: {args.script}")
@@ -73,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         args=tuple(extra), cwd=Path.cwd(), schedule=schedule,
         cpu_only=args.cpu_only, shapes=args.shapes, stack=args.stack, memory=args.memory,
         run_to_end=args.run_to_end, timeout_s=args.timeout, note=args.note,
-        out=Path(args.out) if args.out else None,
+        out=Path(args.out) if args.out else None, nproc=args.nproc,
     )
     for warning in schedule.warnings():
         sys.stderr.write(f"stepscope: note: {warning}\n")
@@ -83,8 +89,12 @@ def run(args: argparse.Namespace) -> int:
             "writes). Run it on an experimental state, never on weights you must keep. "
             "The program sees STEPSCOPE_RUN=1 and can skip saving.\n"
         )
+    if args.nproc > 1 and "OMP_NUM_THREADS" not in os.environ:
+        sys.stderr.write(f"stepscope: note: each of the {args.nproc} ranks runs with OMP_NUM_THREADS=1, as under "
+                         "torchrun; set OMP_NUM_THREADS to choose another value\n")
     # With --json, stdout is reserved for the report: the program's output goes to stderr.
-    result = run_capture(req, output=sys.stderr)
+    with _cancel_on_signals() as cancel:
+        result = run_capture(req, output=sys.stderr, cancel=cancel)
     if not result.traces:
         raise errors.StepscopeError(f"{result.reason} (run folder: {result.run_dir})", result.exit_code)
     report = _analyse_run(result)
@@ -100,6 +110,22 @@ def run(args: argparse.Namespace) -> int:
     if not result.ok:
         sys.stderr.write(f"stepscope: {result.reason}; the report covers the steps recorded before that\n")
     return result.exit_code
+
+
+@contextmanager
+def _cancel_on_signals() -> Iterator[threading.Event]:
+    """While the capture runs, SIGINT and SIGTERM to Stepscope cancel it: the runner stops every
+    process group it started (all ranks) and the run folder says "cancelled"."""
+    cancel = threading.Event()
+    if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
+        yield cancel
+        return
+    previous = {sig: signal.signal(sig, lambda *_: cancel.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield cancel
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _analyse_run(result) -> dict:

@@ -47,6 +47,12 @@ def precision_words(precision: str | None, evidence: dict) -> str:
     if precision == "function":
         return (" The line comes from Python stack frames (a line of the function's frame, not necessarily the "
                 "statement): this trace was not recorded by Stepscope.")
+    if precision == "call":
+        return (" The line comes from the operators' call stacks (the statement that called them; Python time "
+                "between its operators is not in the trace): this trace was not recorded by Stepscope.")
+    if evidence.get("source") == "other" and evidence.get("call_stacks"):
+        return (" No source line could be named: the trace's call stacks name no file found under the source "
+                "root (pass --source-root, the folder the program ran from).")
     if evidence.get("source") == "other":
         return " No source line could be named: this trace was not recorded by Stepscope and has no Python stacks."
     return " No source line could be named for it."

@@ -10,7 +10,15 @@ Invariants:
 - GPU figures are None when the trace holds no GPU events, never 0 for "unknown".
 - A moment is placed on a line by the innermost line node open on its thread at that moment:
   Stepscope's `ss:` regions (exact), else user-code `python_function` frames (function precision);
-  a moment on a thread with no node falls back to the node open on the step's thread.
+  a moment on a thread with no node falls back to the node open on the main thread (the step
+  markers' thread, else the longest-running CPU thread: links.py).
+- A moment no such node holds goes to the statement a 1.9-era `Call stack` names (call precision,
+  as attribution does): that of the innermost op holding it with a user frame in its stack; on
+  another thread without one (the autograd thread records no stack), that of the main thread's op
+  open then, else the statement the main thread ran last in the same step (`_CallPlaces`).
+- Host moments count from the first step's host start to the last step's host end; for steps read
+  from GPU-stream markers, whose host span was not recorded, to the last step's completion (a wait
+  on the GPU after the step's last launch belongs to the step).
 - Names that match the batch-read patterns mark the batch read; operators inside a batch read are
   left out of the operator figures (that time is the input pipeline's, reported by input-bound).
 """
@@ -20,15 +28,19 @@ from __future__ import annotations
 import bisect
 import fnmatch
 import re
+from array import array
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import is_
 from pathlib import Path
 from statistics import median
 from typing import Iterable
 
 from ...trace import Kind, Trace
 from ..intervals import Interval, clip, length, merge
-from ..labels import FileTable, FrameResolver, parse_frame, parse_ss_label
+from ..attribution import LastStatement
+from ..labels import CallLines, FileTable, FrameResolver, parse_frame, parse_ss_label
 from ..links import Links, copy_direction
 from ..steps import Step
 
@@ -130,6 +142,101 @@ def _sweep(track_nodes: tuple[list[float], list[float], list], idx: list[int],
             out[i] = nodes[stack[-1]]
 
 
+class _CallPlaces:
+    """Lines of moments from 1.9-era `Call stack` args (see the module's invariants), precision "call".
+
+    One node per statement: two moments of one statement get the same object, which is what "the
+    same line occurrence" means for call lines (a stack names a statement, not one execution of it)."""
+
+    def __init__(self, trace: Trace, lines: CallLines, op_spans: dict[int, tuple[list, list, list[int]]],
+                 parent: dict[int, int], main_track: int | None, step_starts: list[float]):
+        self.trace, self.lines, self.op_spans, self.parent = trace, lines, op_spans, parent
+        self.main_track = main_track
+        self.step_starts = step_starts
+        self.nodes: dict[tuple, _Node] = {}  # statement key -> its node
+        self._by_stack: dict[int, _Node | None] = {-1: None}  # stack id -> its statement's node
+        self._last: LastStatement | None = None
+
+    def node(self, key: tuple) -> _Node:
+        """The one node of a statement."""
+        found = self.nodes.get(key)
+        if found is None:
+            found = self.nodes[key] = _Node(0.0, 0.0, key, 0)
+        return found
+
+    def of_op(self, row: int | None) -> _Node | None:
+        """The statement of the innermost op from `row` outwards whose stack names one."""
+        stack, parent, by_stack = self.trace.stack, self.parent, self._by_stack
+        while row is not None and row >= 0:
+            sid = stack[row]
+            found = by_stack[sid] if sid in by_stack else self._own([row])[0]
+            if found is not None:
+                return found
+            row = parent.get(row, -1)
+        return None
+
+    def _own(self, rows: list[int]) -> list[_Node | None]:
+        """The statement each op's own stack names (None without one); each distinct stack resolved once."""
+        by_stack = self._by_stack
+        sids = list(map(self.trace.stack.__getitem__, rows))
+        for sid in set(sids).difference(by_stack):
+            key = self.lines.key(sid)
+            by_stack[sid] = self.node(key) if key is not None else None
+        return list(map(by_stack.__getitem__, sids))
+
+    def of_track_ops(self, rows: list[int]) -> list[_Node | None]:
+        """`of_op` of every op of one track, given parents first (by start, then longest first, as
+        `op_spans` holds them): each op's own stack, else its parent's answer, in one pass."""
+        out = self._own(rows)
+        missing = [k for k, node in enumerate(out) if node is None]
+        if missing:
+            found_at = dict(zip(rows, out))
+            parent = self.parent
+            for k in missing:
+                up = parent.get(rows[k], -1)
+                if up >= 0:
+                    out[k] = found_at[rows[k]] = found_at.get(up)
+        return out
+
+    def fill(self, tracks: list[int], times: list[float], own: list, located: list) -> None:
+        """Place, in `located`, every moment (track, time) that no region or frame node holds: the
+        statement of its own op chain (`own`, or None), else the main thread's (for another thread)."""
+        todo = list(compress(range(len(located)), map(is_, located, repeat(None))))
+        for i in todo:
+            located[i] = own[i]
+        main = self.main_track
+        if main is None:
+            return
+        elsewhere = [i for i in todo if own[i] is None and tracks[i] != main]
+        if not elsewhere:
+            return
+        # the main thread's op open then, else the statement it ran last in the step (it records
+        # no op while it waits)
+        main_ops = _innermost_ops(self.trace, self.op_spans, self.parent, [(main, times[i]) for i in elsewhere])
+        last = self._waiting()
+        for i, op in zip(elsewhere, main_ops):
+            located[i] = self.of_op(op) or last.at(times[i])
+
+    def fill_moments(self, queries: list[tuple[int, float]], ops: list, located: list) -> None:
+        """`fill` for moments given as (track, ts) with the innermost op holding each (or None)."""
+        own = [self.of_op(op) if node is None else None for op, node in zip(ops, located)]
+        self.fill([q[0] for q in queries], [q[1] for q in queries], own, located)
+
+    def place(self, track: int, ts: float, op: int | None) -> _Node | None:
+        """The statement of one moment on `track` at `ts` whose innermost op is `op` (or None)."""
+        located = [None]
+        self.fill_moments([(track, ts)], [op], located)
+        return located[0]
+
+    def _waiting(self) -> LastStatement:
+        """The main thread's statements (their nodes) by the end of their ops (built on first use)."""
+        if self._last is None:
+            _, ends, rows = self.op_spans.get(self.main_track, ([], [], []))
+            spans = [(end, node) for end, node in zip(ends, self._own(rows)) if node is not None]
+            self._last = LastStatement(spans, self.step_starts)
+        return self._last
+
+
 def _innermost_ops(trace: Trace, op_spans: dict[int, tuple[list[float], list[float], list[int]]],
                    parent: dict[int, int], queries: list[tuple[int, float]]) -> list[int | None]:
     """The innermost operator open at each (track, ts), or None. The operator that started last
@@ -186,9 +293,10 @@ def collect_evidence(trace: Trace, links: Links, steps: list[Step], *, file_tabl
                      source_root: Path | None, batch_read_patterns: Iterable[str]) -> dict:
     n = len(steps)
     w0, w1 = steps[0].cpu_start, steps[-1].completion
-    cpu_end = steps[-1].cpu_end
+    # steps from GPU-stream markers: the last launch only bounds the host span from below
+    cpu_end = w1 if steps[-1].from_gpu_markers else steps[-1].cpu_end
     devices = links.device_tracks
-    step_track = trace.track[links.step_rows[0]] if links.step_rows else None
+    step_track = links.main_track
     gpu_observed = bool(links.gpu_rows)
     step_starts = [s.cpu_start for s in steps]
     names = trace.names
@@ -208,7 +316,7 @@ def collect_evidence(trace: Trace, links: Links, steps: list[Step], *, file_tabl
     batch_signals: Counter = Counter()
     uid = 0
     batch_line: _Node | None = None
-    batch_first: tuple[int, float] | None = None
+    batch_first: tuple[int, float, int] | None = None  # (track, start, row) of the earliest batch read
     # older traces write record_function events (DataLoader's among them) as cpu_op: those named
     # like a batch read are visited too
     # What each name means is decided once per name of the symbol table: a region (exact line), a
@@ -254,12 +362,11 @@ def collect_evidence(trace: Trace, links: Links, steps: list[Step], *, file_tabl
             batch_iv.append((start, end))
             batch_signals[names[nid]] += 1
             if batch_first is None or start < batch_first[1]:
-                batch_first = (track, start)
+                batch_first = (track, start, i)
             if node is not None and (batch_line is None or node.key[0] == "exact" and batch_line.key[0] != "exact"):
                 batch_line = node  # the loop header's own region names the line exactly
     nodes = ss_nodes if any(ss_nodes.values()) else frame_nodes
     locator = _Locator(nodes, step_track)
-    line_precision = "exact" if nodes is ss_nodes and ss_nodes else ("function" if frame_nodes else "none")
     batch_merged = merge(clip(batch_iv, w0, w1))
 
     # --- GPU busy (all GPU work in the window)
@@ -307,12 +414,27 @@ def collect_evidence(trace: Trace, links: Links, steps: list[Step], *, file_tabl
     launch_q = [(track_col[r], ts_col[r]) for _, r in launches]
     launch_ops = _innermost_ops(trace, op_spans, parent, launch_q)
     launch_lines = locator.locate(launch_q)
-    sync_lines = locator.locate([(track_col[r], ts_col[r]) for r in sync_rows])
+    sync_q = [(track_col[r], ts_col[r]) for r in sync_rows]
+    sync_lines = locator.locate(sync_q)
 
     all_ops = [r for rows in ops_by_track.values() for r in rows]
+    has_stacks = _has_call_stacks(trace)
+    calls = _CallPlaces(trace, CallLines(names, frames), op_spans, parent, step_track, step_starts) \
+        if has_stacks else None
     line_of_op: dict[int, _Node | None] = {}
     for track, (op_starts, _, rows) in op_spans.items():
-        line_of_op.update(zip(rows, locator.locate_sorted(track, op_starts)))
+        located = locator.locate_sorted(track, op_starts)
+        if calls is not None:
+            calls.fill([track] * len(rows), op_starts, calls.of_track_ops(rows), located)
+        line_of_op.update(zip(rows, located))
+    if calls is not None:
+        calls.fill_moments(launch_q, launch_ops, launch_lines)
+        calls.fill_moments(sync_q, _innermost_ops(trace, op_spans, parent, sync_q), sync_lines)
+    batch_node = batch_line
+    if batch_node is None and batch_first is not None:
+        batch_node = _batch_place(trace, batch_first, locator, calls, op_spans, parent)
+    line_precision = "exact" if nodes is ss_nodes and ss_nodes else ("function" if frame_nodes else
+                                                                     "call" if calls and calls.nodes else "none")
 
     ops = _operator_figures(trace, all_ops, self_us, line_of_op, launches, launch_ops, batch_merged, n,
                             gpu_observed)
@@ -327,12 +449,13 @@ def collect_evidence(trace: Trace, links: Links, steps: list[Step], *, file_tabl
     return {
         "source": "stepscope" if saw_ss else "other",
         "line_precision": line_precision,
+        "call_stacks": has_stacks,
         "step_mean_ms": round((w1 - w0) / US_PER_MS / n, 4),
         "batch_read": {
             "ms": _ms(read_ms, n),
             "gpu_busy_ms": _ms(_overlap(batch_merged, gpu_busy), n) if gpu_observed else None,
             "signals": [name for name, _ in batch_signals.most_common(5)],
-            **_where(batch_line or (locator.locate([batch_first])[0] if batch_first else None)),
+            **_where(batch_node),
         },
         "ops": ops,
         "kernels": kernels,
@@ -340,6 +463,25 @@ def collect_evidence(trace: Trace, links: Links, steps: list[Step], *, file_tabl
         "syncs": syncs,
         "new_names": new_names,
     }
+
+
+def _has_call_stacks(trace: Trace) -> bool:
+    """Whether any event carries a `Call stack` arg: one comparison of the column with "none" in C
+    (about 0.2 ms for 400 k events), so traces without stacks pay nothing more for them."""
+    stack = trace.stack
+    return stack != array(stack.typecode, [-1]) * len(stack)
+
+
+def _batch_place(trace: Trace, first: tuple[int, float, int], locator: _Locator, calls: _CallPlaces | None,
+                 op_spans: dict, parent: dict[int, int]) -> _Node | None:
+    """The line of the earliest batch read: the node open at its start, else its call line (the read's
+    own stack when it is an op, as 1.9 writes DataLoader's label, else the op open at its start)."""
+    track, start, row = first
+    found = locator.locate([(track, start)])[0]
+    if found is None and calls is not None:
+        op = row if trace.kind[row] == Kind.CPU_OP else _innermost_ops(trace, op_spans, parent, [(track, start)])[0]
+        found = calls.place(track, start, op)
+    return found
 
 
 def _operator_figures(trace: Trace, all_ops: list[int], self_us: dict[int, float], line_of_op: dict,

@@ -31,7 +31,8 @@ def repeated_copy(report: dict, t: Thresholds, anchor: Anchor) -> list[dict]:
             continue
         if group["steps"] < max(2, t.repeated_copy_step_share * n - 1e-9):
             continue
-        built = "in the same statement" if group.get("precision") == "exact" else \
+        # an ss region or a call stack names the statement itself; a frame only its function
+        built = "in the same statement" if group.get("precision") in ("exact", "call") else \
             "just before it (the trace cannot show whether in the same statement)"
         out.append(finding(
             "repeated-copy", placed(group, (None, None), evidence)[0],

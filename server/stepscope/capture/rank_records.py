@@ -1,0 +1,74 @@
+"""The run's own records of a distributed capture, made from what each rank wrote.
+
+Each rank's agent writes only files named for its rank (scenario-rank<r>.json, files-rank<r>.json,
+trace-rank<r>.json); once every rank has ended, the capture side writes from them:
+- scenario.json: the main record is the lowest rank's (rank 0's in a run that went well), with its
+  `distributed` section extended by `ranks`: how each rank ended, its traces, steps and start-up,
+  and the name of its own record;
+- files.json: the union of the ranks' file tables when they agree (they do when every rank imports
+  the same workspace files in the same order), else the lowest rank's. The analysis reads each
+  rank's own table and record beside its trace either way.
+Per-rank files are never modified. Unreadable or missing records are skipped (a rank that was
+stopped or crashed may have written none); with no record at all, no scenario.json is written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .. import jsonio, workspace
+from ..agent import protocol
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    try:
+        doc = jsonio.read_json(path)
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _rank_summary(rank: int, ending: dict[str, Any], record: dict[str, Any] | None) -> dict[str, Any]:
+    summary: dict[str, Any] = {"rank": rank, **ending,
+                               "record": protocol.rank_file_name(workspace.SCENARIO, rank) if record else None}
+    if record is not None:
+        startup = record.get("startup") or {}
+        summary.update(
+            traces=record.get("traces", []), steps_run=record.get("steps_run"),
+            active_steps_recorded=record.get("active_steps_recorded"),
+            window_complete=record.get("window_complete"), to_first_step_ms=startup.get("to_first_step_ms"),
+            process_group=(record.get("distributed") or {}).get("process_group"),
+        )
+    return summary
+
+
+def _merged_file_table(tables: list[dict[str, Any]]) -> dict[str, Any]:
+    """The union of the tables when no file id means two paths (nor a path two ids), else the first."""
+    merged: dict[str, str] = {}
+    for table in tables:
+        for file_id, rel in (table.get("files") or {}).items():
+            if merged.setdefault(file_id, rel) != rel:
+                return tables[0]
+    if len(set(merged.values())) != len(merged):
+        return tables[0]
+    return {**tables[0], "files": merged}
+
+
+def write_run_records(run: workspace.RunFolder, world_size: int, endings: list[dict[str, Any]]) -> None:
+    """Write scenario.json and files.json of a distributed run; `endings[r]` is how rank r ended
+    (`exit`, `reason`), as the capture side saw it."""
+    records = {r: _read(run.file(protocol.rank_file_name(workspace.SCENARIO, r))) for r in range(world_size)}
+    tables = [t for r in range(world_size) if (t := _read(run.file(protocol.rank_file_name(workspace.FILES, r))))]
+    if tables:
+        jsonio.write_json(run.file(workspace.FILES), _merged_file_table(tables), replace=True)
+    present = [r for r in range(world_size) if records[r] is not None]
+    if not present:
+        return
+    main = dict(records[present[0]])
+    main["distributed"] = {
+        **(main.get("distributed") or {}),
+        "world_size": world_size,
+        "ranks": [_rank_summary(r, endings[r], records[r]) for r in range(world_size)],
+    }
+    jsonio.write_json(run.file(workspace.SCENARIO), main, replace=False)

@@ -1,0 +1,211 @@
+"""`stepscope profile --nproc N`: one process per rank, as torchrun starts them, one trace per rank and
+one report; a failing, hanging or cancelled rank ends the run with every rank stopped (real torch on
+the CPU, gloo backend, 2 ranks)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from ..conftest import run_stepscope
+
+pytestmark = pytest.mark.torch
+
+FAST = ("--wait", "0", "--warmup", "1", "--active", "3")
+
+# A tiny DDP program: every rank records its pid (to check nothing survives) and prints the
+# environment a torchrun worker gets; `{fail}` is spliced into the step loop.
+DDP_PROGRAM = """\
+    import os
+    import sys
+    import time
+
+    import torch
+    import torch.distributed as dist
+    from torch import nn
+    from torch.nn.parallel import DistributedDataParallel
+
+    with open(os.environ["PIDS_FILE"], "a") as f:
+        f.write(f"{{os.getpid()}}\\n")
+    print("env", *(f"{{k}}={{os.environ.get(k)}}" for k in
+                   ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "STEPSCOPE_RUN")))
+    {before_init}
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    torch.manual_seed(0)
+    model = DistributedDataParallel(nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4)))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for i in range(30):
+        x = torch.randn(16, 32)
+        loss = model(x).square().mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        {fail}
+    dist.destroy_process_group()
+"""
+
+
+def _ddp_program(ws: Path, name: str, *, fail: str = "pass", before_init: str = "pass") -> Path:
+    path = ws / name
+    path.write_text(textwrap.dedent(DDP_PROGRAM).format(fail=fail, before_init=before_init))
+    return path
+
+
+def _line_of(path: Path, text: str) -> int:
+    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
+def _only_run(ws: Path) -> Path:
+    runs = list((ws / ".stepscope" / "runs").iterdir())
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+def _assert_all_gone(pids_file: Path, expected: int) -> None:
+    pids = {int(p) for p in pids_file.read_text().split()}
+    assert len(pids) == expected, pids
+    for pid in pids:
+        status = Path(f"/proc/{pid}/status")
+        assert not status.exists() or "zombie" in status.read_text(), f"rank process {pid} is still running"
+
+
+@pytest.fixture
+def pids_file(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = workspace / "pids.txt"
+    monkeypatch.setenv("PIDS_FILE", str(path))
+    return path
+
+
+def test_two_ranks_give_one_trace_each_and_one_report(workspace: Path, pids_file: Path):
+    program = _ddp_program(workspace, "ddp.py")
+    r = run_stepscope("profile", "ddp.py", "--nproc", "2", "--json", *FAST, cwd=workspace)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)  # exactly one JSON document on stdout
+    run = _only_run(workspace)
+
+    # one trace per rank, each rank's own records and log; no file shared by two processes
+    assert sorted(p.name for p in run.iterdir()) == [
+        "files-rank0.json", "files-rank1.json", "files.json", "program-rank0.log", "program-rank1.log",
+        "report.json", "scenario-rank0.json", "scenario-rank1.json", "scenario.json", "spec.json", "status.json",
+        "trace-rank0.json", "trace-rank1.json"]
+    assert report["traces"] == [str(run / "trace-rank0.json"), str(run / "trace-rank1.json")]
+
+    # each rank's own ms/step, the slowest named; the headline is rank 0's
+    assert [entry["rank"] for entry in report["ranks"]] == [0, 1]
+    assert all(entry["ms_per_step"] > 0 and entry["steps"] == 3 for entry in report["ranks"])
+    assert sum(entry["slowest"] for entry in report["ranks"]) == 1
+    assert report["slowest_rank"] in (0, 1)
+    assert report["machine"]["rank"] == 0 and report["ms_per_step"] == report["ranks"][0]["ms_per_step"]
+
+    # the per-line table names the user's forward and backward lines, on every rank
+    forward, backward = _line_of(program, "loss = model(x)"), _line_of(program, "loss.backward()")
+    lines = {(Path(e["file"]).name, e["line"]) for e in report["lines"]}
+    assert {("ddp.py", forward), ("ddp.py", backward)} <= lines
+    for entry in report["ranks"]:
+        assert ("ddp.py", backward) in {(Path(e["file"]).name, e["line"]) for e in entry["lines"]}
+
+    # the scenario says it was a distributed run of 2 ranks that formed a gloo group
+    distributed = report["scenario"]["distributed"]
+    assert distributed["world_size"] == 2 and distributed["rank"] == 0
+    assert distributed["process_group"] == {"backend": "gloo", "rank": 0, "world_size": 2}
+    assert [(e["rank"], e["exit"], e["record"]) for e in distributed["ranks"]] == [
+        (0, 0, "scenario-rank0.json"), (1, 0, "scenario-rank1.json")]
+    rank1 = json.loads((run / "scenario-rank1.json").read_text())
+    assert rank1["machine"]["rank"] == 1 and rank1["distributed"]["local_rank"] == 1
+    assert json.loads((run / "status.json").read_text())["status"] == "complete"
+
+    # every rank got torchrun's environment; its output is in its own log and on stderr, prefixed
+    for rank in (0, 1):
+        env = f"env RANK={rank} LOCAL_RANK={rank} WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 STEPSCOPE_RUN=1"
+        assert env in (run / f"program-rank{rank}.log").read_text()
+        assert f"[rank {rank}] {env}" in r.stderr
+    _assert_all_gone(pids_file, 2)
+
+
+def test_the_ddp_example_profiles_on_two_ranks(workspace: Path):
+    r = run_stepscope("profile", "train_ddp.py", "--nproc", "2", "--json", *FAST, cwd=workspace)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert [entry["rank"] for entry in report["ranks"]] == [0, 1]
+    backward = _line_of(workspace / "train_ddp.py", "loss.backward()")
+    assert ("train_ddp.py", backward) in {(Path(e["file"]).name, e["line"]) for e in report["lines"]}
+    assert report["scenario"]["observed"]["data_source"]["kind"] == "DataLoader"
+
+
+def test_a_failing_rank_stops_the_others_and_exits_3_naming_it(workspace: Path, pids_file: Path):
+    program = _ddp_program(workspace, "bad.py", fail='if rank == 1 and i == 1: raise RuntimeError("rank one broke")')
+    r = run_stepscope("profile", "bad.py", "--nproc", "2", *FAST, cwd=workspace, timeout=120)
+    assert r.returncode == 3, r.stderr
+    raise_line = _line_of(program, "rank one broke")
+    # rank 1's own traceback, pointing at the user's line, prefixed with its rank
+    assert f'[rank 1]   File "{program}", line {raise_line}' in r.stderr
+    assert "[rank 1] RuntimeError: rank one broke" in r.stderr
+    assert "stepscope/agent" not in r.stderr
+    assert f"stepscope: rank 1: the program raised RuntimeError at bad.py:{raise_line}" in r.stderr
+    _assert_all_gone(pids_file, 2)
+    run = _only_run(workspace)
+    status = json.loads((run / "status.json").read_text())
+    assert status["status"] == "failed" and status["exit"] == 3 and status["ranks"][1]["exit"] == 3
+    assert not list(run.glob("*.partial"))
+
+
+def test_a_rank_that_never_reaches_the_step_exits_6_naming_it(workspace: Path, pids_file: Path):
+    program = _ddp_program(workspace, "skip.py", before_init='if os.environ["RANK"] == "1": sys.exit(0)')
+    loop = _line_of(program, "for i in range(30):")
+    r = run_stepscope("profile", "skip.py", "--nproc", "2", *FAST, cwd=workspace, timeout=120)
+    assert r.returncode == 6, r.stderr
+    assert f"stepscope: rank 1: the program ended without reaching the loop at line {loop}" in r.stderr
+    _assert_all_gone(pids_file, 2)  # rank 0, waiting for rank 1 in init_process_group, was stopped
+
+
+def test_the_time_limit_stops_every_rank_and_says_where_each_was(workspace: Path, pids_file: Path):
+    _ddp_program(workspace, "hang.py", fail="if rank == 1 and i == 1: time.sleep(3600)")
+    start = time.monotonic()
+    r = run_stepscope("profile", "hang.py", "--nproc", "2", "--timeout", "15", *FAST, cwd=workspace, timeout=120)
+    assert r.returncode == 4, r.stderr
+    assert "time limit of 15 s reached; all 2 ranks and their workers were stopped" in r.stderr
+    assert "rank 0 in step 3 (active)" in r.stderr  # waiting for rank 1 in the gradients' all-reduce
+    assert "rank 1 in step 2 (active)" in r.stderr
+    assert time.monotonic() - start < 60
+    _assert_all_gone(pids_file, 2)
+    assert json.loads((_only_run(workspace) / "status.json").read_text())["status"] == "timeout"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_to_stepscope_cancels_every_rank(workspace: Path, pids_file: Path, sig: signal.Signals):
+    _ddp_program(workspace, "slow.py", fail="time.sleep(3600)")
+    proc = subprocess.Popen([sys.executable, "-m", "stepscope", "profile", "slow.py", "--nproc", "2", "--json", *FAST],
+                            cwd=workspace, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(pids_file.read_text().split() if pids_file.exists() else []) < 2:
+            time.sleep(0.1)
+        time.sleep(1.0)  # let the ranks get into their first step
+        proc.send_signal(sig)
+        stdout, stderr = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr
+    assert "cancelled; all 2 ranks and their workers were stopped" in stderr
+    assert stdout == ""  # no report for a cancelled run
+    _assert_all_gone(pids_file, 2)
+    run = _only_run(workspace)
+    assert json.loads((run / "status.json").read_text())["status"] == "cancelled"
+    assert not (run / "report.json").exists() and not list(run.glob("*.partial"))
+
+
+@pytest.mark.parametrize("value", ["0", "-2"])
+def test_nproc_below_one_is_a_usage_error(workspace: Path, value: str):
+    r = run_stepscope("profile", "train_ddp.py", f"--nproc={value}", cwd=workspace)
+    assert r.returncode == 2
+    assert r.stderr.strip() == f"stepscope: --nproc must be a whole number >= 1 (got {value})"
+    assert not (workspace / ".stepscope").exists()

@@ -1,0 +1,112 @@
+"""A distributed run's own records (no torch): scenario.json and files.json made from what each rank
+wrote, and the analysis reading each rank's trace with that rank's own records."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from stepscope.agent import protocol
+from stepscope.analysis.ranks import rank_file_name, rank_in_file_name
+from stepscope.analysis.report import analyze
+from stepscope.capture.rank_records import write_run_records
+from stepscope.workspace import RunFolder
+
+from ..analysis.kineto_synth import Synth
+
+OK_ENDINGS = [{"exit": 0, "reason": None}, {"exit": 0, "reason": None}]
+
+
+def _record(rank: int, *, ms_to_first_step: float = 100.0) -> dict:
+    return {"machine": {"device": "CPU only", "rank": rank, "world_size": 2},
+            "distributed": {"world_size": 2, "rank": rank, "local_rank": rank,
+                            "process_group": {"backend": "gloo", "rank": rank, "world_size": 2}},
+            "startup": {"to_first_step_ms": ms_to_first_step, "first_steps_ms": []},
+            "traces": [f"/run/trace-rank{rank}.json"], "steps_run": 4, "active_steps_recorded": 3,
+            "window_complete": True, "schedule": {"wait": 0, "warmup": 1, "active": 3, "repeat": 1}}
+
+
+def _write(run: Path, name: str, doc: dict) -> None:
+    (run / name).write_text(json.dumps(doc))
+
+
+def _rank_files(run: Path, rank: int, files: dict[str, str], root: Path) -> None:
+    _write(run, f"scenario-rank{rank}.json", _record(rank, ms_to_first_step=100.0 + rank))
+    _write(run, f"files-rank{rank}.json", {"root": str(root), "files": files})
+
+
+def test_rank_file_names_agree_on_both_sides_of_the_process_boundary():
+    for name in ("trace.json", "scenario.json", "files.json", "program.log"):
+        assert protocol.rank_file_name(name, 3) == rank_file_name(name, 3)
+        assert rank_in_file_name(Path(rank_file_name(name, 3))) == 3
+    assert protocol.rank_file_name("trace.json", None) == "trace.json"
+    assert rank_in_file_name(Path("trace-rank12-1.json")) == 12  # a second repeat cycle
+    assert rank_in_file_name(Path("trace-rank1.json.gz")) == 1
+    assert rank_in_file_name(Path("trace.json")) is None and rank_in_file_name(Path("trace-1.json")) is None
+
+
+def test_the_main_record_is_rank_0s_with_every_ranks_ending(tmp_path: Path):
+    run = tmp_path / "run"
+    run.mkdir()
+    _rank_files(run, 0, {"f0": "train.py", "f1": "net.py"}, tmp_path)
+    _rank_files(run, 1, {"f0": "train.py", "f1": "net.py", "f2": "extra.py"}, tmp_path)
+    write_run_records(RunFolder(run), 2, OK_ENDINGS)
+
+    scenario = json.loads((run / "scenario.json").read_text())
+    assert scenario["machine"]["rank"] == 0 and scenario["startup"]["to_first_step_ms"] == 100.0
+    assert scenario["distributed"]["world_size"] == 2 and scenario["distributed"]["rank"] == 0
+    assert [(e["rank"], e["exit"], e["record"], e["to_first_step_ms"]) for e in scenario["distributed"]["ranks"]] == [
+        (0, 0, "scenario-rank0.json", 100.0), (1, 0, "scenario-rank1.json", 101.0)]
+    # tables that agree are merged; the ranks' own files stay as they wrote them
+    assert json.loads((run / "files.json").read_text())["files"] == {"f0": "train.py", "f1": "net.py", "f2": "extra.py"}
+    assert json.loads((run / "scenario-rank1.json").read_text()) == _record(1, ms_to_first_step=101.0)
+
+
+def test_without_rank_0s_record_the_lowest_rank_present_is_the_main_one(tmp_path: Path):
+    run = tmp_path / "run"
+    run.mkdir()
+    _rank_files(run, 1, {"f0": "train.py"}, tmp_path)
+    endings = [{"exit": None, "reason": "stopped before its first step: rank 1 failed"}, {"exit": 3, "reason": "boom"}]
+    write_run_records(RunFolder(run), 2, endings)
+    scenario = json.loads((run / "scenario.json").read_text())
+    assert scenario["distributed"]["rank"] == 1
+    assert scenario["distributed"]["ranks"][0] == {"rank": 0, **endings[0], "record": None}
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    write_run_records(RunFolder(empty), 2, endings)
+    assert not list(empty.iterdir())  # nothing to make a record from: no scenario.json
+
+
+def test_each_rank_is_analysed_with_its_own_file_table_and_record(tmp_path: Path):
+    """Ranks that instrumented files in another order give one id two meanings: files.json cannot
+    serve both, so each rank's trace is read with its own table (and its own scenario)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for name in ("train.py", "a.py", "b.py"):
+        (ws / name).write_text("\n" * 20)
+    run = tmp_path / "run"
+    run.mkdir()
+    _write(run, "files.json", {"root": str(ws), "files": {"f0": "train.py"}})
+    _rank_files(run, 0, {"f0": "train.py", "f1": "a.py"}, ws)
+    _rank_files(run, 1, {"f0": "train.py", "f1": "b.py"}, ws)
+    for rank in (0, 1):  # no distributedInfo: the rank comes from each rank's own record
+        s = Synth(devices=[])
+        for k in range(3):
+            t = k * 1000 * (rank + 1)
+            s.step(k + 1, t, 1000 * (rank + 1))
+            s.region("ss:f0:5", t + 100, 200)
+            s.region("ss:f1:7", t + 400, 300)
+        s.write(run / f"trace-rank{rank}.json")
+    write_run_records(RunFolder(run), 2, OK_ENDINGS)
+    assert json.loads((run / "files.json").read_text())["files"] == {"f0": "train.py", "f1": "a.py"}
+
+    report = analyze([run])
+    assert report["scenario"]["distributed"]["ranks"]  # the headline's record is the run's scenario.json
+    by_rank = {entry["rank"]: entry for entry in report["ranks"]}
+    assert by_rank[0]["ms_per_step"] == pytest.approx(1.0) and by_rank[1]["ms_per_step"] == pytest.approx(2.0)
+    assert {(Path(e["file"]).name, e["line"]) for e in by_rank[0]["lines"]} == {("train.py", 5), ("a.py", 7)}
+    assert {(Path(e["file"]).name, e["line"]) for e in by_rank[1]["lines"]} == {("train.py", 5), ("b.py", 7)}
+    assert report["slowest_rank"] == 1
