@@ -34,7 +34,9 @@ def main() -> None:
     args = parser.parse_args()
 
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    use_gpu = torch.cuda.is_available() and torch.cuda.device_count() > local_rank
+    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    # every rank must choose the same backend: GPUs only when each local rank has its own
+    use_gpu = torch.cuda.is_available() and torch.cuda.device_count() >= local_world
     if use_gpu:
         torch.cuda.set_device(local_rank)
     dist.init_process_group("nccl" if use_gpu else "gloo")  # reads the rank and the rendezvous from the env
