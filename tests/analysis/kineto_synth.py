@@ -97,6 +97,14 @@ class Synth:
         return path
 
 
+LIB_1_9 = "/usr/lib/python3.7/site-packages/torch"
+
+
+def call_stack_1_9(line: int, library: str = "nn/modules/module.py(1051): _call_impl") -> str:
+    """A 1.9-era `Call stack` arg: a library frame under statement `line` of train.py."""
+    return f"{LIB_1_9}/{library};train.py({line}): <module>"
+
+
 class Synth19(Synth):
     """torch 1.9's spelling: `Operator` / `Runtime` / `Kernel` / `Memcpy` categories (step markers and
     record_function labels are operators too), host tids written as strings, devices' as

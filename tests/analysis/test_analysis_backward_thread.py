@@ -18,15 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from .kineto_synth import Synth19
+from .kineto_synth import Synth19, call_stack_1_9
 from stepscope.analysis.report import analyze
 
 AUTOGRAD = 200
-LIB = "/usr/lib/python3.7/site-packages/torch"
-
-
-def statement(line: int, library: str = "nn/modules/module.py(1051): _call_impl") -> str:
-    return f"{LIB}/{library};train.py({line}): <module>"
+statement = call_stack_1_9
 
 
 def build() -> Synth19:

@@ -17,14 +17,10 @@ from pathlib import Path
 
 from stepscope.analysis.render import render_text
 from stepscope.analysis.report import analyze
-from tests.analysis.kineto_synth import Synth19
+from tests.analysis.kineto_synth import Synth19, call_stack_1_9
 
 AUTOGRAD = 200
-LIB = "/usr/lib/python3.7/site-packages/torch"
-
-
-def statement(line: int, library: str = "nn/modules/module.py(1051): _call_impl") -> str:
-    return f"{LIB}/{library};train.py({line}): <module>"
+statement = call_stack_1_9
 
 
 def build() -> Synth19:

@@ -122,24 +122,13 @@ def _sweep_sorted(track_nodes: tuple[list[float], list[float], list], times: lis
 
 def _sweep(track_nodes: tuple[list[float], list[float], list], idx: list[int],
            queries: list[tuple[int, float]], out: list) -> None:
-    """For each query (sorted by time), the innermost node containing it; nodes sorted by (start, -end)."""
-    starts, ends, nodes = track_nodes
-    if not nodes or not idx:
+    """For each query `idx` names, the innermost node containing it; nodes sorted by (start, -end)."""
+    if not track_nodes[2] or not idx:
         return
     idx = sorted(idx, key=lambda i: queries[i][1])
-    stack: list[int] = []  # indexes of open nodes, innermost last
-    j, n = 0, len(nodes)
-    for i in idx:
-        ts = queries[i][1]
-        while j < n and starts[j] <= ts:
-            while stack and ends[stack[-1]] < starts[j]:
-                stack.pop()
-            stack.append(j)
-            j += 1
-        while stack and ends[stack[-1]] < ts:
-            stack.pop()
-        if stack:
-            out[i] = nodes[stack[-1]]
+    for i, node in zip(idx, _sweep_sorted(track_nodes, [queries[i][1] for i in idx])):
+        if node is not None:
+            out[i] = node
 
 
 class _CallPlaces:
