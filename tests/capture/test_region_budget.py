@@ -43,9 +43,9 @@ main()
 GETITEM_DEF, GETITEM_BODY, LOOP = 9, range(10, 13), 18
 
 
-def _profile(ws: Path, batch: int, work: str) -> dict:
+def _profile(ws: Path, batch: int, work: str, *options: str) -> dict:
     (ws / "items.py").write_text(PROGRAM.replace("BATCH", str(batch)).replace("WORK", work))
-    r = run_stepscope("profile", "items.py", "--json", cwd=ws)
+    r = run_stepscope("profile", "items.py", "--json", *options, cwd=ws)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
 
@@ -70,3 +70,10 @@ def test_a_function_called_once_per_step_keeps_its_lines(tmp_path: Path):
     assert set(GETITEM_BODY) <= lines
     assert "lines_not_split" not in report["scenario"]["observed"]
     assert not any("not split into lines" in n for n in report["notes"])
+
+
+def test_all_lines_splits_every_function_whatever_it_costs(tmp_path: Path):
+    report = _profile(tmp_path, 512, "0", "--all-lines")
+    lines = {entry["line"] for entry in report["lines"]}
+    assert set(GETITEM_BODY) <= lines
+    assert "lines_not_split" not in report["scenario"]["observed"]

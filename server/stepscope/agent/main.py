@@ -113,6 +113,7 @@ def main(spec_path: str, process_start: float) -> int:
         record_shapes=bool(opts.get("shapes")), with_stack=bool(opts.get("stack")),
         profile_memory=bool(opts.get("memory")), run_to_end=bool(opts.get("run_to_end")),
         max_depth=int(opts.get("depth", 2)), line_regions=bool(opts.get("line_regions", True)),
+        bound_regions=bool(opts.get("bound_regions", True)),
         emit=emit, process_start=process_start,
     )
     emit("started", pid=os.getpid(), rank=rank)

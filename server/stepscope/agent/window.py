@@ -96,6 +96,7 @@ class StepWindow:
         run_to_end: bool,
         max_depth: int = 2,
         line_regions: bool = True,
+        bound_regions: bool = True,
         emit: Callable[..., None],
         process_start: float,
     ) -> None:
@@ -121,6 +122,7 @@ class StepWindow:
         self._boundary_unused = False
         self.max_depth = max_depth
         self.line_regions = line_regions  # False: step boundaries only (to measure our own overhead)
+        self.bound_regions = bound_regions  # False: no function is left whole for its regions' cost
         self.depth = 0  # workspace frames entered and not yet left
         self._base_depth = 0  # depth at the last step boundary: the step's own level
         self._frame = _Frame(self)
@@ -229,7 +231,8 @@ class StepWindow:
     def _bound_region_cost(self) -> None:
         """Leave whole the functions whose regions would cost more than the budget (see the
         module's invariants); decided once, from the step before the window."""
-        if not self._last_regions or self._region_cost_s is None or len(self.boundary_times) < 2:
+        if not self.bound_regions or not self._last_regions or self._region_cost_s is None \
+                or len(self.boundary_times) < 2:
             return
         step_s = self.boundary_times[-1] - self.boundary_times[-2]
         cost = lambda n: n * self._region_cost_s  # noqa: E731

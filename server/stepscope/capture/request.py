@@ -49,6 +49,7 @@ class CaptureRequest:
     target_function: str | None = None  # each call of this function is a step
     depth: int = 2                    # workspace call depth that gets line regions
     line_regions: bool = True         # False: only step boundaries (to measure the regions' overhead)
+    bound_regions: bool = True        # False: split every function into lines, whatever the regions cost
     entry_script: Path | None = None  # the program's start, when not target_file
     entry_module: str | None = None   # `-m MODULE`
     args: tuple[str, ...] = ()

@@ -80,7 +80,7 @@ def _spec(req: CaptureRequest, run: workspace.RunFolder) -> dict:
         "schedule": req.schedule.as_dict(),
         "options": {"cpu_only": req.cpu_only, "shapes": req.shapes, "stack": req.stack,
                     "memory": req.memory, "run_to_end": req.run_to_end, "depth": req.depth,
-                    "line_regions": req.line_regions},
+                    "line_regions": req.line_regions, "bound_regions": req.bound_regions},
         "scenario": {
             "step": {"file": str(req.target_file), "line": req.target_line, "function": req.target_function,
                      "kind": "loop" if req.target_function is None else "function"},

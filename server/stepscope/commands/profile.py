@@ -36,6 +36,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="how many workspace calls below the step get per-line regions (0: the step's own lines only)")
     p.add_argument("--no-line-regions", dest="line_regions", action="store_false",
                    help="mark steps only, no per-line regions (to measure their overhead)")
+    p.add_argument("--all-lines", dest="bound_regions", action="store_false",
+                   help="split every workspace function into lines, even one called so often that its regions "
+                        "cost more than 5%% of the step (by default such a function is left whole)")
     p.add_argument("--shapes", action="store_true", help="record input shapes (adds overhead)")
     p.add_argument("--stack", action="store_true", help="record Python stacks (adds overhead)")
     p.add_argument("--memory", action="store_true", help="record memory (adds overhead)")
@@ -75,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
         root=root, target_file=script, target_line=loop_line,
         target_function=args.function.rsplit(".", 1)[-1] if args.function else None, depth=args.depth,
         line_regions=args.line_regions,
+        bound_regions=args.bound_regions,
         python=args.python or sys.executable, entry_script=entry, entry_module=args.module,
         args=tuple(extra), cwd=Path.cwd(), schedule=schedule,
         cpu_only=args.cpu_only, shapes=args.shapes, stack=args.stack, memory=args.memory,
