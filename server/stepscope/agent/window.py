@@ -10,8 +10,9 @@
   the step.
 - The regions' own cost is bounded: before the first active step, the regions of the step before
   it are counted per function and priced with a measured cost per region; if they would add more
-  than `REGION_BUDGET` of that step's time, the functions with the most regions (a dataset's
-  `__getitem__` called once per sample, ...) are left whole for the whole window — their time stays
+  than `REGION_BUDGET` of that step's time, the functions with the most regions among those called
+  at least `HOT_CALLS` times per step (a dataset's `__getitem__`, once per sample) are left whole
+  for the whole window — their time stays
   on the line that calls them — and `observed["lines_not_split"]` says which and why.
 
 Invariants:
@@ -58,6 +59,7 @@ _NULL = nullcontext()
 
 
 REGION_BUDGET = 0.05  # largest share of a step's time the line regions may cost (estimated)
+HOT_CALLS = 16  # only a function called at least this often per step is ever left whole
 CALIBRATION_REGIONS = 200  # regions timed once to price one region on this machine
 
 
@@ -241,7 +243,7 @@ class StepWindow:
             return
         left_whole = []
         for function, n in sorted(self._last_regions.items(), key=lambda kv: -kv[1]):
-            if not function or cost(total) <= REGION_BUDGET * step_s:
+            if not function or self._last_calls.get(function, 0) < HOT_CALLS or cost(total) <= REGION_BUDGET * step_s:
                 continue
             self._whole.add(function)
             total -= n
