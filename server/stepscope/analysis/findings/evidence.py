@@ -31,8 +31,8 @@ import re
 from array import array
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from itertools import compress, repeat
-from operator import is_
+from itertools import compress, islice, repeat
+from operator import eq, is_
 from pathlib import Path
 from statistics import median
 from typing import Iterable
@@ -226,6 +226,21 @@ class _CallPlaces:
         return self._last
 
 
+def _order_ops(rows: list[int], ts_col, dur_col) -> None:
+    """Sort operator rows by (start, -duration), in place: by start with a C-level key, then the
+    rare runs of equal starts by longest first (the enclosing op before the ops it holds)."""
+    rows.sort(key=ts_col.__getitem__)
+    starts = list(map(ts_col.__getitem__, rows))
+    k, n = 0, len(rows)
+    for k in compress(range(n - 1), map(eq, starts, islice(starts, 1, None))):
+        if k and starts[k - 1] == starts[k]:
+            continue  # inside a run already sorted from its first element
+        end = k + 1
+        while end < n and starts[end] == starts[k]:
+            end += 1
+        rows[k:end] = sorted(rows[k:end], key=dur_col.__getitem__, reverse=True)
+
+
 def _innermost_ops(trace: Trace, op_spans: dict[int, tuple[list[float], list[float], list[int]]],
                    parent: dict[int, int], queries: list[tuple[int, float]]) -> list[int | None]:
     """The innermost operator open at each (track, ts), or None. The operator that started last
@@ -375,9 +390,7 @@ def collect_evidence(trace: Trace, links: Links, steps: list[Step], *, file_tabl
     self_us: dict[int, float] = {}
     op_spans: dict[int, tuple[list[float], list[float], list[int]]] = {}
     for track, rows in ops_by_track.items():
-        # by (start, -duration): two stable sorts with C-level keys
-        rows.sort(key=dur_col.__getitem__, reverse=True)
-        rows.sort(key=ts_col.__getitem__)
+        _order_ops(rows, ts_col, dur_col)
         op_starts = [ts_col[r] for r in rows]
         durs = [dur_col[r] for r in rows]
         op_ends = [s + d for s, d in zip(op_starts, durs)]
@@ -493,12 +506,12 @@ def _operator_figures(trace: Trace, all_ops: list[int], self_us: dict[int, float
                               map(line_of_op.__getitem__, counted)):
         if own < 0.0:
             own = 0.0
-        self_by_name[nid] += own
         time_at[nid, node.key if node is not None else no_line] += own
     count_by_name.update(map(name_col.__getitem__, counted))
     line_time: dict[int, Counter] = defaultdict(Counter)
-    for (nid, key), us in time_at.items():
+    for (nid, key), us in time_at.items():  # few entries: a name's lines
         line_time[nid][key] += us
+        self_by_name[nid] += us
     gpu_iv: dict[int, list[Interval]] = defaultdict(list)
     for (g, r), op in zip(launches, launch_ops):
         if op is None or (starts and in_batch(ts[r])):
@@ -529,8 +542,12 @@ def _copy_groups(trace: Trace, links: Links, launches: list[tuple[int, int]], la
                  parent: dict[int, int], ops_by_track: dict[int, list[int]], line_of_op: dict,
                  batch: list[Interval], step_of, n: int) -> list[dict]:
     """Host-to-device copies grouped by (line, bytes), with the factory op that fed them, if any."""
-    top_level = {t: [r for r in rows if parent.get(r, -1) < 0] for t, rows in ops_by_track.items()}
-    top_starts = {t: [trace.ts[r] for r in rows] for t, rows in top_level.items()}
+    top_level: dict[int, list[int]] = {}
+    top_starts: dict[int, list[float]] = {}
+    if any(trace.kind[g] == Kind.MEMCPY for g, _ in launches):  # only copies look for a feeding op
+        top_level = {t: list(compress(rows, map((-1).__eq__, map(parent.__getitem__, rows))))
+                     for t, rows in ops_by_track.items()}
+        top_starts = {t: [trace.ts[r] for r in rows] for t, rows in top_level.items()}
     bstarts = [lo for lo, _ in batch]
     groups: dict[tuple, dict] = {}
     for (g, r), op, line in zip(launches, launch_ops, launch_lines):
