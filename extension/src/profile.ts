@@ -13,7 +13,7 @@ import { LineTiming, TimingDecorations } from "./decorations";
 import { LaunchOptions, launchFor } from "./launch";
 import { firstLine, InterpreterProblem, resolveInterpreter } from "./python";
 import { ServerController, showErrorWithLogs, showInterpreterProblem } from "./server";
-import { readSettings } from "./settings";
+import { ProfileSettings, readSettings } from "./settings";
 import { formatMs, StepStatus } from "./statusBar";
 
 export const PROFILE_COMMAND = "stepscope.profileStep";
@@ -83,9 +83,11 @@ export class ProfileCommand {
       void vscode.window.showErrorMessage(`Stepscope: save ${path.basename(uri.fsPath)} before profiling it.`);
       return;
     }
+    // Read now, for this file's folder: a settings change applies to the next run, no restart.
+    const settings = readSettings(uri);
     let python: string;
     try {
-      python = (await resolveInterpreter(uri, readSettings(uri), this.log)).path;
+      python = (await resolveInterpreter(uri, settings, this.log)).path;
     } catch (error) {
       if (error instanceof InterpreterProblem) {
         void showInterpreterProblem(error.message, this.log);
@@ -106,6 +108,7 @@ export class ProfileCommand {
         position: target.position,
         python,
         launch,
+        profile: settings.profile,
       });
       if (result) {
         this.showResult(result);
@@ -126,7 +129,13 @@ export class ProfileCommand {
   private request(
     client: LanguageClient,
     where: string,
-    argument: { uri: string; position: ProfileTarget["position"]; python: string; launch?: LaunchOptions },
+    argument: {
+      uri: string;
+      position: ProfileTarget["position"];
+      python: string;
+      launch?: LaunchOptions;
+      profile: ProfileSettings;
+    },
   ): Thenable<ProfileResult | undefined> {
     return vscode.window.withProgress(
       {

@@ -181,7 +181,13 @@ export class ServerController implements vscode.Disposable {
       traceOutputChannel: this.log,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
       // VS Code shows timings as decorations, so the server's inlay hints would only repeat them.
-      initializationOptions: { python: launch.interpreter.path, inlayHints: false },
+      // `profile` is the server's default; each profile request also carries the current values
+      // for its file's folder, so changing them needs no restart.
+      initializationOptions: {
+        interpreter: launch.interpreter.path,  // the program's interpreter when a request names none
+        inlayHints: false,
+        profile: readSettings(resource).profile,
+      },
     };
     return new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, clientOptions);
   }

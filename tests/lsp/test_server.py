@@ -33,8 +33,25 @@ def ws(tmp_path: Path) -> Path:
     return root
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "stepscope", "serve"]))
+SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "stepscope", "serve"])
+
+
+@pytest_lsp.fixture(config=SERVER)
 async def client(lsp_client: LanguageClient, ws: Path):
+    await _initialize(lsp_client, ws, {"interpreter": sys.executable})
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(config=SERVER)
+async def client_with_profile_settings(lsp_client: LanguageClient, ws: Path):
+    """A client that starts the server with capture settings, as the editor does from stepscope.profile.*."""
+    await _initialize(lsp_client, ws, {"interpreter": sys.executable, "profile": {"active": 3, "shapes": True}})
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def _initialize(lsp_client: LanguageClient, ws: Path, options: dict) -> None:
     lsp_client.inlay_hint_refreshes = 0
 
     @lsp_client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
@@ -49,10 +66,8 @@ async def client(lsp_client: LanguageClient, ws: Path):
     await lsp_client.initialize_session(types.InitializeParams(
         capabilities=caps,
         workspace_folders=[types.WorkspaceFolder(uri=ws.as_uri(), name="ws")],
-        initialization_options={"interpreter": sys.executable},
+        initialization_options=options,
     ))
-    yield
-    await lsp_client.shutdown_session()
 
 
 def _open(client: LanguageClient, path: Path, text: str | None = None) -> str:
@@ -284,3 +299,83 @@ async def test_incremental_edits_give_the_same_diagnostics_as_a_full_check(clien
         expected = check_source("\n".join(lines), str(path))
         assert sorted((d.range.start.line, d.code) for d in got) == \
             sorted((d.line - 1, d.code) for d in expected)
+
+
+SMALL_STEP = """\
+import torch
+model = torch.nn.Linear(32, 64)
+for i in range(40):
+    x = torch.randn(8, 32)
+    y = model(x)
+    y.sum().backward()
+"""
+
+
+def _profile_params(uri: str, profile: dict | None = None) -> types.ExecuteCommandParams:
+    argument = {"uri": uri, "position": {"line": 4, "character": 4}, "python": sys.executable}
+    if profile is not None:
+        argument["profile"] = profile
+    return types.ExecuteCommandParams(command="stepscope.profile", arguments=[argument])
+
+
+def _report(result: dict) -> dict:
+    return json.loads((Path(result["runDir"]) / "report.json").read_text())
+
+
+@pytest.mark.torch
+async def test_profile_settings_from_initialization_set_the_schedule_and_the_options(
+        client_with_profile_settings: LanguageClient, ws: Path):
+    client = client_with_profile_settings
+    script = ws / "small.py"
+    script.write_text(SMALL_STEP)
+    uri = _open(client, script)
+    result = await client.workspace_execute_command_async(_profile_params(uri))
+    report = _report(result)
+    assert len(report["steps"]) == 3  # active: 3, not the default 5
+    assert report["schedule"]["active"] == 3
+    by_line = {entry["line"]: entry for entry in report["lines"] if Path(entry["file"]) == script}
+    # shapes: true → each line carries the shapes of the ops it called (null when not recorded).
+    assert all(isinstance(entry["shapes"], list) for entry in by_line.values())
+    linear = [s for s in by_line[5]["shapes"] if s["op"] == "aten::linear"]
+    assert linear and linear[0]["shapes"][0] == [8, 32]
+
+
+@pytest.mark.torch
+async def test_profile_settings_sent_with_the_command_apply_to_that_run_without_a_restart(
+        client_with_profile_settings: LanguageClient, ws: Path):
+    client = client_with_profile_settings
+    script = ws / "small.py"
+    script.write_text(SMALL_STEP)
+    uri = _open(client, script)
+    first = _report(await client.workspace_execute_command_async(_profile_params(uri)))
+    # The user changes the settings; the editor sends the current values with the next run.
+    second = _report(await client.workspace_execute_command_async(
+        _profile_params(uri, {"active": 2, "warmup": 1, "shapes": False})))
+    assert len(first["steps"]) == 3 and len(second["steps"]) == 2
+    assert second["schedule"]["warmup"] == 1
+    assert all(entry["shapes"] is not None for entry in first["lines"])
+    assert all(entry["shapes"] is None for entry in second["lines"])
+
+
+@pytest.mark.parametrize(("settings", "message"), [
+    ({"active": "x"}, "stepscope.profile.active must be an integer ≥ 1, got 'x'"),
+    ({"active": 0}, "stepscope.profile.active must be an integer ≥ 1, got 0"),
+    ({"nproc": 0}, "stepscope.profile.nproc must be an integer ≥ 1, got 0"),
+    ({"repeat": True}, "stepscope.profile.repeat must be an integer ≥ 1, got true"),
+    ({"warmup": 1.5}, "stepscope.profile.warmup must be an integer ≥ 0, got 1.5"),
+    ({"shapes": "yes"}, "stepscope.profile.shapes must be true or false, got 'yes'"),
+    ({"timeout": -1}, "stepscope.profile.timeout must be a number of seconds ≥ 0 (0: no limit), got -1"),
+    ({"activ": 3}, "stepscope.profile.activ is not a setting; the profile settings are wait, warmup, active,"),
+])
+async def test_a_bad_profile_setting_is_one_line_naming_the_setting(
+        client: LanguageClient, ws: Path, settings: dict, message: str):
+    uri = _open(client, ws / "train_cpu.py")
+    with pytest.raises(Exception) as failure:
+        await client.workspace_execute_command_async(_profile_params(uri, settings))
+    text = str(failure.value)
+    assert message in text and "\n" not in text and "Traceback" not in text
+    assert not (ws / ".stepscope" / "runs").exists()  # refused before anything ran
+    # The server is still serving.
+    lenses = await client.text_document_code_lens_async(types.CodeLensParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+    assert lenses

@@ -8,6 +8,7 @@ is reported to the client's work-done token when it sent one.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import sys
 import threading
@@ -122,12 +123,82 @@ def _build_request(ls: "StepscopeServer", args: dict[str, Any]):
             raise ProfileFailed(f"the cursor is not in a loop, and {reason}", e2.exit_code) from None
     python = args.get("python") or ls.options.get("interpreter") or sys.executable
     root = _root_for(ls, path)
-    settings = ls.options.get("profile") or {}
-    schedule = Schedule(**{k: int(settings[k]) for k in ("wait", "warmup", "active", "repeat") if k in settings})
-    timeout = settings.get("timeout")
+    options = _capture_options(_profile_settings(ls, args))
+    schedule = Schedule(**options.pop("schedule"))
     launch = _launch_options(args.get("launch"), path)
     return CaptureRequest(root=root, target_file=path, target_line=loop_line, python=str(python),
-                          schedule=schedule, timeout_s=float(timeout) if timeout else None, **launch)
+                          schedule=schedule, **options, **launch)
+
+
+def _profile_settings(ls: "StepscopeServer", args: dict[str, Any]) -> dict[str, Any]:
+    """The `stepscope.profile.*` settings for this run: those sent with the command over those
+    given at initialisation. VS Code sends them with every command, read for the file's folder,
+    so a change applies to the next run without a restart; other editors may set them once."""
+    merged: dict[str, Any] = {}
+    for where, given in (("initializationOptions.profile", ls.options.get("profile")),
+                         ("the command's profile argument", args.get("profile"))):
+        if given is None:
+            continue
+        if not isinstance(given, dict):
+            raise ProfileFailed(f"{where} must be an object of stepscope.profile settings, got {_shown(given)}",
+                                errors.USAGE)
+        merged.update(given)
+    return merged
+
+
+def _capture_options(settings: dict[str, Any]) -> dict[str, Any]:
+    """CaptureRequest fields from the profile settings. A bad value stops the run with one line that
+    names its setting, never a traceback."""
+    from ..capture.request import Schedule, check_nproc
+
+    schedule_keys = ("wait", "warmup", "active", "repeat")
+    minimum = {"wait": 0, "warmup": 0, "active": 1, "repeat": 1, "depth": 0, "nproc": 1}
+    # The capture module's own checks run too, so the editor never takes a value the CLI refuses.
+    # Each schedule field is checked alone: the other fields keep their (valid) defaults.
+    capture_check = {**{k: (lambda v, k=k: Schedule(**{k: v})) for k in schedule_keys}, "nproc": check_nproc}
+    booleans = ("shapes", "stack", "memory", "allLines")
+    known = [*minimum, "timeout", *booleans]
+    unknown = sorted(set(settings) - set(known))
+    if unknown:
+        raise ProfileFailed(f"stepscope.profile.{unknown[0]} is not a setting; the profile settings are "
+                            + ", ".join(known), errors.USAGE)
+
+    def bad(name: str, rule: str, value: Any) -> ProfileFailed:
+        return ProfileFailed(f"stepscope.profile.{name} must be {rule}, got {_shown(value)}", errors.USAGE)
+
+    given = {k: v for k, v in settings.items() if v is not None}  # null: the default, as if unset
+    for name, least in minimum.items():
+        if name not in given:
+            continue
+        value = given[name]
+        # bool is an int to Python (and to the capture checks); a settings value `true` is not a count.
+        if not isinstance(value, int) or isinstance(value, bool) or value < least:
+            raise bad(name, f"an integer ≥ {least}", value)
+        try:
+            capture_check.get(name, lambda v: None)(value)
+        except errors.UsageError:
+            raise bad(name, f"an integer ≥ {least}", value) from None
+    for name in booleans:
+        if name in given and not isinstance(given[name], bool):
+            raise bad(name, "true or false", given[name])
+    timeout = given.get("timeout", 0)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 <= timeout < float("inf"):
+        raise bad("timeout", "a number of seconds ≥ 0 (0: no limit)", timeout)
+
+    options: dict[str, Any] = {
+        "schedule": {k: given[k] for k in schedule_keys if k in given},
+        "timeout_s": float(timeout) if timeout else None,
+        "bound_regions": not given.get("allLines", False),  # allLines: split every function into lines
+    }
+    for name in ("depth", "nproc", "shapes", "stack", "memory"):
+        if name in given:
+            options[name] = given[name]
+    return options
+
+
+def _shown(value: Any) -> str:
+    """A setting's value as the user wrote it in settings.json, quoted when it is text."""
+    return repr(value) if isinstance(value, str) else json.dumps(value)
 
 
 def _launch_options(launch: Any, path: Path) -> dict[str, Any]:
