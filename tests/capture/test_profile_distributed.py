@@ -69,9 +69,11 @@ def _only_run(ws: Path) -> Path:
     return runs[0]
 
 
-def _assert_all_gone(pids_file: Path, expected: int) -> None:
+def _assert_all_gone(pids_file: Path, expected: int, *, at_least: int | None = None) -> None:
+    """Every rank process that recorded its pid is gone; `expected` of them recorded one (or, when a
+    rank may be stopped before it gets that far, at least `at_least`)."""
     pids = {int(p) for p in pids_file.read_text().split()}
-    assert len(pids) == expected, pids
+    assert (at_least <= len(pids) <= expected) if at_least is not None else len(pids) == expected, pids
     for pid in pids:
         status = Path(f"/proc/{pid}/status")
         assert not status.exists() or "zombie" in status.read_text(), f"rank process {pid} is still running"
@@ -163,7 +165,8 @@ def test_a_rank_that_never_reaches_the_step_exits_6_naming_it(workspace: Path, p
     r = run_stepscope("profile", "skip.py", "--nproc", "2", *FAST, cwd=workspace, timeout=120)
     assert r.returncode == 6, r.stderr
     assert f"stepscope: rank 1: the program ended without reaching the loop at line {loop}" in r.stderr
-    _assert_all_gone(pids_file, 2)  # rank 0, waiting for rank 1 in init_process_group, was stopped
+    # rank 0, waiting for rank 1 in init_process_group (or still importing torch), was stopped
+    _assert_all_gone(pids_file, 2, at_least=1)
 
 
 def test_the_time_limit_stops_every_rank_and_says_where_each_was(workspace: Path, pids_file: Path):

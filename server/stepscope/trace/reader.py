@@ -25,7 +25,7 @@ import threading
 import zlib
 from array import array
 from itertools import compress, repeat
-from operator import is_not
+from operator import attrgetter, is_not
 from pathlib import Path
 from typing import IO, Any, Iterator
 
@@ -336,9 +336,9 @@ class _Builder:
     def add(self, events: list[Event]) -> None:
         """Append one slice of decoded events.
 
-        Each field is gathered by one comprehension over the slice (measured faster than one loop
-        appending to every column); Python-level loops visit only the rows that carry details
-        (stacks, shapes, bytes)."""
+        Each field is gathered by one C-level pass over the slice (`map` of an `attrgetter`;
+        measured faster than one loop appending to every column); Python-level loops visit only
+        the rows that carry details (stacks, shapes, bytes)."""
         complete = [e for e in events if e.ph == "X" and e.ts is not None]
         if len(complete) < len(events):
             self._add_others(events)
@@ -346,11 +346,10 @@ class _Builder:
             return
         t = self.t
         n = len(complete)
-        cats = [e.cat for e in complete]
-        names = [e.name for e in complete]
-        ts = [e.ts for e in complete]
-        durs = [e.dur for e in complete]
-        args = [e.args for e in complete]
+        cats = list(map(_CAT, complete))
+        names = list(map(_NAME, complete))
+        durs = list(map(_DUR, complete))
+        args = list(map(_ARGS, complete))
         # new categories, names and tracks are interned in order of first appearance, so ids do
         # not depend on set order (reports are the same from run to run)
         kinds = self.kind_of
@@ -370,18 +369,18 @@ class _Builder:
             if key not in track_ids:
                 self._track(*key)
         t.track.extend(map(track_ids.__getitem__, keys))
-        t.ts.extend(ts)
+        t.ts.extend(map(_TS, complete))
         if None in durs or min(durs) < 0.0:
             durs = [d if d is not None and d > 0.0 else 0.0 for d in durs]
         t.dur.extend(durs)
         if None in args:
             args = [_NO_ARGS if a is None else a for a in args]
-        t.correlation.extend([a.correlation for a in args])
-        ext = [a.external_id for a in args]
-        ext_old = [a.external_id_old for a in args]
-        seq = [a.sequence for a in args]
-        call_stacks = [a.call_stack for a in args]
-        dims = [a.input_dims for a in args]
+        t.correlation.extend(map(_CORRELATION, args))
+        ext = list(map(_EXTERNAL_ID, args))
+        ext_old = list(map(_EXTERNAL_ID_OLD, args))
+        seq = list(map(_SEQUENCE, args))
+        call_stacks = list(map(_CALL_STACK, args))
+        dims = list(map(_INPUT_DIMS, args))
         if any(map((-1).__ne__, ext_old)):  # the 1.x spelling, where the current one is absent
             ext = [e if e != -1 else o for e, o in zip(ext, ext_old)]
         t.external_id.extend(ext)
@@ -472,6 +471,9 @@ class _Builder:
 
 
 _NO_ARGS = Args()
+_CAT, _NAME, _TS, _DUR, _ARGS = (attrgetter(f) for f in ("cat", "name", "ts", "dur", "args"))
+_CORRELATION, _EXTERNAL_ID, _EXTERNAL_ID_OLD, _SEQUENCE, _CALL_STACK, _INPUT_DIMS = (
+    attrgetter(f) for f in ("correlation", "external_id", "external_id_old", "sequence", "call_stack", "input_dims"))
 _COPY_KINDS = frozenset({Kind.MEMCPY, Kind.MEMSET})
 
 
