@@ -177,7 +177,7 @@ def main() -> None:
     print(f"  {'check_source, full, in process':<28} p50 {p50:7.1f} ms   p95 {p95:7.1f} ms   ({found} diagnostics)")
     p50, p95 = percentiles(parse_ms)
     print(f"  {'ast.parse, in process':<28} p50 {p50:7.1f} ms   p95 {p95:7.1f} ms")
-    print(f"  target: server p95 <= 100 ms")
+    print("  target: server p95 <= 100 ms")
 
 
 if __name__ == "__main__":

@@ -32,7 +32,6 @@ import time
 from contextlib import nullcontext
 from typing import Any, Callable, Iterable, Iterator
 
-import torch
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
 from . import compiled

@@ -8,11 +8,9 @@ the handler at its next await and stops the program.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sys
 import threading
-from pathlib import Path
 from typing import Any
 
 from lsprotocol import types

@@ -17,7 +17,6 @@ events) and the bare array of early (2020) traces.
 from __future__ import annotations
 
 import gc
-import gzip
 import os
 import queue
 import re
