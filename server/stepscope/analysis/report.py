@@ -28,8 +28,10 @@ from typing import Any
 from .. import jsonio
 from ..errors import NotATraceError, UsageError
 from ..trace import Trace, read_trace
-from .attribution import attribute
-from .findings import Thresholds, collect_evidence, find, load_thresholds, missing_labels
+from . import parallel
+from .attribution import Attribution, attribute
+from .findings import Thresholds, find, load_thresholds, missing_labels
+from .findings.evidence import evidence_window, merge_evidence, moment_evidence, operator_evidence
 from .intervals import clip, union_length
 from .step_contents import describe_step
 from .labels import FileTable, load_file_table, parse_ss_label
@@ -185,7 +187,21 @@ def _analyze_one(trace: Trace, *, file_table: FileTable | None, source_root: Pat
     window_us = (steps[0].cpu_start, steps[-1].completion)
     if window_us[1] <= window_us[0]:
         raise NotATraceError(f"{trace.path}: the active window is empty (its steps have no duration)")
-    att = attribute(trace, links, steps, file_table=file_table, source_root=source_root)
+    # the trace facts the findings read (batch read, operators, kernels, copies, syncs); on a large
+    # trace its operator half is computed in a forked child while this process does the rest
+    win = evidence_window(trace, links, steps, file_table=file_table, source_root=source_root,
+                          batch_read_patterns=thresholds.batch_read_patterns)
+    with parallel.alongside(operator_evidence, trace, links, win, worth_it=len(trace) >= parallel.MIN_EVENTS) as ops:
+        moments = moment_evidence(trace, links, steps, win, file_table)
+        att = attribute(trace, links, steps, file_table=file_table, source_root=source_root)
+        evidence = merge_evidence(ops.result(), moments)
+    return _report(trace, links, steps, att, evidence, file_table=file_table, scenario=scenario,
+                   stepless=stepless, gpu_marked=gpu_marked, window_us=window_us)
+
+
+def _report(trace: Trace, links: Links, steps: list[Step], att: Attribution, evidence: dict, *,
+            file_table: FileTable | None, scenario: dict[str, Any] | None, stepless: bool, gpu_marked: bool,
+            window_us: tuple[float, float]) -> dict:
     gpu = gpu_observation(trace, links, scenario)
     headline = None if stepless else ms_per_step(steps)
     batch = scenario.get("batch_size") if scenario else None
@@ -230,9 +246,7 @@ def _analyze_one(trace: Trace, *, file_table: FileTable | None, source_root: Pat
                    "gpu_ms": _gpu_busy_ms(trace, links, window_us, len(steps))},
         "attribution": {"gpu_events": att.gpu_events, "gpu_unlinked": att.gpu_unlinked,
                         "backward_link": att.backward_link},
-        # the trace facts the findings read (batch read, operators, kernels, copies, syncs)
-        "evidence": collect_evidence(trace, links, steps, file_table=file_table, source_root=source_root,
-                                     batch_read_patterns=thresholds.batch_read_patterns),
+        "evidence": evidence,
         "notes": notes,
     }
 

@@ -4,6 +4,10 @@
 batch reads, operators, kernels, host-to-device copies, host synchronisations and names that appear
 only after the first active step. `find(report)` then stays a pure function of the report.
 
+It is computed in two halves that share one read-only `evidence_window` (the window, the line
+nodes, the moments): `operator_evidence` (the operator tree and every operator's line: most of the
+work) and `moment_evidence` (the rest), so that report.py can compute the first in a child process.
+
 Invariants:
 - Every time figure is a union of intervals divided by the number of active steps (nested or
   concurrent events never double count); counts are per-step averages.
@@ -293,21 +297,81 @@ def _matcher(patterns: Iterable[str]):
     return lambda name: compiled.match(name) is not None
 
 
+EVIDENCE_KEYS = ("source", "line_precision", "call_stacks", "step_mean_ms", "batch_read", "ops", "kernels",
+                 "h2d_copies", "syncs", "new_names")
+
+
 def collect_evidence(trace: Trace, links: Links, steps: list[Step], *, file_table: FileTable | None,
                      source_root: Path | None, batch_read_patterns: Iterable[str]) -> dict:
+    """The report's `evidence`, computed here (report.py computes its two halves side by side)."""
+    win = evidence_window(trace, links, steps, file_table=file_table, source_root=source_root,
+                          batch_read_patterns=batch_read_patterns)
+    return merge_evidence(operator_evidence(trace, links, win), moment_evidence(trace, links, steps, win, file_table))
+
+
+def merge_evidence(*halves: dict) -> dict:
+    """The halves as one `evidence` dict, keys in the report's order."""
+    merged = {k: v for half in halves for k, v in half.items()}
+    return {k: merged[k] for k in EVIDENCE_KEYS}
+
+
+@dataclass
+class _Window:
+    """What both halves of the evidence start from: the active window, the line nodes that place
+    moments on lines, the batch reads, and the moments that caused GPU work or waited on it."""
+
+    n: int
+    w0: float
+    w1: float
+    cpu_end: float  # the host span's end (see the module's invariants)
+    step_starts: list[float]
+    frames: FrameResolver
+    locator: _Locator
+    line_precision: str  # of the line nodes: "exact", "function" or "none" (before call lines)
+    saw_ss: bool
+    batch_merged: list[Interval]
+    batch_signals: Counter
+    batch_line: _Node | None
+    batch_first: tuple[int, float, int] | None  # (track, start, row) of the earliest batch read
+    gpu_busy: list[Interval]
+    in_window_gpu: list[int]
+    launches: list[tuple[int, int]]  # (gpu row, launch row)
+    launch_q: list[tuple[int, float]]
+    launch_lines: list
+    sync_rows: list[int]
+    sync_q: list[tuple[int, float]]
+    sync_lines: list
+    has_stacks: bool
+    ops_by_track: dict[int, list[int]]  # operators in the window by thread, in file order
+
+    def step_of(self, ts: float) -> int:
+        return max(0, bisect.bisect_right(self.step_starts, ts) - 1)
+
+
+@dataclass
+class _Operators:
+    """The operator tree of the window's threads, the op holding each launch, and with `Call stack`
+    args the call lines (which also place the launches and syncs no region or frame holds)."""
+
+    parent: dict[int, int]  # op row -> the enclosing op's row (-1 at top level)
+    self_us: dict[int, float]
+    op_spans: dict[int, tuple[list[float], list[float], list[int]]]  # track -> (starts, ends, rows), ordered
+    launch_ops: list[int | None]
+    calls: _CallPlaces | None
+    launch_lines: list  # the window's, completed by the call lines (a copy: the window is shared)
+    sync_lines: list
+
+
+def evidence_window(trace: Trace, links: Links, steps: list[Step], *, file_table: FileTable | None,
+                    source_root: Path | None, batch_read_patterns: Iterable[str]) -> _Window:
+    """What both halves of the evidence read; neither half changes it."""
     n = len(steps)
     w0, w1 = steps[0].cpu_start, steps[-1].completion
     # steps from GPU-stream markers: the last launch only bounds the host span from below
     cpu_end = w1 if steps[-1].from_gpu_markers else steps[-1].cpu_end
     devices = links.device_tracks
-    step_track = links.main_track
-    gpu_observed = bool(links.gpu_rows)
-    step_starts = [s.cpu_start for s in steps]
     names = trace.names
     ts_col, dur_col, track_col, name_col, kind_col = trace.ts, trace.dur, trace.track, trace.name, trace.kind
-
-    def step_of(ts: float) -> int:
-        return max(0, bisect.bisect_right(step_starts, ts) - 1)
 
     # --- line nodes: ss regions (exact) and user frames (function); batch-read intervals
     is_batch = _matcher(batch_read_patterns)
@@ -320,9 +384,7 @@ def collect_evidence(trace: Trace, links: Links, steps: list[Step], *, file_tabl
     batch_signals: Counter = Counter()
     uid = 0
     batch_line: _Node | None = None
-    batch_first: tuple[int, float, int] | None = None  # (track, start, row) of the earliest batch read
-    # older traces write record_function events (DataLoader's among them) as cpu_op: those named
-    # like a batch read are visited too
+    batch_first: tuple[int, float, int] | None = None
     # What each name means is decided once per name of the symbol table: a region (exact line), a
     # user-code frame (function line), a batch read, or nothing. Only rows of names that mean
     # something are visited (a trace with stacks holds millions of other frames).
@@ -370,26 +432,45 @@ def collect_evidence(trace: Trace, links: Links, steps: list[Step], *, file_tabl
             if node is not None and (batch_line is None or node.key[0] == "exact" and batch_line.key[0] != "exact"):
                 batch_line = node  # the loop header's own region names the line exactly
     nodes = ss_nodes if any(ss_nodes.values()) else frame_nodes
-    locator = _Locator(nodes, step_track)
-    batch_merged = merge(clip(batch_iv, w0, w1))
+    locator = _Locator(nodes, links.main_track)
 
-    # --- GPU busy (all GPU work in the window)
+    # --- GPU work in the window, its launches, and the host's waits on it
     gpu_rows = links.gpu_rows
-    gpu_busy = merge(clip(((ts_col[g], ts_col[g] + dur_col[g]) for g in gpu_rows), w0, w1))
     in_window_gpu = [g for g in gpu_rows if w0 <= ts_col[g] <= w1 or
                      (g in links.launch_row and w0 <= ts_col[links.launch_row[g]] <= cpu_end)]
+    launches = [(g, links.launch_row[g]) for g in in_window_gpu if g in links.launch_row]
+    launch_q = [(track_col[r], ts_col[r]) for _, r in launches]
+    sync_rows = [r for r in links.sync_rows if w0 <= ts_col[r] <= cpu_end]
+    sync_q = [(track_col[r], ts_col[r]) for r in sync_rows]
 
-    # --- operators: self time, GPU time launched from inside, step membership
+    # --- operators in the window, by thread (a ProfilerStep written as cpu_op, by older traces,
+    # is the step, not an operator)
     ops_by_track: dict[int, list[int]] = defaultdict(list)
-    # a ProfilerStep written as cpu_op (older traces) is the step, not an operator
     step_names = frozenset(i for i, name in enumerate(names) if _STEP.match(name))
     for i in [i for i in trace.rows(Kind.CPU_OP) if ts_col[i] <= cpu_end and ts_col[i] + dur_col[i] >= w0
               and track_col[i] not in devices and name_col[i] not in step_names]:
         ops_by_track[track_col[i]].append(i)
+
+    return _Window(
+        n=n, w0=w0, w1=w1, cpu_end=cpu_end, step_starts=[s.cpu_start for s in steps], frames=frames,
+        locator=locator, line_precision="exact" if nodes is ss_nodes and ss_nodes else ("function" if frame_nodes else "none"),
+        saw_ss=saw_ss, batch_merged=merge(clip(batch_iv, w0, w1)), batch_signals=batch_signals,
+        batch_line=batch_line, batch_first=batch_first,
+        gpu_busy=merge(clip(((ts_col[g], ts_col[g] + dur_col[g]) for g in gpu_rows), w0, w1)),
+        in_window_gpu=in_window_gpu, launches=launches, launch_q=launch_q, launch_lines=locator.locate(launch_q),
+        sync_rows=sync_rows, sync_q=sync_q, sync_lines=locator.locate(sync_q), has_stacks=_has_call_stacks(trace),
+        ops_by_track=ops_by_track,
+    )
+
+
+def _operators(trace: Trace, links: Links, win: _Window) -> _Operators:
+    """The operator tree (order, parents, self times), and with `Call stack` args the call lines."""
+    ts_col, dur_col = trace.ts, trace.dur
     parent: dict[int, int] = {}
     self_us: dict[int, float] = {}
     op_spans: dict[int, tuple[list[float], list[float], list[int]]] = {}
-    for track, rows in ops_by_track.items():
+    for track, track_rows in win.ops_by_track.items():
+        rows = list(track_rows)
         _order_ops(rows, ts_col, dur_col)
         op_starts = [ts_col[r] for r in rows]
         durs = [dur_col[r] for r in rows]
@@ -409,61 +490,71 @@ def collect_evidence(trace: Trace, links: Links, steps: list[Step], *, file_tabl
             push(k)
         parent.update(zip(rows, up))
         self_us.update(zip(rows, own))
+    launch_ops = _innermost_ops(trace, op_spans, parent, win.launch_q)
+    calls = None
+    launch_lines, sync_lines = win.launch_lines, win.sync_lines
+    if win.has_stacks:
+        calls = _CallPlaces(trace, CallLines(trace.names, win.frames), op_spans, parent, links.main_track,
+                            win.step_starts)
+        launch_lines, sync_lines = list(launch_lines), list(sync_lines)
+        calls.fill_moments(win.launch_q, launch_ops, launch_lines)
+        calls.fill_moments(win.sync_q, _innermost_ops(trace, op_spans, parent, win.sync_q), sync_lines)
+    return _Operators(parent, self_us, op_spans, launch_ops, calls, launch_lines, sync_lines)
 
-    # launch points of GPU work and sync calls: their op and their line
-    launches = [(g, links.launch_row[g]) for g in in_window_gpu if g in links.launch_row]
-    sync_rows = [r for r in links.sync_rows if w0 <= ts_col[r] <= cpu_end]
-    launch_q = [(track_col[r], ts_col[r]) for _, r in launches]
-    launch_ops = _innermost_ops(trace, op_spans, parent, launch_q)
-    launch_lines = locator.locate(launch_q)
-    sync_q = [(track_col[r], ts_col[r]) for r in sync_rows]
-    sync_lines = locator.locate(sync_q)
 
-    all_ops = [r for rows in ops_by_track.values() for r in rows]
-    has_stacks = _has_call_stacks(trace)
-    calls = _CallPlaces(trace, CallLines(names, frames), op_spans, parent, step_track, step_starts) \
-        if has_stacks else None
+def operator_evidence(trace: Trace, links: Links, win: _Window) -> dict:
+    """The half of the evidence that needs every operator placed on a line: operators' self and GPU
+    time (`ops`), host-to-device copies with the op that fed them, and the precision of lines.
+    It is most of the work on a large trace (report.py computes it in a child process)."""
+    tree = _operators(trace, links, win)
     line_of_op: dict[int, _Node | None] = {}
-    for track, (op_starts, _, rows) in op_spans.items():
-        located = locator.locate_sorted(track, op_starts)
-        if calls is not None:
-            calls.fill([track] * len(rows), op_starts, calls.of_track_ops(rows), located)
+    for track, (op_starts, _, rows) in tree.op_spans.items():
+        located = win.locator.locate_sorted(track, op_starts)
+        if tree.calls is not None:
+            tree.calls.fill([track] * len(rows), op_starts, tree.calls.of_track_ops(rows), located)
         line_of_op.update(zip(rows, located))
-    if calls is not None:
-        calls.fill_moments(launch_q, launch_ops, launch_lines)
-        calls.fill_moments(sync_q, _innermost_ops(trace, op_spans, parent, sync_q), sync_lines)
-    batch_node = batch_line
-    if batch_node is None and batch_first is not None:
-        batch_node = _batch_place(trace, batch_first, locator, calls, op_spans, parent)
-    line_precision = "exact" if nodes is ss_nodes and ss_nodes else ("function" if frame_nodes else
-                                                                     "call" if calls and calls.nodes else "none")
-
-    ops = _operator_figures(trace, all_ops, self_us, line_of_op, launches, launch_ops, batch_merged, n,
-                            gpu_observed)
-    copies = _copy_groups(trace, links, launches, launch_ops, launch_lines, parent, ops_by_track,
-                          line_of_op, batch_merged, step_of, n)
-    kernels = _kernel_figures(trace, in_window_gpu, gpu_busy, launches, launch_lines, w0, cpu_end, n) \
-        if gpu_observed else None
-    syncs = _sync_figures(trace, sync_rows, sync_lines, gpu_busy, step_of, n, gpu_observed)
-    new_names = _new_names(trace, ops_by_track, steps, step_of, devices, w0, cpu_end, file_table)
-
-    read_ms = length(batch_merged)
+    if tree.calls is not None:
+        _batch_place(trace, win, tree)  # as the other half does: the call lines it meets count below
+    precision = win.line_precision
+    if precision == "none" and tree.calls is not None and tree.calls.nodes:
+        precision = "call"
+    all_ops = [r for _, _, rows in tree.op_spans.values() for r in rows]
     return {
-        "source": "stepscope" if saw_ss else "other",
-        "line_precision": line_precision,
-        "call_stacks": has_stacks,
-        "step_mean_ms": round((w1 - w0) / US_PER_MS / n, 4),
+        "line_precision": precision,
+        "ops": _operator_figures(trace, all_ops, tree.self_us, line_of_op, win.launches, tree.launch_ops,
+                                 win.batch_merged, win.n, bool(links.gpu_rows)),
+        "h2d_copies": _copy_groups(trace, links, win.launches, tree.launch_ops, tree.launch_lines, tree.parent,
+                                   {t: spans[2] for t, spans in tree.op_spans.items()}, line_of_op,
+                                   win.batch_merged, win.step_of, win.n),
+    }
+
+
+def moment_evidence(trace: Trace, links: Links, steps: list[Step], win: _Window,
+                    file_table: FileTable | None) -> dict:
+    """The half of the evidence about moments and intervals: the batch read, kernels and launches,
+    host synchronisations, and names that appear only after the first step. It needs the operator
+    tree only for traces whose lines come from `Call stack` args."""
+    tree = _operators(trace, links, win) if win.has_stacks else None
+    launch_lines = tree.launch_lines if tree else win.launch_lines
+    sync_lines = tree.sync_lines if tree else win.sync_lines
+    batch_node = _batch_place(trace, win, tree)
+    gpu_observed = bool(links.gpu_rows)
+    n = win.n
+    return {
+        "source": "stepscope" if win.saw_ss else "other",
+        "call_stacks": win.has_stacks,
+        "step_mean_ms": round((win.w1 - win.w0) / US_PER_MS / n, 4),
         "batch_read": {
-            "ms": _ms(read_ms, n),
-            "gpu_busy_ms": _ms(_overlap(batch_merged, gpu_busy), n) if gpu_observed else None,
-            "signals": [name for name, _ in batch_signals.most_common(5)],
+            "ms": _ms(length(win.batch_merged), n),
+            "gpu_busy_ms": _ms(_overlap(win.batch_merged, win.gpu_busy), n) if gpu_observed else None,
+            "signals": [name for name, _ in win.batch_signals.most_common(5)],
             **_where(batch_node),
         },
-        "ops": ops,
-        "kernels": kernels,
-        "h2d_copies": copies,
-        "syncs": syncs,
-        "new_names": new_names,
+        "kernels": _kernel_figures(trace, win.in_window_gpu, win.gpu_busy, win.launches, launch_lines,
+                                   win.w0, win.cpu_end, n) if gpu_observed else None,
+        "syncs": _sync_figures(trace, win.sync_rows, sync_lines, win.gpu_busy, win.step_of, n, gpu_observed),
+        "new_names": _new_names(trace, win.ops_by_track, steps, win.step_of, links.device_tracks, win.w0,
+                                win.cpu_end, file_table),
     }
 
 
@@ -474,15 +565,18 @@ def _has_call_stacks(trace: Trace) -> bool:
     return stack != array(stack.typecode, [-1]) * len(stack)
 
 
-def _batch_place(trace: Trace, first: tuple[int, float, int], locator: _Locator, calls: _CallPlaces | None,
-                 op_spans: dict, parent: dict[int, int]) -> _Node | None:
-    """The line of the earliest batch read: the node open at its start, else its call line (the read's
-    own stack when it is an op, as 1.9 writes DataLoader's label, else the op open at its start)."""
-    track, start, row = first
-    found = locator.locate([(track, start)])[0]
-    if found is None and calls is not None:
-        op = row if trace.kind[row] == Kind.CPU_OP else _innermost_ops(trace, op_spans, parent, [(track, start)])[0]
-        found = calls.place(track, start, op)
+def _batch_place(trace: Trace, win: _Window, tree: _Operators | None) -> _Node | None:
+    """The line of the batch read: a node of the read's own (the loop header's region), else the node
+    open at the earliest read's start, else its call line (the read's own stack when it is an op, as
+    1.9 writes DataLoader's label, else the op open at its start)."""
+    if win.batch_line is not None or win.batch_first is None:
+        return win.batch_line
+    track, start, row = win.batch_first
+    found = win.locator.locate([(track, start)])[0]
+    if found is None and tree is not None and tree.calls is not None:
+        op = row if trace.kind[row] == Kind.CPU_OP else \
+            _innermost_ops(trace, tree.op_spans, tree.parent, [(track, start)])[0]
+        found = tree.calls.place(track, start, op)
     return found
 
 
