@@ -6,15 +6,17 @@ For each trace, in the same run and interleaved (A, B, C, A, B, C, ...), one fre
 - `orjson.loads`: a process that only reads the file and decodes it with `orjson.loads`
   (`.gz` read through gzip) — the floor for any full decode with orjson;
 - `stepscope`: the whole `stepscope analyze TRACE --json` command, stdout discarded (default
-  worker processes), and `stepscope-1p` the same in one process (`STEPSCOPE_TRACE_WORKERS=1`);
+  worker processes, evidence computed in a forked child), and `stepscope-1p` the same in one
+  process (`STEPSCOPE_TRACE_WORKERS=1 STEPSCOPE_ANALYSIS_FORK=0`);
 - `hta` (with --hta-python, an interpreter that has HolisticTraceAnalysis installed):
   `TraceAnalysis(trace_dir=...)`, which parses the trace into its dataframes;
 - with `--compare NAME=SRC` (repeatable), `NAME` and `NAME-1p`: the same stepscope commands run
   from another source tree (SRC is put first on PYTHONPATH), e.g. the last commit's
   (`mkdir -p /tmp/before && git archive HEAD server/stepscope | tar -x -C /tmp/before`, then
   `--compare before=/tmp/before/server`), for before/after figures from one run.
-Wall time is the process's elapsed time; peak memory is the largest sum of resident memory over
-the process and all its children, sampled every 10 ms. Prints medians, MB/s of JSON and ratios.
+Wall time is the process's elapsed time; peak memory is the process's peak resident memory, or
+while it has child processes the sum of their proportional resident memory (PSS: a page shared
+with a forked child counts once), whichever is larger (`measure` says how it is sampled). Prints medians, MB/s of JSON and ratios.
 """
 
 from __future__ import annotations
@@ -45,40 +47,67 @@ HTA = (
 )
 
 
-def _tree_rss_kb(root: int) -> int:
-    """Resident memory of a process and all its descendants (Linux /proc)."""
+def _memory_kb(pid: int) -> int:
+    """Proportional resident memory (PSS: a page shared by k processes counts 1/k in each, so the
+    sum over a process and its forked child is what they really hold), else RSS; 0 once gone."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[21]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _descendants(root: int) -> list[int]:
+    """A process and all its descendants (Linux /proc)."""
     children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            ppid, pages = int(fields[1]), int(fields[21])
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
         except (OSError, IndexError, ValueError):
             continue
-        pid = int(entry)
-        children.setdefault(ppid, []).append(pid)
-        rss[pid] = pages * (os.sysconf("SC_PAGE_SIZE") // 1024)
-    total, stack = 0, [root]
+        children.setdefault(ppid, []).append(int(entry))
+    out, stack = [], [root]
     while stack:
         pid = stack.pop()
-        total += rss.get(pid, 0)
+        out.append(pid)
         stack.extend(children.get(pid, []))
-    return total
+    return out
 
 
 def measure(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int]:
-    """(wall seconds, peak MB over the process tree, exit code)."""
+    """(wall seconds, peak MB, exit code).
+
+    The peak is the larger of the process's own peak RSS (exact, from the kernel at exit) and, while
+    it has child processes (decoding workers, a forked child), the largest sum of their memory
+    (`_memory_kb`), sampled every 0.25 s. Sampling is sparse on purpose: the measuring loop must not
+    take CPU from the process measured (on a 2-core machine a 10 ms loop did, visibly)."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             env={**os.environ, **(env or {})})
-    peak = 0
-    while proc.poll() is None:
-        peak = max(peak, _tree_rss_kb(proc.pid))
-        time.sleep(0.01)
+    tree_peak, tick, pids = 0, 0, [proc.pid]
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if tick % 10 == 0:
+            pids = _descendants(proc.pid)
+        if len(pids) > 1 and tick % 5 == 0:
+            tree_peak = max(tree_peak, sum(map(_memory_kb, pids)))
+        tick += 1
+        time.sleep(0.05)
     wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    peak = max(usage.ru_maxrss, tree_peak)
     err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
     if proc.returncode:
         print(f"  ! {' '.join(cmd[:4])} failed ({proc.returncode}): {err.strip().splitlines()[-1:] }")
@@ -117,7 +146,7 @@ def main() -> int:
             "stepscope": [args.stepscope_python, "-m", "stepscope", "analyze", str(trace), "--json"],
             "stepscope-1p": [args.stepscope_python, "-m", "stepscope", "analyze", str(trace), "--json"],
         }
-        envs = {"stepscope-1p": {"STEPSCOPE_TRACE_WORKERS": "1"}}
+        envs = {"stepscope-1p": {"STEPSCOPE_TRACE_WORKERS": "1", "STEPSCOPE_ANALYSIS_FORK": "0"}}
         for spec in args.compare:
             name, _, src = spec.partition("=")
             contenders[name] = list(contenders["stepscope"])
