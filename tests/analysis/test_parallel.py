@@ -6,6 +6,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import sys
 import threading
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 from stepscope.analysis import parallel
 from stepscope.analysis.report import analyze
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX only")
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the analysis forks on Linux only")
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "traces"
 PUBLIC = Path(__file__).resolve().parents[3] / "shared" / "traces" / "public"
@@ -79,6 +80,16 @@ def test_no_fork_when_turned_off_or_not_worth_it(monkeypatch: pytest.MonkeyPatch
         assert side.result() == os.getpid()
     monkeypatch.setenv("STEPSCOPE_ANALYSIS_FORK", "0")
     with parallel.alongside(whose_pid) as side:
+        assert side.result() == os.getpid()
+
+
+def test_a_fork_that_fails_computes_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_memory() -> int:
+        raise OSError(12, "Cannot allocate memory")
+
+    monkeypatch.setattr(os, "fork", no_memory)
+    with parallel.alongside(whose_pid) as side:
+        assert side.pid is None
         assert side.result() == os.getpid()
 
 

@@ -8,9 +8,10 @@ Invariants:
 - The result, and any exception, are exactly those of calling the function here: the child sends
   its pickled result through a pipe; if anything goes wrong there (an exception, a result that does
   not pickle, the child killed), `result()` calls the function in this process instead.
-- A child is forked only where that is safe and pays off: POSIX `fork`, at least two cores, work
-  large enough (`worth_it`), and no other Python thread in this process (a fork copies locks
-  another thread may hold; the language server has threads, so it always computes inline).
+- A child is forked only where that is safe and pays off: Linux (macOS's system libraries are not
+  safe to use in a forked child), at least two cores, work large enough (`worth_it`), and no other
+  Python thread in this process (a fork copies locks another thread may hold; the language server
+  has threads, so it always computes inline). A fork that fails (no memory) computes inline.
 - The child shares the parent's memory copy-on-write and changes nothing the parent can see; it
   leaves with `os._exit` (no cleanup handlers, no flushing of the parent's buffered output).
 - Leaving the `with` block always reaps the child, killing it first if its result was not taken.
@@ -21,6 +22,7 @@ from __future__ import annotations
 import os
 import pickle
 import signal
+import sys
 import threading
 from typing import Any, Callable, Generic, TypeVar
 
@@ -32,7 +34,7 @@ MIN_EVENTS = 200_000
 
 def can_fork() -> bool:
     """Whether forking is possible and safe here (`STEPSCOPE_ANALYSIS_FORK=0` turns it off)."""
-    return (hasattr(os, "fork") and (os.cpu_count() or 1) >= 2 and threading.active_count() == 1
+    return (sys.platform.startswith("linux") and (os.cpu_count() or 1) >= 2 and threading.active_count() == 1
             and os.environ.get("STEPSCOPE_ANALYSIS_FORK", "1") != "0")
 
 
@@ -46,7 +48,12 @@ class _Alongside(Generic[T]):
 
     def _fork(self) -> None:
         read_fd, write_fd = os.pipe()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:  # out of memory or processes: compute here when asked
+            os.close(read_fd)
+            os.close(write_fd)
+            return
         if pid == 0:  # the child: compute, send, leave
             code = 1
             try:
