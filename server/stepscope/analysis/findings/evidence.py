@@ -35,7 +35,7 @@ import re
 from array import array
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from itertools import compress, islice, repeat
+from itertools import compress, count, islice, repeat
 from operator import eq, is_
 from pathlib import Path
 from statistics import median
@@ -476,18 +476,24 @@ def _operators(trace: Trace, links: Links, win: _Window) -> _Operators:
         durs = [dur_col[r] for r in rows]
         op_ends = [s + d for s, d in zip(op_starts, durs)]
         op_spans[track] = (op_starts, op_ends, rows)
-        own = durs[:]
-        up = [-1] * len(rows)  # the enclosing operator's row, by position
-        stack: list[int] = []  # positions of the open ops, innermost last
+        # position n is a sentinel that holds every op (row -1, never ends), so the loop needs no
+        # test for an empty stack
+        n = len(rows)
+        ends, own, up_rows = op_ends + [float("inf")], durs + [0.0], rows + [-1]
+        up = [-1] * n  # the enclosing operator's row, by position
+        stack = [n]  # positions of the open ops, innermost last
         push, pop = stack.append, stack.pop
-        for k, (start, end, d) in enumerate(zip(op_starts, op_ends, durs)):
-            while stack and op_ends[stack[-1]] <= start:
+        top = n
+        for k, start, end, d in zip(count(), op_starts, op_ends, durs):
+            while ends[top] <= start:
                 pop()
-            if stack and op_ends[stack[-1]] >= end:
                 top = stack[-1]
-                up[k] = rows[top]
+            if ends[top] >= end:
+                up[k] = up_rows[top]
                 own[top] -= d
             push(k)
+            top = k
+        del own[n]
         parent.update(zip(rows, up))
         self_us.update(zip(rows, own))
     launch_ops = _innermost_ops(trace, op_spans, parent, win.launch_q)
