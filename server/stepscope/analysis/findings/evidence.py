@@ -316,7 +316,7 @@ def merge_evidence(*halves: dict) -> dict:
 
 
 @dataclass
-class _Window:
+class EvidenceWindow:
     """What both halves of the evidence start from: the active window, the line nodes that place
     moments on lines, the batch reads, and the moments that caused GPU work or waited on it."""
 
@@ -363,7 +363,7 @@ class _Operators:
 
 
 def evidence_window(trace: Trace, links: Links, steps: list[Step], *, file_table: FileTable | None,
-                    source_root: Path | None, batch_read_patterns: Iterable[str]) -> _Window:
+                    source_root: Path | None, batch_read_patterns: Iterable[str]) -> EvidenceWindow:
     """What both halves of the evidence read; neither half changes it."""
     n = len(steps)
     w0, w1 = steps[0].cpu_start, steps[-1].completion
@@ -451,7 +451,7 @@ def evidence_window(trace: Trace, links: Links, steps: list[Step], *, file_table
               and track_col[i] not in devices and name_col[i] not in step_names]:
         ops_by_track[track_col[i]].append(i)
 
-    return _Window(
+    return EvidenceWindow(
         n=n, w0=w0, w1=w1, cpu_end=cpu_end, step_starts=[s.cpu_start for s in steps], frames=frames,
         locator=locator, line_precision="exact" if nodes is ss_nodes and ss_nodes else ("function" if frame_nodes else "none"),
         saw_ss=saw_ss, batch_merged=merge(clip(batch_iv, w0, w1)), batch_signals=batch_signals,
@@ -463,7 +463,7 @@ def evidence_window(trace: Trace, links: Links, steps: list[Step], *, file_table
     )
 
 
-def _operators(trace: Trace, links: Links, win: _Window) -> _Operators:
+def _operators(trace: Trace, links: Links, win: EvidenceWindow) -> _Operators:
     """The operator tree (order, parents, self times), and with `Call stack` args the call lines."""
     ts_col, dur_col = trace.ts, trace.dur
     parent: dict[int, int] = {}
@@ -508,7 +508,7 @@ def _operators(trace: Trace, links: Links, win: _Window) -> _Operators:
     return _Operators(parent, self_us, op_spans, launch_ops, calls, launch_lines, sync_lines)
 
 
-def operator_evidence(trace: Trace, links: Links, win: _Window) -> dict:
+def operator_evidence(trace: Trace, links: Links, win: EvidenceWindow) -> dict:
     """The half of the evidence that needs every operator placed on a line: operators' self and GPU
     time (`ops`), host-to-device copies with the op that fed them, and the precision of lines.
     It is most of the work on a large trace (report.py computes it in a child process)."""
@@ -535,7 +535,7 @@ def operator_evidence(trace: Trace, links: Links, win: _Window) -> dict:
     }
 
 
-def moment_evidence(trace: Trace, links: Links, steps: list[Step], win: _Window,
+def moment_evidence(trace: Trace, links: Links, steps: list[Step], win: EvidenceWindow,
                     file_table: FileTable | None) -> dict:
     """The half of the evidence about moments and intervals: the batch read, kernels and launches,
     host synchronisations, and names that appear only after the first step. It needs the operator
@@ -571,7 +571,7 @@ def _has_call_stacks(trace: Trace) -> bool:
     return stack != array(stack.typecode, [-1]) * len(stack)
 
 
-def _batch_place(trace: Trace, win: _Window, tree: _Operators | None) -> _Node | None:
+def _batch_place(trace: Trace, win: EvidenceWindow, tree: _Operators | None) -> _Node | None:
     """The line of the batch read: a node of the read's own (the loop header's region), else the node
     open at the earliest read's start, else its call line (the read's own stack when it is an op, as
     1.9 writes DataLoader's label, else the op open at its start)."""
