@@ -58,7 +58,8 @@ def build_links(trace: Trace) -> Links:
             runtime_by_corr[corr] = i
         if trace.name[i] in sync_name_ids:
             sync_rows.append(i)
-    step_rows = [i for i in trace.rows_named(step_name_ids)
+    marker_rows = trace.rows_named(step_name_ids)  # one scan of the name column for both kinds of marker
+    step_rows = [i for i in marker_rows
                  if kinds[i] in (Kind.ANNOTATION, Kind.CPU_OP, Kind.OTHER) and trace.track[i] not in device_tracks]
     launch_row: dict[int, int] = {}
     for g in gpu_rows:
@@ -68,7 +69,7 @@ def build_links(trace: Trace) -> Links:
             launch_row[g] = r
     step_rows.sort(key=lambda r: trace.ts[r])
     step_rows = _dedupe_steps(trace, step_rows)
-    gpu_step_rows = sorted((i for i in trace.rows_named(step_name_ids) if kinds[i] == Kind.GPU_ANNOTATION),
+    gpu_step_rows = sorted((i for i in marker_rows if kinds[i] == Kind.GPU_ANNOTATION),
                            key=trace.ts.__getitem__)
     main_track = trace.track[step_rows[0]] if step_rows else _main_cpu_track(trace, device_tracks)
     return Links(device_tracks, gpu_rows, launch_row, sync_rows, step_rows, main_track, gpu_step_rows)
