@@ -28,10 +28,11 @@ LINE = {
 # a folder of per-rank traces: each rank's own figures, its lines in the shape of the top-level lines
 RANK = {
     "type": "object",
-    "required": ["trace", "rank", "ms_per_step", "steps", "gpu_ms", "lines", "regions", "slowest"],
+    "required": ["trace", "rank", "ms_per_step", "steps", "gpu_ms", "collective_ms", "lines", "regions", "slowest"],
     "properties": {"trace": {"type": "string", "pattern": "^/"}, "rank": {"type": ["integer", "null"]},
                    "ms_per_step": {"type": ["number", "null"], "minimum": 0},
                    "steps": {"type": "integer", "minimum": 0}, "gpu_ms": NULLABLE_NUMBER,
+                   "collective_ms": NULLABLE_NUMBER,
                    "lines": {"type": "array", "maxItems": 10, "items": LINE},
                    "regions": {"type": "array", "maxItems": 10}, "slowest": {"type": "boolean"}},
 }

@@ -130,6 +130,6 @@ def test_a_folder_of_ranks_without_step_markers_renders_as_text(tmp_path: Path) 
     assert proc.stdout.startswith("no step markers (ProfilerStep#N): one window of 1.000 ms, no ms/step")
     # without step markers the ranks are compared by their windows; rank 1's is the longer one
     table = proc.stdout.split("ranks (2 traces; the figures below are rank 0's):\n", 1)[1].splitlines()
-    assert table[0].split() == ["rank", "window", "ms", "steps", "gpu", "ms"]
-    assert table[1].split() == ["0", "1.000", "0", "n/o"]
-    assert table[2].split() == ["1", "2.000", "0", "n/o", "<-", "slowest"]
+    assert table[0].split() == ["rank", "window", "ms", "steps", "gpu", "ms", "comm", "ms"]
+    assert table[1].split() == ["0", "1.000", "0", "n/o", "n/o"]
+    assert table[2].split() == ["1", "2.000", "0", "n/o", "n/o", "<-", "slowest"]

@@ -77,11 +77,11 @@ def test_the_text_report_has_a_rank_table_with_the_slowest_marked(tmp_path: Path
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("1.000 ms/step (median of 2 active steps)")
     table = proc.stdout.split("ranks (3 traces; the figures below are rank 0's):\n", 1)[1].splitlines()
-    assert table[0].split() == ["rank", "ms/step", "steps", "gpu", "ms"]
-    assert [row.split() for row in table[1:4]] == [
-        ["0", "1.000", "2", "0.400"],
-        ["1", "3.000", "2", "0.400", "<-", "slowest"],
-        ["2", "2.000", "2", "0.400"],
+    assert table[0].split() == ["rank", "ms/step", "steps", "gpu", "ms", "comm", "ms"]
+    assert [row.split() for row in table[1:4]] == [  # no collective kernels: 0 ms of them, observed
+        ["0", "1.000", "2", "0.400", "0.000"],
+        ["1", "3.000", "2", "0.400", "0.000", "<-", "slowest"],
+        ["2", "2.000", "2", "0.400", "0.000"],
     ]
     # a folder named relative to the working directory: every trace path in the JSON is absolute
     proc = run_stepscope("analyze", "ranks", "--json", cwd=tmp_path)
@@ -95,3 +95,51 @@ def test_one_trace_has_no_rank_table(tmp_path: Path) -> None:
     report = analyze([folder / "b.json"], source_root=ws)
     assert "ranks" not in report and "slowest_rank" not in report
     assert not any("rank" in n for n in report["notes"])
+
+
+ALL_REDUCE = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+
+
+def collective_folder(tmp: Path, all_reduce_us: dict[int, int], *, gpu: bool = True) -> Path:
+    """Two ranks, 2 steps of 2 ms each; in each step a 300 µs compute kernel, then an all-reduce whose
+    kernel runs `all_reduce_us[rank]` µs (the rank that arrives first waits there for the other)."""
+    folder = tmp / "ranks"
+    for rank in (0, 1):
+        s = Synth()
+        s.metadata = {"distributedInfo": {"rank": rank, "world_size": 2}}
+        for k in range(2):
+            t = k * 2000
+            s.step(k + 1, t, 2000)
+            s.frame("train.py", 10, "forward_step", t + 100, 300)
+            if gpu:
+                s.launch(t + 150, t + 200, 300)
+                s.launch(t + 600, t + 1900 - all_reduce_us[rank], all_reduce_us[rank], name=ALL_REDUCE, stream=9)
+        s.write(folder / f"trace-rank{rank}.json")
+    return folder
+
+
+def test_collective_time_per_rank_names_the_rank_the_others_wait_for(tmp_path: Path) -> None:
+    folder = collective_folder(tmp_path, {0: 10, 1: 1400})
+    report = analyze([folder])
+    jsonschema.validate(report, REPORT_SCHEMA)
+    assert [(r["rank"], r["collective_ms"], r["gpu_ms"]) for r in report["ranks"]] == [(0, 0.01, 0.31), (1, 1.4, 1.7)]
+    assert report["window"]["collective_ms"] == 0.01  # the headline's (rank 0's) own
+    note = next(n for n in report["notes"] if "collective kernels" in n)
+    assert "rank 0 0.010, rank 1 1.400" in note
+    assert "rank 0, which spends the least there, is the rank the others wait for" in note
+
+    proc = run_stepscope("analyze", str(folder), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    table = proc.stdout.split("ranks (2 traces; the figures below are rank 0's):\n", 1)[1].splitlines()
+    assert table[0].split() == ["rank", "ms/step", "steps", "gpu", "ms", "comm", "ms"]
+    assert table[1].split()[:5] == ["0", "2.000", "2", "0.310", "0.010"]
+    assert table[2].split()[:5] == ["1", "2.000", "2", "1.700", "1.400"]
+
+
+def test_no_waiting_note_when_collective_times_are_alike_or_not_observed(tmp_path: Path) -> None:
+    alike = analyze([collective_folder(tmp_path / "alike", {0: 500, 1: 560})])
+    assert [r["collective_ms"] for r in alike["ranks"]] == [0.5, 0.56]
+    assert not any("collective kernels" in n for n in alike["notes"])
+    cpu_only = analyze([collective_folder(tmp_path / "cpu", {0: 10, 1: 1400}, gpu=False)])
+    assert [r["collective_ms"] for r in cpu_only["ranks"]] == [None, None]  # not observed, never 0
+    assert not any("collective kernels" in n for n in cpu_only["notes"])

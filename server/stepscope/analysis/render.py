@@ -52,7 +52,8 @@ def _headline(report: dict) -> str:
 
 def render_ranks(report: dict) -> list[str]:
     """The per-rank table of a folder of rank traces (nothing for one trace): rank, ms/step, steps,
-    GPU ms, the slowest rank marked, and whose figures the rest of the report shows."""
+    GPU ms, collective (comm) ms, the slowest rank marked, and whose figures the rest of the report
+    shows."""
     ranks = report.get("ranks") or []
     if not ranks:
         return []
@@ -62,12 +63,13 @@ def render_ranks(report: dict) -> list[str]:
     measure, title = ("ms_per_step", "ms/step") if any(r.get("ms_per_step") is not None for r in ranks) \
         else ("window_ms", "window ms")
     out = [f"ranks ({len(ranks)} traces; the figures below are {whose}'s):",
-           f"  {'rank':>6} {title:>10} {'steps':>6} {'gpu ms':>9}"]
+           f"  {'rank':>6} {title:>10} {'steps':>6} {'gpu ms':>9} {'comm ms':>9}"]
     for r in ranks:
         ms = "no steps" if r.get(measure) is None else f"{r[measure]:.3f}"
         rank = "?" if r.get("rank") is None else str(r["rank"])
         mark = "  <- slowest" if r.get("slowest") else ""
-        out.append(f"  {rank:>6} {ms:>10} {r.get('steps', 0):>6} {_fmt_ms(r.get('gpu_ms')):>9}{mark}")
+        out.append(f"  {rank:>6} {ms:>10} {r.get('steps', 0):>6} {_fmt_ms(r.get('gpu_ms')):>9} "
+                   f"{_fmt_ms(r.get('collective_ms')):>9}{mark}")
     return out
 
 

@@ -22,12 +22,13 @@ table and scenario record; the headline's `scenario` is the run's scenario.json.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 from .. import jsonio
 from ..errors import NotATraceError, UsageError
-from ..trace import Trace, read_trace
+from ..trace import Kind, Trace, read_trace
 from . import parallel
 from .attribution import Attribution, attribute
 from .findings import Thresholds, find, load_thresholds, missing_labels
@@ -243,7 +244,8 @@ def _report(trace: Trace, links: Links, steps: list[Step], att: Attribution, evi
         "findings": [],
         "window": {"ms": round((window_us[1] - window_us[0]) / 1000.0, 4), "steps": 0 if stepless else len(steps),
                    "per": "window" if stepless else "step", "events": len(trace), "trace_bytes": trace.size_bytes,
-                   "gpu_ms": _gpu_busy_ms(trace, links, window_us, len(steps))},
+                   "gpu_ms": _gpu_busy_ms(trace, links, window_us, len(steps)),
+                   "collective_ms": _gpu_busy_ms(trace, links, window_us, len(steps), only=_COLLECTIVE)},
         "attribution": {"gpu_events": att.gpu_events, "gpu_unlinked": att.gpu_unlinked,
                         "backward_link": att.backward_link},
         "evidence": evidence,
@@ -256,9 +258,20 @@ def _cpu_ms(step: Step) -> float | None:
     return None if step.from_gpu_markers else round((step.cpu_end - step.cpu_start) / 1000.0, 4)
 
 
-def _gpu_busy_ms(trace: Trace, links: Links, window_us: tuple[float, float], n_steps: int) -> float | None:
-    """Time any GPU work ran in the window (union over streams) per step; None without GPU events."""
+#: collective-communication kernels (NCCL, and RCCL on ROCm): their time includes waiting for the
+#: other ranks to arrive
+_COLLECTIVE = re.compile(r"^(nccl|rccl)", re.IGNORECASE)
+
+
+def _gpu_busy_ms(trace: Trace, links: Links, window_us: tuple[float, float], n_steps: int,
+                 only: re.Pattern | None = None) -> float | None:
+    """Time any GPU work (or only the kernels named like `only`) ran in the window (union over
+    streams) per step; None without GPU events."""
     if not links.gpu_rows:
         return None
-    busy = union_length(clip(((trace.ts[g], trace.end(g)) for g in links.gpu_rows), *window_us))
+    rows = links.gpu_rows
+    if only is not None:
+        names = frozenset(i for i, name in enumerate(trace.names) if only.match(name))
+        rows = [g for g in rows if trace.name[g] in names and trace.kind[g] == Kind.KERNEL] if names else []
+    busy = union_length(clip(((trace.ts[g], trace.end(g)) for g in rows), *window_us))
     return round(busy / 1000.0 / n_steps, 4)
