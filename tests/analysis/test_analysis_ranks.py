@@ -118,15 +118,19 @@ def collective_folder(tmp: Path, all_reduce_us: dict[int, int], *, gpu: bool = T
     return folder
 
 
-def test_collective_time_per_rank_names_the_rank_the_others_wait_for(tmp_path: Path) -> None:
+def test_collective_time_per_rank_and_the_rank_the_others_wait_for(tmp_path: Path) -> None:
     folder = collective_folder(tmp_path, {0: 10, 1: 1400})
     report = analyze([folder])
     jsonschema.validate(report, REPORT_SCHEMA)
     assert [(r["rank"], r["collective_ms"], r["gpu_ms"]) for r in report["ranks"]] == [(0, 0.01, 0.31), (1, 1.4, 1.7)]
     assert report["window"]["collective_ms"] == 0.01  # the headline's (rank 0's) own
-    note = next(n for n in report["notes"] if "collective kernels" in n)
-    assert "rank 0 0.010, rank 1 1.400" in note
-    assert "rank 0, which spends the least there, is the rank the others wait for" in note
+    # rank 1 waits in its all-reduce for rank 0: a finding names rank 0, on no line of its own
+    finding = next(f for f in report["findings"] if f["kind"] == "rank-imbalance")
+    assert "rank 0 0.010 ms, rank 1 1.400 ms" in finding["observation"]
+    assert "includes waiting for the other ranks; rank 0 spends the least there" in finding["observation"]
+    assert "wait for rank 0" in finding["hypothesis"]
+    assert "Compare rank 0's lines with rank 1's" in finding["next_check"]
+    assert finding["figures"]["waited_for"] == 0 and finding["figures"]["extra_ms"] == pytest.approx(1.39)
 
     proc = run_stepscope("analyze", str(folder), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -136,10 +140,10 @@ def test_collective_time_per_rank_names_the_rank_the_others_wait_for(tmp_path: P
     assert table[2].split()[:5] == ["1", "2.000", "2", "1.700", "1.400"]
 
 
-def test_no_waiting_note_when_collective_times_are_alike_or_not_observed(tmp_path: Path) -> None:
+def test_no_rank_imbalance_when_collective_times_are_alike_or_not_observed(tmp_path: Path) -> None:
     alike = analyze([collective_folder(tmp_path / "alike", {0: 500, 1: 560})])
     assert [r["collective_ms"] for r in alike["ranks"]] == [0.5, 0.56]
-    assert not any("collective kernels" in n for n in alike["notes"])
+    assert not any(f["kind"] == "rank-imbalance" for f in alike["findings"])
     cpu_only = analyze([collective_folder(tmp_path / "cpu", {0: 10, 1: 1400}, gpu=False)])
     assert [r["collective_ms"] for r in cpu_only["ranks"]] == [None, None]  # not observed, never 0
-    assert not any("collective kernels" in n for n in cpu_only["notes"])
+    assert not any(f["kind"] == "rank-imbalance" for f in cpu_only["findings"])

@@ -11,11 +11,8 @@ Invariants:
   averaged across ranks. `lines` / `regions` are that rank's top `MAX_RANK_LINES` lines / regions by
   wall time, in the shape of the top-level `lines` / `regions`; `gpu_ms` is its GPU busy time per
   step (`null` where its GPU work was not observed), `collective_ms` the part of it in collective
-  kernels (NCCL/RCCL), which includes the time the rank waited there for the others.
-- In a collective every rank's kernel runs until the last rank has arrived, so the rank that spends
-  the least time in collective kernels is the one the others wait for. The notes say so when the
-  ranks' collective times differ clearly (`WAIT_MIN_MS`, `WAIT_MIN_RATIO`); it is a reading of the
-  figures, named as such, not a measurement of the wait.
+  kernels (NCCL/RCCL), which includes the time the rank waited there for the others (the finding
+  `rank-imbalance` reads it: findings/ranks_rule.py).
 - The slowest rank is the one with the highest ms/step (ties: the lower rank). When no rank has
   step markers, the window lengths are compared instead; a rank without ms/step is never compared
   with one that has it. Exactly one entry is `slowest` when there is anything to compare.
@@ -28,8 +25,6 @@ from pathlib import Path
 from typing import Any
 
 MAX_RANK_LINES = 10
-WAIT_MIN_MS = 0.1  # per step: a smaller difference in collective time is not worth a note
-WAIT_MIN_RATIO = 2.0  # the rank that waits most spends at least this many times the least one's time
 
 # A distributed capture names every file a rank writes `<name>-rank<r>...` (trace-rank1.json,
 # trace-rank1-1.json for a second repeat cycle, scenario-rank1.json, files-rank1.json):
@@ -80,23 +75,6 @@ def _slowest(entries: list[dict[str, Any]]) -> dict[str, Any] | None:
     return max(compared, key=lambda e: e[measure])  # max keeps the first of equal values: the lower rank
 
 
-def _waited_for(entries: list[dict[str, Any]]) -> list[str]:
-    """A note naming the rank the others wait for in collectives, when their collective times say so."""
-    timed = [e for e in entries if e.get("collective_ms") is not None]
-    if len(timed) < 2:
-        return []
-    least = min(timed, key=lambda e: e["collective_ms"])
-    most = max(timed, key=lambda e: e["collective_ms"])
-    if most["collective_ms"] - least["collective_ms"] < WAIT_MIN_MS or \
-            most["collective_ms"] < WAIT_MIN_RATIO * least["collective_ms"]:
-        return []
-    per_rank = ", ".join(f"{_rank_name(e)} {e['collective_ms']:.3f}" for e in timed)
-    return [f"GPU time in collective kernels (NCCL/RCCL), ms per step: {per_rank}. A collective runs on every "
-            "rank until the last one arrives, so this time includes waiting: "
-            f"{_rank_name(least)}, which spends the least there, is the rank the others wait for; look at "
-            "what it does before its collectives (each rank's own lines: ranks[] of the --json report)"]
-
-
 def _rank_name(entry: dict[str, Any]) -> str:
     return f"rank {entry['rank']}" if entry["rank"] is not None else entry["trace"]
 
@@ -108,7 +86,6 @@ def summarize_ranks(reports: list[dict[str, Any]]) -> tuple[list[dict[str, Any]]
     notes = [f"{len(entries)} rank traces: the headline figures (ms/step, lines, regions, findings) are "
              f"{_rank_name(headline)}'s, the lowest rank; ranks[] holds each rank's own ms/step, GPU time, "
              "top lines and regions"]
-    notes.extend(_waited_for(entries))
     slowest = _slowest(entries)
     if slowest is None:
         return entries, None, notes

@@ -8,7 +8,7 @@ contract's fields (`kind, file, line, observation, hypothesis, next_check`) plus
 possible reading (not a conclusion), and no finding ever claims a speed-up.
 
 Kinds: input-bound, repeated-copy, small-launches, dominant-op, sync-in-step, startup-cost,
-unsteady-window, gpu-not-observed, missing-label (docs/findings.md describes each). Findings about
+unsteady-window, gpu-not-observed, missing-label, rank-imbalance (docs/findings.md describes each). Findings about
 the loop as a whole are anchored on the loop header line when the trace has one, else on no line.
 """
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 from .common import loop_header
 from .evidence import collect_evidence
 from .labels_rule import missing_label
+from .ranks_rule import rank_imbalance
 from .source_labels import missing_labels
 from .thresholds import DEFAULT_BATCH_READ_PATTERNS, Thresholds, load_thresholds, thresholds_from_table
 from .transfer import repeated_copy, sync_in_step
@@ -28,9 +29,9 @@ __all__ = ["find", "Thresholds", "load_thresholds", "thresholds_from_table", "co
 
 #: in the order findings are listed: what to look at first comes first
 RULES = (gpu_not_observed, input_bound, repeated_copy, sync_in_step, small_launches, dominant_op,
-         unsteady_window, startup_cost, missing_label)
+         rank_imbalance, unsteady_window, startup_cost, missing_label)
 KINDS = ("gpu-not-observed", "input-bound", "repeated-copy", "sync-in-step", "small-launches", "dominant-op",
-         "unsteady-window", "startup-cost", "missing-label")
+         "rank-imbalance", "unsteady-window", "startup-cost", "missing-label")
 
 
 def find(report: dict, thresholds: Thresholds = Thresholds()) -> list[dict]:

@@ -69,6 +69,11 @@ class Thresholds:
     sync_min_share: float = 0.05
     #: ... in at least this share of the active steps
     sync_step_share: float = 0.5
+    # -- rank-imbalance
+    #: per step, the rank that waits most in collectives spends at least this many ms more there ...
+    rank_wait_min_ms: float = 0.1
+    #: ... and at least this many times the time of the rank that waits least
+    rank_wait_ratio: float = 2.0
 
 
 def _toml():
