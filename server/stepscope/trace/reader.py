@@ -300,13 +300,14 @@ class _Builder:
         return i
 
     def merge(self, part: Trace) -> None:
-        """Append a slice decoded into its own small `Trace` (ids remapped to this trace's tables)."""
+        """Append a slice decoded into its own small `Trace` (ids remapped to this trace's tables;
+        a column whose ids need no change, as tracks and absent details mostly do, is copied)."""
         t = self.t
         name_map = [self._name(n) for n in part.names]
         track_map = [self._track_norm(k) for k in part.tracks]
         t.kind.extend(part.kind)
         t.name.extend(map(name_map.__getitem__, part.name))
-        t.track.extend(map(track_map.__getitem__, part.track))
+        _extend_mapped(t.track, part.track, track_map)
         t.ts.extend(part.ts)
         t.dur.extend(part.dur)
         t.correlation.extend(part.correlation)
@@ -314,8 +315,11 @@ class _Builder:
         t.sequence.extend(part.sequence)
         t.nbytes.extend(part.nbytes)
         absent_last = name_map + [-1]  # an absent detail (-1) indexes the last entry: stays -1
-        t.stack.extend(map(absent_last.__getitem__, part.stack))
-        t.shapes.extend(map(absent_last.__getitem__, part.shapes))
+        for column, details in ((t.stack, part.stack), (t.shapes, part.shapes)):
+            if details.count(-1) == len(details):
+                column.extend(details)
+            else:
+                column.extend(map(absent_last.__getitem__, details))
         mem, pmem = t.memory, part.memory
         mem.ts.extend(pmem.ts)
         mem.track.extend(map(track_map.__getitem__, pmem.track))
@@ -474,6 +478,14 @@ _CAT, _NAME, _TS, _DUR, _ARGS = (attrgetter(f) for f in ("cat", "name", "ts", "d
 _CORRELATION, _EXTERNAL_ID, _EXTERNAL_ID_OLD, _SEQUENCE, _CALL_STACK, _INPUT_DIMS = (
     attrgetter(f) for f in ("correlation", "external_id", "external_id_old", "sequence", "call_stack", "input_dims"))
 _COPY_KINDS = frozenset({Kind.MEMCPY, Kind.MEMSET})
+
+
+def _extend_mapped(column: array, ids: array, mapping: list[int]) -> None:
+    """Append `ids` translated through `mapping` (a straight copy when it maps every id to itself)."""
+    if mapping == list(range(len(mapping))):
+        column.extend(ids)
+    else:
+        column.extend(map(mapping.__getitem__, ids))
 
 
 def _absent(n: int, typecode: str) -> array:
