@@ -506,16 +506,16 @@ def _decode_part(raw: bytes) -> Trace:
 
 PARALLEL_MIN_BYTES = 48 << 20  # below this, starting worker processes costs more than it saves
 MAX_WORKERS = 8
-MIN_CORES_FOR_WORKERS = 4
+MIN_CORES_FOR_WORKERS = 2
 WORKER_BYTES = 40 << 20  # one worker's memory: an interpreter plus one decoded slice
 
 
 def default_workers(path: Path) -> int:
-    """Worker processes for a file: as many as cores allow while the whole read stays within
-    twice the JSON's size (the parent keeps ~80 MB plus its columns, about a quarter of the JSON).
-    Below four cores the parent's inflating, cutting and merging compete with the workers for
-    the same cores, which measured slower than decoding in one process (benchmarks/trace_speed.py).
-    `STEPSCOPE_TRACE_WORKERS=N` overrides."""
+    """Worker processes for a file: as many as cores allow (at least two from two cores on), while
+    the whole read stays within twice the JSON's size (the parent keeps ~80 MB plus its columns,
+    about a quarter of the JSON). On a 2-core machine two workers beside the parent (which inflates,
+    cuts and merges) read 15-25 % faster than one process (benchmarks/trace_speed.py);
+    `STEPSCOPE_TRACE_WORKERS=N` overrides (1: no worker)."""
     forced = os.environ.get("STEPSCOPE_TRACE_WORKERS", "").strip()
     if forced.isdigit():
         return max(1, int(forced))
@@ -524,7 +524,7 @@ def default_workers(path: Path) -> int:
     if size < PARALLEL_MIN_BYTES or cores < MIN_CORES_FOR_WORKERS:
         return 1
     budget = 2 * size - (80 << 20) - size // 4
-    return max(1, min(cores - 1, MAX_WORKERS, budget // WORKER_BYTES))
+    return max(1, min(max(2, cores - 1), MAX_WORKERS, budget // WORKER_BYTES))
 
 
 def _json_size(path: Path) -> int:
