@@ -18,17 +18,17 @@ from __future__ import annotations
 
 import gc
 import os
-
-try:
-    import fcntl
-except ImportError:  # Windows
-    fcntl = None  # type: ignore[assignment]
 import pickle
 import struct
 import subprocess
 import sys
 from pathlib import Path
 from typing import BinaryIO
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
 
 _LEN = struct.Struct("<Q")
 
