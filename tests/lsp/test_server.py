@@ -322,13 +322,18 @@ def _report(result: dict) -> dict:
     return json.loads((Path(result["runDir"]) / "report.json").read_text())
 
 
+def _open_small_step(client: LanguageClient, ws: Path) -> tuple[Path, str]:
+    """small.py (SMALL_STEP) written in the workspace and opened in the editor: (path, uri)."""
+    script = ws / "small.py"
+    script.write_text(SMALL_STEP)
+    return script, _open(client, script)
+
+
 @pytest.mark.torch
 async def test_profile_settings_from_initialization_set_the_schedule_and_the_options(
         client_with_profile_settings: LanguageClient, ws: Path):
     client = client_with_profile_settings
-    script = ws / "small.py"
-    script.write_text(SMALL_STEP)
-    uri = _open(client, script)
+    script, uri = _open_small_step(client, ws)
     result = await client.workspace_execute_command_async(_profile_params(uri))
     report = _report(result)
     assert len(report["steps"]) == 3  # active: 3, not the default 5
@@ -344,9 +349,7 @@ async def test_profile_settings_from_initialization_set_the_schedule_and_the_opt
 async def test_profile_settings_sent_with_the_command_apply_to_that_run_without_a_restart(
         client_with_profile_settings: LanguageClient, ws: Path):
     client = client_with_profile_settings
-    script = ws / "small.py"
-    script.write_text(SMALL_STEP)
-    uri = _open(client, script)
+    _, uri = _open_small_step(client, ws)
     first = _report(await client.workspace_execute_command_async(_profile_params(uri)))
     # The user changes the settings; the editor sends the current values with the next run.
     second = _report(await client.workspace_execute_command_async(
