@@ -2,7 +2,7 @@
 
 `find(report, thresholds=Thresholds()) -> list[dict]` is the single entry point; it is a pure
 function of the report (its figures, its `evidence` and `missing_labels`, which
-`collect_evidence` and `missing_labels` add when the report is built). Each finding has the
+`evidence.py` and `missing_labels` add when the report is built). Each finding has the
 contract's fields (`kind, file, line, observation, hypothesis, next_check`) plus `severity` and
 `figures`; `observation` carries the figures and the machine they come from, the hypothesis is a
 possible reading (not a conclusion), and no finding ever claims a speed-up.
@@ -15,7 +15,6 @@ the loop as a whole are anchored on the loop header line when the trace has one,
 from __future__ import annotations
 
 from .common import loop_header
-from .evidence import collect_evidence
 from .labels_rule import missing_label
 from .ranks_rule import rank_imbalance
 from .source_labels import missing_labels
@@ -24,7 +23,7 @@ from .transfer import repeated_copy, sync_in_step
 from .window import gpu_not_observed, startup_cost, unsteady_window
 from .work import dominant_op, input_bound, small_launches
 
-__all__ = ["find", "Thresholds", "load_thresholds", "thresholds_from_table", "collect_evidence", "missing_labels",
+__all__ = ["find", "Thresholds", "load_thresholds", "thresholds_from_table", "missing_labels",
            "DEFAULT_BATCH_READ_PATTERNS", "RULES", "KINDS"]
 
 #: in the order findings are listed: what to look at first comes first

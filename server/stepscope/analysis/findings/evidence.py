@@ -1,12 +1,13 @@
 """Evidence for the findings: the few trace facts they need, computed once when the report is built.
 
-`collect_evidence(trace, links, steps, ...)` returns a JSON-ready dict (the report's `evidence`):
-batch reads, operators, kernels, host-to-device copies, host synchronisations and names that appear
-only after the first active step. `find(report)` then stays a pure function of the report.
+The report's `evidence` is a JSON-ready dict: batch reads, operators, kernels, host-to-device
+copies, host synchronisations and names that appear only after the first active step. `find(report)`
+then stays a pure function of the report.
 
 It is computed in two halves that share one read-only `evidence_window` (the window, the line
 nodes, the moments): `operator_evidence` (the operator tree and every operator's line: most of the
-work) and `moment_evidence` (the rest), so that report.py can compute the first in a child process.
+work) and `moment_evidence` (the rest), joined by `merge_evidence`; report.py computes the first in
+a child process when the trace is large.
 
 Invariants:
 - Every time figure is a union of intervals divided by the number of active steps (nested or
@@ -299,14 +300,6 @@ def _matcher(patterns: Iterable[str]):
 
 EVIDENCE_KEYS = ("source", "line_precision", "call_stacks", "step_mean_ms", "batch_read", "ops", "kernels",
                  "h2d_copies", "syncs", "new_names")
-
-
-def collect_evidence(trace: Trace, links: Links, steps: list[Step], *, file_table: FileTable | None,
-                     source_root: Path | None, batch_read_patterns: Iterable[str]) -> dict:
-    """The report's `evidence`, computed here (report.py computes its two halves side by side)."""
-    win = evidence_window(trace, links, steps, file_table=file_table, source_root=source_root,
-                          batch_read_patterns=batch_read_patterns)
-    return merge_evidence(operator_evidence(trace, links, win), moment_evidence(trace, links, steps, win, file_table))
 
 
 def merge_evidence(*halves: dict) -> dict:
