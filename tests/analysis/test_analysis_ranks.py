@@ -147,3 +147,13 @@ def test_no_rank_imbalance_when_collective_times_are_alike_or_not_observed(tmp_p
     cpu_only = analyze([collective_folder(tmp_path / "cpu", {0: 10, 1: 1400}, gpu=False)])
     assert [r["collective_ms"] for r in cpu_only["ranks"]] == [None, None]  # not observed, never 0
     assert not any(f["kind"] == "rank-imbalance" for f in cpu_only["findings"])
+
+
+def test_rank_imbalance_thresholds_come_from_the_workspace_and_bad_values_are_said(tmp_path: Path) -> None:
+    folder = collective_folder(tmp_path, {0: 10, 1: 1400})
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "pyproject.toml").write_text('[tool.stepscope.findings]\nrank-wait-min-ms = 5\nrank-wait-ratio = "x"\n')
+    report = analyze([folder], source_root=ws)
+    assert not any(f["kind"] == "rank-imbalance" for f in report["findings"])  # 1.39 ms < 5 ms
+    assert any("rank-wait-ratio = 'x' is not a valid value" in n for n in report["notes"])
