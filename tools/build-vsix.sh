@@ -2,7 +2,7 @@
 # Builds the VS Code extension for this platform: dist/stepscope-<version>-<target>.vsix.
 # The .vsix carries the bundled client (extension/dist), the server bootstrap (bundled/tool),
 # the server and its pure-Python dependencies (bundled/libs) and its compiled dependencies
-# (orjson, msgspec) for each supported CPython (bundled/native/cp310 ... cp314), so any
+# (orjson, msgspec, zlib-ng) for each supported CPython (bundled/native/cp310 ... cp314), so any
 # Python >= 3.10 can run it.
 # Needs the tools from tools/setup-tools.sh (Node 24, vsce).
 set -euo pipefail
@@ -11,7 +11,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 TOOLS="${STEPSCOPE_TOOLS:-$ROOT/.cache/tools}"
 # compiled dependencies, one wheel per CPython version
-NATIVE_WHEELS="orjson==3.13.0 msgspec==0.23.0"
+NATIVE_WHEELS="orjson==3.13.0 msgspec==0.23.0 zlib-ng==1.1.0"
 PYTHON_MINORS="10 11 12 13 14"
 
 log() { printf 'build-vsix: %s\n' "$*" >&2; }

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gzip
+import importlib
+import threading
 from pathlib import Path
 
 import orjson
@@ -146,6 +148,38 @@ def test_truncated_and_corrupt_gzip_are_refused(tmp_path: Path) -> None:
         read_trace(cut)
     corrupt = tmp_path / "corrupt.json.gz"
     corrupt.write_bytes(b"\x1f\x8b" + b"\x00" * 100)
+    with pytest.raises(NotATraceError, match="decompress|truncated"):
+        read_trace(corrupt)
+
+
+def read_within(path: Path, *, seconds: float):
+    """`read_trace(path)`, failing (not hanging) if it has not returned in time: a reader that loops
+    forever on some input must show up as a failed test."""
+    result: list = []
+    worker = threading.Thread(target=lambda: result.append(read_trace(path)), daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert result, f"reading {path.name} did not finish within {seconds} s"
+    return result[0]
+
+
+@pytest.mark.parametrize("inflater", ["zlib_ng.zlib_ng", "zlib"])
+def test_gzip_reads_the_same_with_zlib_ng_or_the_standard_library(tmp_path: Path, monkeypatch, inflater: str) -> None:
+    assert reader._zlib.__name__ == "zlib_ng.zlib_ng"  # the fast inflater is the one installed and used
+    monkeypatch.setattr(reader, "_zlib", importlib.import_module(inflater))
+    doc = {"traceEvents": events(3000, HOSTILE), "traceName": "t"}
+    plain = write(tmp_path / "t.json", doc)
+    data = plain.read_bytes()
+    members = tmp_path / "members.json.gz"  # two gzip members in one file, as `cat a.gz b.gz` makes
+    members.write_bytes(gzip.compress(data[: len(data) // 3]) + gzip.compress(data[len(data) // 3 :]))
+    monkeypatch.setattr(reader, "READ_SIZE", 4096)
+    assert columns(read_within(members, seconds=60)) == columns(read_trace(plain))
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(members.read_bytes()[:-200])
+    with pytest.raises(NotATraceError, match="truncated"):
+        read_trace(cut)
+    corrupt = tmp_path / "corrupt.json.gz"
+    corrupt.write_bytes(gzip.compress(data)[:40] + b"\xff" * 64)
     with pytest.raises(NotATraceError, match="decompress|truncated"):
         read_trace(corrupt)
 

@@ -60,13 +60,13 @@ def test_vsix_carries_client_server_and_native_libraries_only(vsix: Path) -> Non
     ):
         assert required in names, f"{required} is not in the .vsix"
     for minor in SUPPORTED_MINORS:
-        for module, so in (("orjson", "orjson"), ("msgspec", "_core")):
+        for module, so in (("orjson", "orjson"), ("msgspec", "_core"), ("zlib_ng", "zlib_ng")):
             pattern = re.compile(rf"extension/bundled/native/cp3{minor}/{module}/{so}\.cpython-3{minor}-x86_64-linux-gnu\.so")
             assert any(pattern.fullmatch(n) for n in names), f"no {module} for CPython 3.{minor}"
     unwanted = [n for n in names if "node_modules/" in n or n.endswith((".ts", ".map", ".pyc")) or "/tests/" in n]
     assert unwanted == [], unwanted[:10]
     # No compiled library and no torch among the pure-Python libraries: they would be the wrong build.
-    assert not any(n.startswith(("extension/bundled/libs/orjson", "extension/bundled/libs/msgspec",
+    assert not any(n.startswith(("extension/bundled/libs/orjson", "extension/bundled/libs/msgspec", "extension/bundled/libs/zlib_ng",
                                  "extension/bundled/libs/torch")) for n in names)
 
 

@@ -137,7 +137,7 @@ def test_vsix_on_a_plain_python_checks_code_and_explains_failures(code_server, t
     venv = tmp_path / "plain venv"
     base_python = Path(sys.base_prefix) / "bin" / "python3"
     subprocess.run([str(base_python), "-m", "venv", "--without-pip", str(venv)], check=True)
-    for module in ("stepscope", "pygls", "lsprotocol", "orjson", "msgspec", "torch"):
+    for module in ("stepscope", "pygls", "lsprotocol", "orjson", "msgspec", "zlib_ng", "torch"):
         probe = subprocess.run([str(venv / "bin" / "python"), "-c", f"import {module}"], capture_output=True)
         assert probe.returncode != 0, f"the plain venv should not have {module}"
 
