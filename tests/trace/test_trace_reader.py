@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import gzip
 import importlib
+import os
 import threading
+import time
 from pathlib import Path
 
 import orjson
@@ -211,8 +213,12 @@ def all_columns(trace) -> tuple:
             list(trace.memory.total_allocated), list(trace.memory.device_type))
 
 
+@pytest.mark.parametrize("forked", [True, False])
 @pytest.mark.parametrize("gz", [False, True])
-def test_worker_processes_give_the_same_trace_row_for_row(tmp_path: Path, monkeypatch, gz: bool) -> None:
+def test_worker_processes_give_the_same_trace_row_for_row(tmp_path: Path, monkeypatch, gz: bool, forked: bool) -> None:
+    from stepscope.trace import workers
+
+    monkeypatch.setattr(workers.forking, "can_fork", lambda: forked)  # forked (the CLI) or started (the editor)
     evs = events(400, HOSTILE)
     for i in range(0, 400, 7):
         evs.append({"ph": "s", "id": i, "pid": 7, "tid": "8", "ts": 1000.0 + i, "cat": "fwdbwd", "name": "fwdbwd"})
@@ -260,14 +266,41 @@ def test_odd_field_types_are_coerced_or_skipped_never_a_crash(tmp_path: Path) ->
     assert trace.skipped == {"X": 2}
 
 
-def test_when_workers_die_the_trace_is_read_in_one_process_instead(tmp_path: Path, monkeypatch) -> None:
+@pytest.mark.parametrize("forked", [True, False])
+def test_when_workers_die_the_trace_is_read_in_one_process_instead(tmp_path: Path, monkeypatch, forked: bool) -> None:
     from stepscope.trace import workers
 
     path = write(tmp_path / "w.json", {"traceEvents": events(300)})
     monkeypatch.setattr(reader, "READ_SIZE", 2048)
     expected = all_columns(read_trace(path, workers=1))
-    monkeypatch.setattr(workers.sys, "executable", "/bin/false")  # every worker exits at once
+    monkeypatch.setattr(workers.forking, "can_fork", lambda: forked)
+    monkeypatch.setattr(workers.sys, "executable", "/bin/false")  # every started worker exits at once
+    monkeypatch.setattr(workers, "_serve", lambda stdin, stdout: os._exit(3))  # and every forked one
     assert all_columns(read_trace(path, workers=2)) == expected
+
+
+def test_forked_workers_are_reaped_and_see_the_end_of_their_input(monkeypatch) -> None:
+    from stepscope.trace import workers
+
+    monkeypatch.setattr(workers.forking, "can_fork", lambda: True)
+    pool = workers.WorkerPool(3)
+    pids = [w.pid for w in pool.procs]
+    assert all(pid is not None for pid in pids) and not any(w.popen for w in pool.procs)
+    pool.submit(orjson.dumps(events(5))[1:-1])
+    [part] = pool.drain()
+    assert [part.names[i] for i in part.name] == ["aten::mm"] * 5
+    # the first worker's input closed, the others still open: it ends (no later worker holds a copy
+    # of its pipe, which would keep it waiting for input that never comes)
+    pool.procs[0].close_input()
+    deadline = time.monotonic() + 10
+    while os.waitpid(pids[0], os.WNOHANG) == (0, 0):
+        assert time.monotonic() < deadline, "the first worker did not see the end of its input"
+        time.sleep(0.01)
+    pool.procs[0].pid = None  # reaped just above
+    pool.close()
+    for pid in pids:
+        with pytest.raises(ChildProcessError):  # reaped: no zombie is left
+            os.waitpid(pid, os.WNOHANG)
 
 
 @pytest.mark.parametrize("workers", [1, 2])

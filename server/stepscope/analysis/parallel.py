@@ -8,10 +8,9 @@ Invariants:
 - The result, and any exception, are exactly those of calling the function here: the child sends
   its pickled result through a pipe; if anything goes wrong there (an exception, a result that does
   not pickle, the child killed), `result()` calls the function in this process instead.
-- A child is forked only where that is safe and pays off: Linux (macOS's system libraries are not
-  safe to use in a forked child), at least two cores, work large enough (`worth_it`), and no other
-  Python thread in this process (a fork copies locks another thread may hold; the language server
-  has threads, so it always computes inline). A fork that fails (no memory) computes inline.
+- A child is forked only where that is safe (`stepscope.forking`: Linux, no other Python thread, so
+  never in the language server) and pays off: at least two cores and work large enough
+  (`worth_it`). A fork that fails (no memory) computes inline.
 - The child shares the parent's memory copy-on-write and changes nothing the parent can see; it
   leaves with `os._exit` (no cleanup handlers, no flushing of the parent's buffered output).
 - Leaving the `with` block always reaps the child, killing it first if its result was not taken.
@@ -22,9 +21,9 @@ from __future__ import annotations
 import os
 import pickle
 import signal
-import sys
-import threading
 from typing import Any, Callable, Generic, TypeVar
+
+from .. import forking
 
 T = TypeVar("T")
 
@@ -33,8 +32,8 @@ MIN_EVENTS = 200_000
 
 
 def can_fork() -> bool:
-    """Whether forking is possible and safe here (`STEPSCOPE_ANALYSIS_FORK=0` turns it off)."""
-    return (sys.platform.startswith("linux") and (os.cpu_count() or 1) >= 2 and threading.active_count() == 1
+    """Whether forking is possible, safe and useful here (`STEPSCOPE_ANALYSIS_FORK=0` turns it off)."""
+    return (forking.can_fork() and (os.cpu_count() or 1) >= 2
             and os.environ.get("STEPSCOPE_ANALYSIS_FORK", "1") != "0")
 
 

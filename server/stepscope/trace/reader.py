@@ -579,8 +579,18 @@ def _read(path: Path, n_workers: int, *, trusted_cuts: bool, used: dict[str, boo
 
     trace = Trace(path=path.resolve())
     builder = _Builder(trace)
-    stream = _Stream(path)
-    pool: WorkerPool | None = None
+    # the workers start before the stream's inflating thread: while no other thread runs, they can
+    # be forked (workers.py)
+    try:
+        pool: WorkerPool | None = WorkerPool(n_workers) if n_workers > 1 else None
+    except OSError as e:
+        raise NotATraceError(f"{path}: cannot start decoding workers ({e})") from None
+    try:
+        stream = _Stream(path)
+    except BaseException:
+        if pool is not None:
+            pool.close()
+        raise
     try:
         for what, payload in _iter_slices(stream, trace.metadata, trusted_cuts=trusted_cuts):
             if what == "raw":
@@ -599,8 +609,7 @@ def _read(path: Path, n_workers: int, *, trusted_cuts: bool, used: dict[str, boo
                 builder.add(events)
                 del events
             else:
-                if pool is None:
-                    pool = WorkerPool(n_workers)
+                assert pool is not None
                 for part in pool.submit(payload):
                     builder.merge(part)
             del payload

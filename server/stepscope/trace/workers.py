@@ -8,7 +8,11 @@ input) stops the worker.
 Invariants:
 - Each worker has at most one slice outstanding, and slice i goes to worker i % n: the parent
   collects results in file order, and neither side can block the other on a full pipe.
-- Workers are plain `python -m stepscope.trace.workers` processes of the same interpreter: they
+- Where this process may fork (`stepscope.forking`: the CLI, not the language server), workers are
+  forked children, running at once with what is already imported (a new interpreter takes 0.1-0.25 s
+  to start and import); a child closes every pipe end of the workers forked before it, so each
+  worker sees the end of its input when the parent closes it. Elsewhere, and if a fork fails,
+  workers are plain `python -m stepscope.trace.workers` processes of the same interpreter: they
   never re-import the caller's main module (unlike multiprocessing's spawn/forkserver), so they
   work from the CLI, the language server, a notebook or stdin alike.
 - Pickle is used only between this process and workers it started itself.
@@ -19,11 +23,15 @@ from __future__ import annotations
 import gc
 import os
 import pickle
+import signal
 import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import BinaryIO
+
+from .. import forking
 
 try:
     import fcntl
@@ -79,22 +87,88 @@ def _widen_pipe(f: BinaryIO | None) -> None:
         pass  # a lower limit on this system: the default size works, only slower
 
 
-class WorkerPool:
-    """`n` decoding processes; `decode_in_order(slices)` yields decoded parts in slice order."""
+class _Worker:
+    """One decoding process: the pipe to its input, the pipe from its output, and how to end it."""
 
-    def __init__(self, n: int):
+    def __init__(self, stdin: BinaryIO, stdout: BinaryIO, *, popen: subprocess.Popen | None = None,
+                 pid: int | None = None):
+        self.stdin, self.stdout, self.popen, self.pid = stdin, stdout, popen, pid
+        _widen_pipe(stdin)
+        _widen_pipe(stdout)
+
+    @classmethod
+    def started(cls) -> _Worker:
         package_parent = str(Path(__file__).resolve().parents[2])
         env = dict(os.environ)
         env["PYTHONPATH"] = package_parent + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        self.procs = [
-            # stderr discarded: a worker's failure reaches the user as the parent's one-line reason
-            subprocess.Popen([sys.executable, "-m", "stepscope.trace.workers"], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
-            for _ in range(n)
-        ]
-        for proc in self.procs:
-            _widen_pipe(proc.stdin)
-            _widen_pipe(proc.stdout)
+        # stderr discarded: a worker's failure reaches the user as the parent's one-line reason
+        popen = subprocess.Popen([sys.executable, "-m", "stepscope.trace.workers"], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        return cls(popen.stdin, popen.stdout, popen=popen)  # type: ignore[arg-type]
+
+    @classmethod
+    def forked(cls, others: list[_Worker]) -> _Worker | None:
+        """A forked worker, or None if the fork failed (out of memory or processes)."""
+        in_read, in_write = os.pipe()
+        out_read, out_write = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError:
+            for fd in (in_read, in_write, out_read, out_write):
+                os.close(fd)
+            return None
+        if pid == 0:  # the child: serve, then leave without the parent's exit handlers or buffers
+            code = 1
+            try:
+                os.close(in_write)
+                os.close(out_read)
+                for other in others:  # their file objects are left alone: nothing may be flushed from here
+                    os.close(other.stdin.fileno())
+                    os.close(other.stdout.fileno())
+                with open(in_read, "rb") as stdin, open(out_write, "wb") as stdout:
+                    _serve(stdin, stdout)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(in_read)
+        os.close(out_write)
+        return cls(open(in_write, "wb"), open(out_read, "rb"), pid=pid)
+
+    def close_input(self) -> None:
+        try:
+            self.stdin.close()
+        except OSError:
+            pass
+
+    def end(self, timeout: float) -> None:
+        """Wait for the process to exit (its input closed), killing it after `timeout` seconds."""
+        if self.popen is not None:
+            try:
+                self.popen.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+        elif self.pid is not None:
+            deadline = time.monotonic() + timeout
+            while os.waitpid(self.pid, os.WNOHANG) == (0, 0):
+                if time.monotonic() > deadline:
+                    os.kill(self.pid, signal.SIGKILL)
+                    os.waitpid(self.pid, 0)
+                    break
+                time.sleep(0.005)
+            self.pid = None
+        self.stdout.close()
+
+
+class WorkerPool:
+    """`n` decoding processes: `submit` slices, then `drain`; parts come back in slice order."""
+
+    def __init__(self, n: int):
+        fork = forking.can_fork()
+        self.procs: list[_Worker] = []
+        for _ in range(n):
+            worker = _Worker.forked(self.procs) if fork else None
+            self.procs.append(worker or _Worker.started())
         self.sent = 0  # slices sent
         self.received = 0  # results collected
 
@@ -129,27 +203,16 @@ class WorkerPool:
         return out
 
     def close(self) -> None:
-        for p in self.procs:
-            try:
-                if p.stdin:
-                    p.stdin.close()
-            except OSError:
-                pass
-        for p in self.procs:
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-            if p.stdout:
-                p.stdout.close()
+        for worker in self.procs:
+            worker.close_input()
+        for worker in self.procs:
+            worker.end(timeout=5)
 
 
-def _serve() -> None:
+def _serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
     from .reader import _decode_part
 
     gc.disable()  # a worker only decodes: no reference cycles, and the collector's re-scans cost time
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while True:
         raw = _read_frame(stdin)
         if raw is None:
@@ -166,6 +229,6 @@ def _serve() -> None:
 
 if __name__ == "__main__":
     try:
-        _serve()
+        _serve(sys.stdin.buffer, sys.stdout.buffer)
     except (KeyboardInterrupt, BrokenPipeError):
         pass
