@@ -334,21 +334,23 @@ def test_call_stacks_shapes_and_memory_events_are_kept(tmp_path: Path) -> None:
     assert "i" not in trace.skipped  # memory events are kept, not skipped
 
 
-@pytest.mark.parametrize(("cores", "mb", "expected"), [
-    (1, 100, 1),  # one core: decoding beside the reading process gains nothing
-    (2, 100, 2),  # two workers beside the parent, which inflates, cuts and merges
-    (4, 400, 3),  # cores less one
-    (16, 100, 2),  # within twice the JSON: (200 - 80 - 25) MB leaves room for two 40 MB workers
-    (16, 1000, 8),  # at most 8
-    (16, 10, 1),  # a small file: starting workers costs more than they save
+@pytest.mark.parametrize(("cores", "mb", "forked", "expected"), [
+    (1, 100, True, 1),  # one core: decoding beside the reading process gains nothing
+    (2, 100, True, 2),  # two workers beside the parent, which inflates, cuts and merges
+    (4, 400, True, 3),  # cores less one
+    (16, 100, False, 2),  # within twice the JSON: (200 - 80 - 25) MB leaves room for two 40 MB workers
+    (16, 100, True, 5),  # ... or five forked ones, which share the interpreter (16 MB each)
+    (16, 1000, True, 8),  # at most 8
+    (16, 10, True, 1),  # a small file: starting workers costs more than they save
 ])
 def test_worker_count_follows_cores_and_the_memory_bound(tmp_path: Path, monkeypatch, cores: int, mb: int,
-                                                         expected: int) -> None:
+                                                         forked: bool, expected: int) -> None:
     trace = tmp_path / "trace.json"
     with open(trace, "wb") as f:
         f.truncate(mb << 20)  # sparse: the size is what counts
     monkeypatch.delenv("STEPSCOPE_TRACE_WORKERS", raising=False)
     monkeypatch.setattr(reader.os, "cpu_count", lambda: cores)
+    monkeypatch.setattr(reader.forking, "can_fork", lambda: forked)
     assert reader.default_workers(trace) == expected
     monkeypatch.setenv("STEPSCOPE_TRACE_WORKERS", "5")
     assert reader.default_workers(trace) == 5

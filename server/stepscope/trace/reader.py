@@ -34,6 +34,7 @@ try:  # the same streams, inflated about 3x faster than by the standard library 
 except ImportError:  # a platform without its wheels: the standard library reads the same files
     import zlib as _zlib  # type: ignore[no-redef]
 
+from .. import forking
 from ..errors import NotATraceError, UsageError
 from .events import Args, Event, InvalidJSON, as_int, decode_events, norm_id
 from .model import Kind, Trace, category_kind
@@ -514,15 +515,17 @@ def _decode_part(raw: bytes) -> Trace:
 PARALLEL_MIN_BYTES = 48 << 20  # below this, starting worker processes costs more than it saves
 MAX_WORKERS = 8
 MIN_CORES_FOR_WORKERS = 2
-WORKER_BYTES = 40 << 20  # one worker's memory: an interpreter plus one decoded slice
+WORKER_BYTES = 40 << 20  # one started worker's memory: an interpreter plus one decoded slice
+FORKED_WORKER_BYTES = 16 << 20  # a forked one shares the interpreter with the parent (measured: ~12 MB PSS)
 
 
 def default_workers(path: Path) -> int:
     """Worker processes for a file: as many as cores allow (at least two from two cores on), while
     the whole read stays within twice the JSON's size (the parent keeps ~80 MB plus its columns,
-    about a quarter of the JSON). On a 2-core machine two workers beside the parent (which inflates,
-    cuts and merges) read 15-25 % faster than one process (benchmarks/trace_speed.py);
-    `STEPSCOPE_TRACE_WORKERS=N` overrides (1: no worker)."""
+    about a quarter of the JSON; a forked worker costs less than a started one, see workers.py). On a
+    2-core machine two workers beside the parent (which inflates, cuts and merges) read 15-25 %
+    faster than one process (benchmarks/trace_speed.py); `STEPSCOPE_TRACE_WORKERS=N` overrides (1:
+    no worker)."""
     forced = os.environ.get("STEPSCOPE_TRACE_WORKERS", "").strip()
     if forced.isdigit():
         return max(1, int(forced))
@@ -531,7 +534,8 @@ def default_workers(path: Path) -> int:
     if size < PARALLEL_MIN_BYTES or cores < MIN_CORES_FOR_WORKERS:
         return 1
     budget = 2 * size - (80 << 20) - size // 4
-    return max(1, min(max(2, cores - 1), MAX_WORKERS, budget // WORKER_BYTES))
+    per_worker = FORKED_WORKER_BYTES if forking.can_fork() else WORKER_BYTES
+    return max(1, min(max(2, cores - 1), MAX_WORKERS, budget // per_worker))
 
 
 def _json_size(path: Path) -> int:
