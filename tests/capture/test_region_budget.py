@@ -5,7 +5,6 @@ statements would cost more than a small share of the step is left whole, and the
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 import pytest
