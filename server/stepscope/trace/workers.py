@@ -125,6 +125,10 @@ class _Worker:
                 for other in others:  # their file objects are left alone: nothing may be flushed from here
                     os.close(other.stdin.fileno())
                     os.close(other.stdout.fileno())
+                # as for a started worker: its failure reaches the user as the parent's one-line reason
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, 2)
+                os.close(devnull)
                 with open(in_read, "rb") as stdin, open(out_write, "wb") as stdout:
                     _serve(stdin, stdout)
                 code = 0
