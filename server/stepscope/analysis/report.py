@@ -195,14 +195,17 @@ def _analyze_one(trace: Trace, *, file_table: FileTable | None, source_root: Pat
     with parallel.alongside(operator_evidence, trace, links, win, worth_it=len(trace) >= parallel.MIN_EVENTS) as ops:
         moments = moment_evidence(trace, links, steps, win, file_table)
         att = attribute(trace, links, steps, file_table=file_table, source_root=source_root)
-        evidence = merge_evidence(ops.result(), moments)
-    return _report(trace, links, steps, att, evidence, file_table=file_table, scenario=scenario,
-                   stepless=stepless, gpu_marked=gpu_marked, window_us=window_us)
+        report = _report(trace, links, steps, att, file_table=file_table, scenario=scenario,
+                         stepless=stepless, gpu_marked=gpu_marked, window_us=window_us)
+        report["evidence"] = merge_evidence(ops.result(), moments)
+    return report
 
 
-def _report(trace: Trace, links: Links, steps: list[Step], att: Attribution, evidence: dict, *,
+def _report(trace: Trace, links: Links, steps: list[Step], att: Attribution, *,
             file_table: FileTable | None, scenario: dict[str, Any] | None, stepless: bool, gpu_marked: bool,
             window_us: tuple[float, float]) -> dict:
+    """The report of one trace, but for its evidence (computed alongside: its key is held as None
+    in its place)."""
     gpu = gpu_observation(trace, links, scenario)
     headline = None if stepless else ms_per_step(steps)
     batch = scenario.get("batch_size") if scenario else None
@@ -248,7 +251,7 @@ def _report(trace: Trace, links: Links, steps: list[Step], att: Attribution, evi
                    "collective_ms": _gpu_busy_ms(trace, links, window_us, len(steps), only=_COLLECTIVE)},
         "attribution": {"gpu_events": att.gpu_events, "gpu_unlinked": att.gpu_unlinked,
                         "backward_link": att.backward_link},
-        "evidence": evidence,
+        "evidence": None,
         "notes": notes,
     }
 
