@@ -47,24 +47,19 @@ class _Alongside(Generic[T]):
 
     def _fork(self) -> None:
         read_fd, write_fd = os.pipe()
-        try:
-            pid = os.fork()
-        except OSError:  # out of memory or processes: compute here when asked
+
+        def compute_and_send() -> None:  # in the child
             os.close(read_fd)
-            os.close(write_fd)
-            return
-        if pid == 0:  # the child: compute, send, leave
-            code = 1
-            try:
-                os.close(read_fd)
-                data = pickle.dumps(self.fn(*self.args, **self.kwargs), protocol=pickle.HIGHEST_PROTOCOL)
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(write_fd, view):]
-                code = 0
-            finally:
-                os._exit(code)
+            data = pickle.dumps(self.fn(*self.args, **self.kwargs), protocol=pickle.HIGHEST_PROTOCOL)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(write_fd, view):]
+
+        pid = forking.fork(compute_and_send)
         os.close(write_fd)
+        if pid is None:  # the fork failed: compute here when asked
+            os.close(read_fd)
+            return
         self.pid, self.fd = pid, read_fd
 
     def result(self) -> T:

@@ -583,10 +583,11 @@ def _read(path: Path, n_workers: int, *, trusted_cuts: bool, used: dict[str, boo
 
     trace = Trace(path=path.resolve())
     builder = _Builder(trace)
-    # the workers start before the stream's inflating thread: while no other thread runs, they can
-    # be forked (workers.py)
+    # Workers that can be forked are forked now, before the stream's inflating thread starts (no
+    # other thread may run at a fork: workers.py). Workers started as interpreters wait for the
+    # first slice that needs them: a file without layout cuts never does.
     try:
-        pool: WorkerPool | None = WorkerPool(n_workers) if n_workers > 1 else None
+        pool: WorkerPool | None = WorkerPool(n_workers) if n_workers > 1 and forking.can_fork() else None
     except OSError as e:
         raise NotATraceError(f"{path}: cannot start decoding workers ({e})") from None
     try:
@@ -613,7 +614,8 @@ def _read(path: Path, n_workers: int, *, trusted_cuts: bool, used: dict[str, boo
                 builder.add(events)
                 del events
             else:
-                assert pool is not None
+                if pool is None:
+                    pool = WorkerPool(n_workers)
                 for part in pool.submit(payload):
                     builder.merge(part)
             del payload

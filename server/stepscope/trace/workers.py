@@ -111,31 +111,27 @@ class _Worker:
         """A forked worker, or None if the fork failed (out of memory or processes)."""
         in_read, in_write = os.pipe()
         out_read, out_write = os.pipe()
-        try:
-            pid = os.fork()
-        except OSError:
-            for fd in (in_read, in_write, out_read, out_write):
-                os.close(fd)
-            return None
-        if pid == 0:  # the child: serve, then leave without the parent's exit handlers or buffers
-            code = 1
-            try:
-                os.close(in_write)
-                os.close(out_read)
-                for other in others:  # their file objects are left alone: nothing may be flushed from here
-                    os.close(other.stdin.fileno())
-                    os.close(other.stdout.fileno())
-                # as for a started worker: its failure reaches the user as the parent's one-line reason
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, 2)
-                os.close(devnull)
-                with open(in_read, "rb") as stdin, open(out_write, "wb") as stdout:
-                    _serve(stdin, stdout)
-                code = 0
-            finally:
-                os._exit(code)
+
+        def serve() -> None:  # in the child
+            os.close(in_write)
+            os.close(out_read)
+            for other in others:  # their file objects are left alone: nothing may be flushed from here
+                os.close(other.stdin.fileno())
+                os.close(other.stdout.fileno())
+            # as for a started worker: its failure reaches the user as the parent's one-line reason
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 2)
+            os.close(devnull)
+            with open(in_read, "rb") as stdin, open(out_write, "wb") as stdout:
+                _serve(stdin, stdout)
+
+        pid = forking.fork(serve)
         os.close(in_read)
         os.close(out_write)
+        if pid is None:
+            os.close(in_write)
+            os.close(out_read)
+            return None
         return cls(open(in_write, "wb"), open(out_read, "rb"), pid=pid)
 
     def close_input(self) -> None:
