@@ -354,3 +354,10 @@ def test_worker_count_follows_cores_and_the_memory_bound(tmp_path: Path, monkeyp
     assert reader.default_workers(trace) == expected
     monkeypatch.setenv("STEPSCOPE_TRACE_WORKERS", "5")
     assert reader.default_workers(trace) == 5
+
+
+def test_thread_ids_that_only_look_like_numbers_stay_names(tmp_path: Path) -> None:
+    evs = [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": tid, "ts": i, "dur": 1}
+           for i, tid in enumerate(["²", "--5", " 7", "7", "-3"])]
+    trace = read_trace(write(tmp_path / "t.json", {"traceEvents": evs}))
+    assert trace.tracks == [(1, "²"), (1, "--5"), (1, 7), (1, -3)]

@@ -57,6 +57,7 @@ def test_vsix_carries_client_server_and_native_libraries_only(vsix: Path) -> Non
         "extension/bundled/libs/lsprotocol/types.py",
         "extension/bundled/libs/cattrs/__init__.py",
         "extension/bundled/libs/exceptiongroup/__init__.py",  # cattrs needs it on 3.10
+        "extension/bundled/libs/stepscope/trace/_columns.abi3.so",  # one build for every CPython 3.10+
     ):
         assert required in names, f"{required} is not in the .vsix"
     for minor in SUPPORTED_MINORS:
@@ -166,3 +167,23 @@ def test_bundled_server_checks_code_on_every_supported_python_here(unpacked: Pat
         assert ss101[0]["source"] == "stepscope"
         checked.append(f"3.{minor}")
     print(f"bundled server checked on Python {', '.join(checked)}")
+
+
+def test_bundled_column_scanner_reads_traces_on_every_supported_python_here(unpacked: Path) -> None:
+    # the trace reader's compiled part is built once for the stable ABI: each CPython must load it
+    trace = REPO / "tests" / "data" / "traces" / "h200_async" / "trace.json.gz"
+    bundled = unpacked / "bundled"
+    probe = (
+        "import sys; sys.path[:0] = sys.argv[1:3]\n"
+        "from stepscope.trace import reader\n"
+        "assert reader.ColumnScanner is not None, 'the column scanner did not load'\n"
+        "t = reader.read_trace(sys.argv[3], workers=1)\n"
+        "print(len(t), t.names[t.name[0]])\n"
+    )
+    results = set()
+    for minor, python in sorted(available_pythons().items()):
+        run = subprocess.run([str(python), "-I", "-c", probe, str(bundled / "libs"),
+                              str(bundled / "native" / f"cp3{minor}"), str(trace)], capture_output=True, text=True)
+        assert run.returncode == 0, f"Python 3.{minor}: {run.stderr[-1500:]}"
+        results.add(run.stdout)
+    assert len(results) == 1  # the same trace on every version

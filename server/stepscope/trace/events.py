@@ -67,6 +67,9 @@ _encode = msgspec.json.Encoder().encode
 _typed = msgspec.json.Decoder(list[Event])
 _generic = msgspec.json.Decoder()
 
+#: one JSON string (with its quotes) to `str`, exactly as the decoder reads strings
+decode_string = msgspec.json.Decoder(str).decode
+
 
 def decode_events(body: bytes | bytearray | memoryview) -> list[Event]:
     """Decode `body`, the events of a JSON array without its brackets."""
@@ -143,7 +146,7 @@ def norm_id(v: Any) -> int | str:
         return int(v)
     if isinstance(v, str):
         s = v.strip()
-        if s.lstrip("-").isdigit():
+        if s.removeprefix("-").isdecimal():  # what int() reads (isdigit also admits "²")
             return int(s)
         return s
     return "" if v is None else str(v)

@@ -36,8 +36,13 @@ except ImportError:  # a platform without its wheels: the standard library reads
 
 from .. import forking
 from ..errors import NotATraceError, UsageError
-from .events import Args, Event, InvalidJSON, as_int, decode_events, norm_id
+from .events import Args, Event, InvalidJSON, as_int, decode_events, decode_string, norm_id
 from .model import Kind, Trace, category_kind
+
+try:  # the compiled column scanner (_columns.c); without it, the same rows come from _Builder.add
+    from ._columns import ColumnScanner
+except ImportError:  # not built here (no C compiler at install time)
+    ColumnScanner = None
 
 READ_SIZE = 2 << 20  # bytes read per slice (small slices decode faster and keep memory low)
 MAX_UNCUT = 256 << 20  # an event span this long with no valid cut means the JSON is broken
@@ -209,6 +214,15 @@ def _iter_slices(stream: _Stream, meta: dict[str, Any], *, trusted_cuts: bool = 
     # 2. cut the array into slices of whole events
     while True:
         data = stream.read()
+        if trusted_cut is not None and data:
+            # the last cut of buf + data lies in data if data holds one (cuts do not overlap); the
+            # slice is copied once, from the small rest of the previous chunk and this one
+            pos = data.rfind(trusted_cut)
+            if pos > 0 or (pos == 0 and buf):
+                raw = b"".join((buf, memoryview(data)[: pos + 1]))
+                buf[:] = memoryview(data)[pos + 2 :]
+                yield "raw", raw
+                continue
         buf += data
         if not data:
             break
@@ -270,49 +284,100 @@ def _iter_slices(stream: _Stream, meta: dict[str, Any], *, trusted_cuts: bool = 
         end = pos
 
 
-class _Builder:
-    """Copies decoded events into the columns of a `Trace` (interning names and tracks).
-
-    Complete events (`ph == "X"`, the bulk of a trace) are copied a column at a time: one
-    comprehension per field over the slice, no per-event Python calls. The few other events
-    (metadata, memory, flows) go through a plain loop."""
+class _Interner:
+    """The symbol tables of one `Trace`: names (also call stacks and shapes) and tracks, each id
+    given in order of first appearance."""
 
     def __init__(self, trace: Trace):
-        self.t = trace
+        self.names, self.tracks = trace.names, trace.tracks
         self.name_ids: dict[str, int] = {}
-        self.track_ids: dict[tuple, int] = {}
-        self.kind_of: dict[str | None, int] = {}
+        self.track_ids: dict[tuple, int] = {}  # (pid, tid) as written, and normalised
         self.detail_ids: dict[bytes, int] = {}  # raw text of (dims, types) -> name id
 
-    def _name(self, name: str) -> int:
+    def name(self, name: str) -> int:
         i = self.name_ids.get(name)
         if i is None:
-            i = self.name_ids[name] = len(self.t.names)
-            self.t.names.append(name)
+            i = self.name_ids[name] = len(self.names)
+            self.names.append(name)
         return i
 
-    def _track_norm(self, norm: tuple) -> int:
+    def track_norm(self, norm: tuple) -> int:
         i = self.track_ids.get(norm)
         if i is None:
-            i = len(self.t.tracks)
-            self.t.tracks.append(norm)
+            i = len(self.tracks)
+            self.tracks.append(norm)
             self.track_ids[norm] = i
         return i
 
-    def _track(self, pid: Any, tid: Any) -> int:
+    def track(self, pid: Any, tid: Any) -> int:
         key = (pid, tid)
         i = self.track_ids.get(key)
         if i is None:
-            i = self._track_norm((norm_id(pid), norm_id(tid)))
+            i = self.track_norm((norm_id(pid), norm_id(tid)))
             self.track_ids[key] = i
         return i
+
+    def track_json(self, pid: bytes, tid: bytes) -> int:
+        """The track of a pid and tid given as their JSON text."""
+        return self.track(orjson.loads(pid), orjson.loads(tid))
+
+    def shapes(self, dims_text: bytes, types_text: bytes) -> int:
+        """The name id of an op's `[dims, types]` (their raw JSON texts; types may be empty),
+        interned as compact JSON text (formatted later)."""
+        raw = dims_text + b"\0" + types_text
+        sid = self.detail_ids.get(raw)
+        if sid is None:
+            # the decoder accepted this text, so it is valid JSON
+            pair = [orjson.loads(dims_text), orjson.loads(types_text) if types_text else None]
+            sid = self.detail_ids[raw] = self.name(orjson.dumps(pair).decode())
+        return sid
+
+
+class _Builder:
+    """Copies events into the columns of a `Trace` (interning names and tracks).
+
+    Two paths give the same rows and ids. `add_raw` hands a slice of raw JSON to the compiled
+    column scanner (_columns.c), which writes columns without a Python object per event. `add`
+    copies events decoded by msgspec (events.py): complete events (`ph == "X"`, the bulk of a
+    trace) a column at a time, one comprehension per field over the slice; the few other events
+    (metadata, memory, flows) through a plain loop. `add_raw` falls back to `add` for a slice the
+    scanner leaves to it (see _columns.c) and where the scanner is not built."""
+
+    def __init__(self, trace: Trace, *, compiled: bool = True):
+        self.t = trace
+        self.intern = intern = _Interner(trace)
+        self.name_ids, self.track_ids, self.detail_ids = intern.name_ids, intern.track_ids, intern.detail_ids
+        self.kind_of: dict[str | None, int] = {}
+        self.scanner = None
+        if compiled and ColumnScanner is not None:
+            # the scanner calls the interner, which knows nothing of the builder: no reference cycle
+            self.scanner = ColumnScanner(intern.name, intern.track_json, intern.shapes, category_kind,
+                                         decode_string, Kind.CPU_OP, (Kind.MEMCPY, Kind.MEMSET))
+
+    def add_raw(self, raw: bytes) -> None:
+        """Append one slice of whole events given as raw JSON (no brackets). Raises InvalidJSON."""
+        scanner = self.scanner
+        handed = None if scanner is None else scanner.scan(raw)
+        if handed is None:
+            self.add(decode_events(raw))
+            return
+        if handed:  # metadata, flows and memory: few, decoded the reference way, before the rows
+            self._add_others(decode_events(b",".join([raw[start:end] for start, end in handed])))
+        columns = scanner.commit()
+        t = self.t
+        for column, data in zip((t.kind, t.name, t.track, t.ts, t.dur, t.correlation, t.external_id,
+                                 t.sequence, t.nbytes, t.stack, t.shapes), columns):
+            column.frombytes(data)
+        skipped = t.skipped
+        for ph, count in columns[-1].items():
+            skipped[ph] = skipped.get(ph, 0) + count
 
     def merge(self, part: Trace) -> None:
         """Append a slice decoded into its own small `Trace` (ids remapped to this trace's tables;
         a column whose ids need no change, as tracks and absent details mostly do, is copied)."""
         t = self.t
-        name_map = [self._name(n) for n in part.names]
-        track_map = [self._track_norm(k) for k in part.tracks]
+        name_map = [self.intern.name(n) for n in part.names]
+        track_map = [self.intern.track_norm(k) for k in part.tracks]
         t.kind.extend(part.kind)
         t.name.extend(map(name_map.__getitem__, part.name))
         _extend_mapped(t.track, part.track, track_map)
@@ -372,13 +437,13 @@ class _Builder:
         name_ids = self.name_ids
         for name in dict.fromkeys(names):
             if name not in name_ids:
-                self._name(name)
+                self.intern.name(name)
         t.name.extend(map(name_ids.__getitem__, names))
         keys = [(e.pid, e.tid) for e in complete]
         track_ids = self.track_ids
         for key in dict.fromkeys(keys):
             if key not in track_ids:
-                self._track(*key)
+                self.intern.track(*key)
         t.track.extend(map(track_ids.__getitem__, keys))
         t.ts.extend(map(_TS, complete))
         if None in durs or min(durs) < 0.0:
@@ -411,26 +476,15 @@ class _Builder:
         stack, shapes = _absent(n, "i"), _absent(n, "i")
         for row in compress(range(n), map(is_not, call_stacks, repeat(None))):
             if kind[row] == Kind.CPU_OP:
-                stack[row] = self._name(call_stacks[row])
+                stack[row] = self.intern.name(call_stacks[row])
         detail_ids = self.detail_ids
         for row in compress(range(n), dims):  # a recorded shape is non-empty JSON text
             if kind[row] == Kind.CPU_OP:
                 a = args[row]
                 sid = detail_ids.get(bytes(a.input_dims) + b"\0" + bytes(a.input_type))
-                shapes[row] = sid if sid is not None else self._shapes(a)
+                shapes[row] = sid if sid is not None else self.intern.shapes(bytes(a.input_dims), bytes(a.input_type))
         t.stack.extend(stack)
         t.shapes.extend(shapes)
-
-    def _shapes(self, a: Args) -> int:
-        """The name id of an op's `[dims, types]`, interned as compact JSON text (formatted later)."""
-        dims_text, types_text = bytes(a.input_dims), bytes(a.input_type)
-        raw = dims_text + b"\0" + types_text
-        sid = self.detail_ids.get(raw)
-        if sid is None:
-            # the decoder accepted this text, so it is valid JSON
-            pair = [orjson.loads(dims_text), orjson.loads(types_text) if types_text else None]
-            sid = self.detail_ids[raw] = self._name(orjson.dumps(pair).decode())
-        return sid
 
     def _add_others(self, events: list[Event]) -> None:
         """Flows, metadata and memory events; everything else is counted by phase as skipped."""
@@ -447,7 +501,7 @@ class _Builder:
                     continue
                 flows.id.append(fid)
                 flows.is_end.append(1 if ph == "f" else 0)
-                flows.track.append(self._track(e.pid, e.tid))
+                flows.track.append(self.intern.track(e.pid, e.tid))
                 flows.ts.append(e.ts)
             elif ph == "M":
                 self._metadata_event(e)
@@ -464,7 +518,7 @@ class _Builder:
             return False
         mem = self.t.memory
         mem.ts.append(e.ts)
-        mem.track.append(self._track(e.pid, e.tid))
+        mem.track.append(self.intern.track(e.pid, e.tid))
         mem.nbytes.append(a.mem_bytes)
         mem.total_allocated.append(a.total_allocated)
         mem.device_type.append(a.device_type if -128 <= a.device_type < 128 else -1)
@@ -505,10 +559,9 @@ def _decode_part(raw: bytes) -> Trace:
     """Decode one slice of whole events into a small `Trace` (runs in a worker process)."""
     part = Trace(path=Path("."))
     try:
-        events = decode_events(raw)
+        _Builder(part).add_raw(raw)
     except InvalidJSON as e:
         raise ValueError(f"invalid JSON: {e}") from None
-    _Builder(part).add(events)
     return part
 
 
@@ -608,11 +661,9 @@ def _read(path: Path, n_workers: int, *, trusted_cuts: bool, used: dict[str, boo
             elif n_workers <= 1:
                 # straight into the trace's own columns: no slice-sized Trace to merge and remap
                 try:
-                    events = decode_events(payload)
+                    builder.add_raw(payload)
                 except InvalidJSON:
                     raise WorkerError("invalid JSON") from None
-                builder.add(events)
-                del events
             else:
                 if pool is None:
                     pool = WorkerPool(n_workers)
