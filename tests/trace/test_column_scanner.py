@@ -61,6 +61,7 @@ def read_body(pieces: list[bytes], *, compiled: bool) -> dict | type[Exception]:
                 builder.add(decode_events(piece))
     except (InvalidJSON, OverflowError) as e:
         return type(e)
+    builder.finish()
     return snapshot(trace)
 
 

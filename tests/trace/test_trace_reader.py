@@ -213,12 +213,15 @@ def all_columns(trace) -> tuple:
             list(trace.memory.total_allocated), list(trace.memory.device_type))
 
 
-@pytest.mark.parametrize("forked", [True, False])
+@pytest.mark.parametrize("decoders", ["threads", "forked", "started"])
 @pytest.mark.parametrize("gz", [False, True])
-def test_worker_processes_give_the_same_trace_row_for_row(tmp_path: Path, monkeypatch, gz: bool, forked: bool) -> None:
+def test_parallel_decoders_give_the_same_trace_row_for_row(tmp_path: Path, monkeypatch, gz: bool, decoders: str) -> None:
     from stepscope.trace import workers
 
-    monkeypatch.setattr(workers.forking, "can_fork", lambda: forked)  # forked (the CLI) or started (the editor)
+    if decoders != "threads":  # worker processes: where the compiled scanner is not built
+        monkeypatch.setattr(reader, "ColumnScanner", None)
+    # forked (the CLI) or started (the editor)
+    monkeypatch.setattr(workers.forking, "can_fork", lambda: decoders == "forked")
     evs = events(400, HOSTILE)
     for i in range(0, 400, 7):
         evs.append({"ph": "s", "id": i, "pid": 7, "tid": "8", "ts": 1000.0 + i, "cat": "fwdbwd", "name": "fwdbwd"})
@@ -240,7 +243,10 @@ def test_worker_processes_give_the_same_trace_row_for_row(tmp_path: Path, monkey
     assert len(single.memory) == 58 and sum(i >= 0 for i in single.stack) == 58
 
 
-def test_invalid_json_inside_a_slice_decoded_by_a_worker_is_refused(tmp_path: Path, monkeypatch) -> None:
+@pytest.mark.parametrize("compiled", [True, False])  # scanning threads, or worker processes
+def test_invalid_json_inside_a_slice_decoded_in_parallel_is_refused(tmp_path: Path, monkeypatch, compiled: bool) -> None:
+    if not compiled:
+        monkeypatch.setattr(reader, "ColumnScanner", None)
     good = orjson.dumps({"traceEvents": events(200)}, option=orjson.OPT_INDENT_2)
     at = good.index(b'"name": "aten::mm"', len(good) // 2)
     bad = good[:at] + b'"name": aten::mm' + good[at + len(b'"name": "aten::mm"'):]  # unquoted, mid-file
@@ -273,6 +279,7 @@ def test_when_workers_die_the_trace_is_read_in_one_process_instead(tmp_path: Pat
     path = write(tmp_path / "w.json", {"traceEvents": events(300)})
     monkeypatch.setattr(reader, "READ_SIZE", 2048)
     expected = all_columns(read_trace(path, workers=1))
+    monkeypatch.setattr(reader, "ColumnScanner", None)  # worker processes serve only the pure-Python path
     monkeypatch.setattr(workers.forking, "can_fork", lambda: forked)
     monkeypatch.setattr(workers.sys, "executable", "/bin/false")  # every started worker exits at once
     monkeypatch.setattr(workers, "_serve", lambda stdin, stdout: os._exit(3))  # and every forked one
@@ -334,6 +341,22 @@ def test_call_stacks_shapes_and_memory_events_are_kept(tmp_path: Path) -> None:
     assert "i" not in trace.skipped  # memory events are kept, not skipped
 
 
+@pytest.mark.parametrize(("cores", "mb", "expected"), [
+    (1, 100, 1),  # one core: decoding beside the reading process gains nothing
+    (2, 100, 2),  # a scanning thread a core (the compiled scanner runs without the GIL)
+    (16, 100, 8),  # at most 8
+    (16, 10, 1),  # a few slices: one thread scans them as fast
+])
+def test_scanning_threads_follow_cores(tmp_path: Path, monkeypatch, cores: int, mb: int, expected: int) -> None:
+    trace = tmp_path / "trace.json"
+    with open(trace, "wb") as f:
+        f.truncate(mb << 20)  # sparse: the size is what counts
+    monkeypatch.delenv("STEPSCOPE_TRACE_WORKERS", raising=False)
+    monkeypatch.setattr(reader.os, "cpu_count", lambda: cores)
+    assert reader.ColumnScanner is not None
+    assert reader.default_workers(trace) == expected
+
+
 @pytest.mark.parametrize(("cores", "mb", "forked", "expected"), [
     (1, 100, True, 1),  # one core: decoding beside the reading process gains nothing
     (2, 100, True, 2),  # two workers beside the parent, which inflates, cuts and merges
@@ -343,12 +366,13 @@ def test_call_stacks_shapes_and_memory_events_are_kept(tmp_path: Path) -> None:
     (16, 1000, True, 8),  # at most 8
     (16, 10, True, 1),  # a small file: starting workers costs more than they save
 ])
-def test_worker_count_follows_cores_and_the_memory_bound(tmp_path: Path, monkeypatch, cores: int, mb: int,
+def test_worker_processes_follow_cores_and_the_memory_bound(tmp_path: Path, monkeypatch, cores: int, mb: int,
                                                          forked: bool, expected: int) -> None:
     trace = tmp_path / "trace.json"
     with open(trace, "wb") as f:
         f.truncate(mb << 20)  # sparse: the size is what counts
     monkeypatch.delenv("STEPSCOPE_TRACE_WORKERS", raising=False)
+    monkeypatch.setattr(reader, "ColumnScanner", None)  # worker processes: the pure-Python path
     monkeypatch.setattr(reader.os, "cpu_count", lambda: cores)
     monkeypatch.setattr(reader.forking, "can_fork", lambda: forked)
     assert reader.default_workers(trace) == expected

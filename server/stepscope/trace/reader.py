@@ -16,6 +16,7 @@ events) and the bare array of early (2020) traces.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import queue
@@ -38,6 +39,7 @@ from .. import forking
 from ..errors import NotATraceError, UsageError
 from .events import Args, Event, InvalidJSON, as_int, decode_events, decode_string, norm_id
 from .model import Kind, Trace, category_kind
+from .scan_threads import ScanThreads
 
 try:  # the compiled column scanner (_columns.c); without it, the same rows come from _Builder.add
     from ._columns import ColumnScanner
@@ -70,7 +72,7 @@ class _Inflater:
     length are checked. zlib-ng inflates the same streams about 3x faster than the standard
     library's zlib, which matters where every core is busy decoding (benchmarks/trace_speed.py)."""
 
-    IN_CHUNK = 1 << 20
+    IN_CHUNK = 128 << 10
 
     def __init__(self, f: IO[bytes]):
         self.f = f
@@ -348,33 +350,54 @@ class _Builder:
         self.intern = intern = _Interner(trace)
         self.name_ids, self.track_ids, self.detail_ids = intern.name_ids, intern.track_ids, intern.detail_ids
         self.kind_of: dict[str | None, int] = {}
-        self.scanner = None
-        if compiled and ColumnScanner is not None:
-            # the scanner calls the interner, which knows nothing of the builder: no reference cycle
-            self.scanner = ColumnScanner(intern.name, intern.track_json, intern.shapes, category_kind,
-                                         decode_string, Kind.CPU_OP, (Kind.MEMCPY, Kind.MEMSET))
+        self.scanner = self.new_scanner() if compiled and ColumnScanner is not None else None
+        self.scanned_rows: list[list[bytes]] = [[] for _ in range(11)]  # per column: see finish()
+
+    def new_scanner(self) -> Any:
+        """A column scanner that interns into this builder's trace (scan_threads.py uses several)."""
+        # the scanner calls the interner, which knows nothing of the builder: no reference cycle
+        intern = self.intern
+        return ColumnScanner(intern.name, intern.track_json, intern.shapes, category_kind, decode_string,
+                             Kind.CPU_OP, (Kind.MEMCPY, Kind.MEMSET))
 
     def add_raw(self, raw: bytes) -> None:
         """Append one slice of whole events given as raw JSON (no brackets). Raises InvalidJSON."""
         scanner = self.scanner
-        handed = None if scanner is None else scanner.scan(raw)
+        self.add_scanned(raw, None if scanner is None else scanner.scan(raw), scanner)
+
+    def add_scanned(self, raw: bytes, handed: list | None, scanner: Any) -> None:
+        """Append a slice `scanner` has scanned (`handed`: its result), or decode it the reference
+        way when the scanner left it (None)."""
         if handed is None:
             self.add(decode_events(raw))
             return
         if handed:  # metadata, flows and memory: few, decoded the reference way, before the rows
             self._add_others(decode_events(b",".join([raw[start:end] for start, end in handed])))
         columns = scanner.commit()
-        t = self.t
-        for column, data in zip((t.kind, t.name, t.track, t.ts, t.dur, t.correlation, t.external_id,
-                                 t.sequence, t.nbytes, t.stack, t.shapes), columns):
-            column.frombytes(data)
-        skipped = t.skipped
+        for chunks, data in zip(self.scanned_rows, columns):
+            chunks.append(data)
+        skipped = self.t.skipped
         for ph, count in columns[-1].items():
             skipped[ph] = skipped.get(ph, 0) + count
+
+    def finish(self) -> None:
+        """Append the rows scanned so far to the columns (before any other rows, and at the end).
+
+        Scanned rows wait as one bytes object per column and slice, so each column grows once
+        instead of once a slice: growing an array by a slice can copy all of it (measured: 4 % of
+        a read at 148 MB, more as columns grow)."""
+        chunks = self.scanned_rows
+        if chunks[0]:
+            t = self.t
+            for column, pending in zip((t.kind, t.name, t.track, t.ts, t.dur, t.correlation, t.external_id,
+                                        t.sequence, t.nbytes, t.stack, t.shapes), chunks):
+                column.frombytes(b"".join(pending))
+                pending.clear()
 
     def merge(self, part: Trace) -> None:
         """Append a slice decoded into its own small `Trace` (ids remapped to this trace's tables;
         a column whose ids need no change, as tracks and absent details mostly do, is copied)."""
+        self.finish()
         t = self.t
         name_map = [self.intern.name(n) for n in part.names]
         track_map = [self.intern.track_norm(k) for k in part.tracks]
@@ -415,6 +438,7 @@ class _Builder:
         Each field is gathered by one C-level pass over the slice (`map` of an `attrgetter`;
         measured faster than one loop appending to every column); Python-level loops visit only
         the rows that carry details (stacks, shapes, bytes)."""
+        self.finish()
         complete = [e for e in events if e.ph == "X" and e.ts is not None]
         if len(complete) < len(events):
             self._add_others(events)
@@ -558,14 +582,17 @@ def _absent(n: int, typecode: str) -> array:
 def _decode_part(raw: bytes) -> Trace:
     """Decode one slice of whole events into a small `Trace` (runs in a worker process)."""
     part = Trace(path=Path("."))
+    builder = _Builder(part)
     try:
-        _Builder(part).add_raw(raw)
+        builder.add_raw(raw)
     except InvalidJSON as e:
         raise ValueError(f"invalid JSON: {e}") from None
+    builder.finish()
     return part
 
 
 PARALLEL_MIN_BYTES = 48 << 20  # below this, starting worker processes costs more than it saves
+SCAN_THREADS_MIN_BYTES = 16 << 20  # below this, a file is a few slices: one thread scans it as fast
 MAX_WORKERS = 8
 MIN_CORES_FOR_WORKERS = 2
 WORKER_BYTES = 40 << 20  # one started worker's memory: an interpreter plus one decoded slice
@@ -573,18 +600,22 @@ FORKED_WORKER_BYTES = 16 << 20  # a forked one shares the interpreter with the p
 
 
 def default_workers(path: Path) -> int:
-    """Worker processes for a file: as many as cores allow (at least two from two cores on), while
-    the whole read stays within twice the JSON's size (the parent keeps ~80 MB plus its columns,
-    about a quarter of the JSON; a forked worker costs less than a started one, see workers.py). On a
-    2-core machine two workers beside the parent (which inflates, cuts and merges) read 15-25 %
-    faster than one process (benchmarks/trace_speed.py); `STEPSCOPE_TRACE_WORKERS=N` overrides (1:
-    no worker)."""
+    """Parallel decoders for a file. With the compiled scanner they are threads (scan_threads.py),
+    one a core: cheap to start, a slice of memory each. Without it, worker processes: as many as
+    cores allow (at least two from two cores on), while the whole read stays within twice the
+    JSON's size (the parent keeps ~80 MB plus its columns, about a quarter of the JSON; a forked
+    worker costs less than a started one, see workers.py). `STEPSCOPE_TRACE_WORKERS=N` overrides
+    (1: none)."""
     forced = os.environ.get("STEPSCOPE_TRACE_WORKERS", "").strip()
     if forced.isdigit():
         return max(1, int(forced))
     cores = os.cpu_count() or 1
     size = _json_size(path)
-    if size < PARALLEL_MIN_BYTES or cores < MIN_CORES_FOR_WORKERS:
+    if cores < MIN_CORES_FOR_WORKERS:
+        return 1
+    if ColumnScanner is not None:
+        return min(cores, MAX_WORKERS) if size >= SCAN_THREADS_MIN_BYTES else 1
+    if size < PARALLEL_MIN_BYTES:
         return 1
     budget = 2 * size - (80 << 20) - size // 4
     per_worker = FORKED_WORKER_BYTES if forking.can_fork() else WORKER_BYTES
@@ -636,53 +667,60 @@ def _read(path: Path, n_workers: int, *, trusted_cuts: bool, used: dict[str, boo
 
     trace = Trace(path=path.resolve())
     builder = _Builder(trace)
-    # Workers that can be forked are forked now, before the stream's inflating thread starts (no
-    # other thread may run at a fork: workers.py). Workers started as interpreters wait for the
-    # first slice that needs them: a file without layout cuts never does.
-    try:
-        pool: WorkerPool | None = WorkerPool(n_workers) if n_workers > 1 and forking.can_fork() else None
-    except OSError as e:
-        raise NotATraceError(f"{path}: cannot start decoding workers ({e})") from None
-    try:
+    with contextlib.ExitStack() as cleanup:  # closed in reverse: the stream, then threads or workers
+        # With the compiled scanner, slices are scanned by threads (scan_threads.py); without it,
+        # decoded by worker processes (workers.py). Workers that can be forked are forked now,
+        # before the stream's inflating thread starts (no other thread may run at a fork); workers
+        # started as interpreters wait for the first slice that needs them (a file without layout
+        # cuts never does).
+        threads = pool = None
+        if n_workers > 1 and builder.scanner is not None:
+            threads = ScanThreads(builder, n_workers)
+            cleanup.callback(threads.close)
+        elif n_workers > 1 and forking.can_fork():
+            try:
+                pool = WorkerPool(n_workers)
+            except OSError as e:
+                raise NotATraceError(f"{path}: cannot start decoding workers ({e})") from None
+            cleanup.callback(pool.close)
         stream = _Stream(path)
-    except BaseException:
-        if pool is not None:
-            pool.close()
-        raise
-    try:
-        for what, payload in _iter_slices(stream, trace.metadata, trusted_cuts=trusted_cuts):
-            if what == "raw":
+        cleanup.callback(stream.close)
+        try:
+            for what, payload in _iter_slices(stream, trace.metadata, trusted_cuts=trusted_cuts):
+                if what == "events":
+                    if threads is not None:
+                        threads.drain()
+                    elif pool is not None:
+                        for part in pool.drain():
+                            builder.merge(part)
+                    builder.add(payload)
+                    continue
                 used["trusted_cuts"] = True
-            if what == "events":
-                if pool is not None:
-                    for part in pool.drain():
+                if threads is not None:
+                    threads.add(payload)
+                elif n_workers <= 1:
+                    builder.add_raw(payload)  # straight into the trace's own columns
+                else:
+                    if pool is None:
+                        pool = WorkerPool(n_workers)
+                        cleanup.callback(pool.close)
+                    for part in pool.submit(payload):
                         builder.merge(part)
-                builder.add(payload)
-            elif n_workers <= 1:
-                # straight into the trace's own columns: no slice-sized Trace to merge and remap
-                try:
-                    builder.add_raw(payload)
-                except InvalidJSON:
-                    raise WorkerError("invalid JSON") from None
-            else:
-                if pool is None:
-                    pool = WorkerPool(n_workers)
-                for part in pool.submit(payload):
+                del payload
+            if threads is not None:
+                threads.drain()
+            elif pool is not None:
+                for part in pool.drain():
                     builder.merge(part)
-            del payload
-        if pool is not None:
-            for part in pool.drain():
-                builder.merge(part)
-    except WorkerError as e:
-        if "JSON" in str(e):
+        except InvalidJSON:
             raise NotATraceError(f"{path}: invalid JSON in traceEvents (before byte {stream.total})") from None
-        raise NotATraceError(f"{path}: {e} (before byte {stream.total})") from None
-    except (OSError, MemoryError) as e:
-        raise NotATraceError(f"{path}: cannot read ({e.__class__.__name__}: {e})") from None
-    finally:
-        stream.close()
-        if pool is not None:
-            pool.close()
+        except WorkerError as e:
+            if "JSON" in str(e):
+                raise NotATraceError(f"{path}: invalid JSON in traceEvents (before byte {stream.total})") from None
+            raise NotATraceError(f"{path}: {e} (before byte {stream.total})") from None
+        except (OSError, MemoryError) as e:
+            raise NotATraceError(f"{path}: cannot read ({e.__class__.__name__}: {e})") from None
+    builder.finish()
     trace.size_bytes = stream.total
     if len(trace) == 0:
         raise NotATraceError(f"{path}: the trace holds no events (empty window)")
