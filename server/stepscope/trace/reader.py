@@ -1,8 +1,11 @@
 """Read a Kineto / torch.profiler trace (`.json` or `.json.gz`) into the columnar `Trace`.
 
-The file is read as a stream: the `traceEvents` array is decoded a slice at a time into compact
-typed records (events.py) and each slice's events are copied into columns, then dropped. Memory
-therefore stays near one slice of decoded events plus the columns, whatever the file size.
+The file is read as a stream: the `traceEvents` array is cut into slices of whole events, and each
+slice becomes rows of the columns, then is dropped: scanned straight into columns by the compiled
+column scanner (_columns.c; on several threads for large files, scan_threads.py), or decoded into
+compact typed records (events.py) that are copied into columns (the pure-Python path, the
+reference: both give the same trace). Memory therefore stays near a few slices plus the columns,
+whatever the file size.
 
 How slices are cut (the one subtle part): a candidate cut is a `},` in the raw bytes. A cut is
 accepted only if `[` + slice + `]` parses as JSON. A cut that falls inside a string or inside a
