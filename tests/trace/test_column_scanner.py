@@ -135,7 +135,8 @@ NUMBERS = st.one_of(
     st.floats(allow_nan=False, allow_infinity=False), st.integers(-2**70, 2**70),
     st.sampled_from([0, -0.0, 0.0, 1e22, 1e23, 9007199254740993.0, 5085829912458.209, 1e-7, 2.5e-310, 1e308]))
 STRINGS = st.one_of(st.text(max_size=12), st.sampled_from(["", "X", "cpu_op", "kernel", "Memcpy HtoD", "fwdbwd",
-                                                           "[memory]", "ProfilerStep#3", "a\"b\\c", "naïve ✓", "\x01"]))
+                                                           "[memory]", "ProfilerStep#3", "a\"b\\c", "naïve ✓", "\x01",
+                                                           "\ud800", "a\udc00", "\U0001f600"]))
 ODD = st.one_of(st.none(), st.booleans(), NUMBERS, STRINGS, st.lists(st.integers(), max_size=3),
                 st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
 
@@ -165,7 +166,8 @@ EVENT = st.fixed_dictionaries({}, optional={
 
 
 def dump(event: object, ascii_only: bool, indent: int | None) -> bytes:
-    return json.dumps(event, ensure_ascii=ascii_only, indent=indent).encode()
+    # lone surrogates: escaped (ascii_only) or as the invalid UTF-8 bytes some writers produce
+    return json.dumps(event, ensure_ascii=ascii_only, indent=indent).encode("utf-8", "surrogatepass")
 
 
 @pytest.mark.skipif(reader.ColumnScanner is None, reason="covered by test_the_scanner_is_built")
@@ -197,7 +199,9 @@ def test_damaged_json_is_refused_or_read_exactly_like_the_reference(at, insert, 
 def test_invalid_json_is_refused_and_deep_nesting_left_to_the_reference() -> None:
     for body in (b'{"ph": "X",}', b'{"ph": "X"} {"ph": "X"}', b'{"ph": "X"},', b'{"ph": "X", "ts": 01}',
                  b'{"ph": "X", "name": "\x01"}', b'{"ph": "X", "ts": 1.}', b'{"ph": "X", "a": tru}',
-                 b'{"ph": "X", "name": "\xff"}', b'{"ph": "\\ud800x"}'):
+                 b'{"ph": "X", "name": "\xff"}', b'{"ph": "\\ud800x"}', b'{"ph": "X", "ts": 1, "name": "a\\ud800b"}',
+                 b'{"ph": "X", "ts": 1, "tid": "\\udc00"}', b'{"ph": "X", "ts": 1, "name": "\\ud800\\ud800"}',
+                 b'{"ph": "X", "ts": 1, "cat": "cpu_op", "args": {"Call stack": "x\\ud800"}}'):
         assert read_body([body], compiled=True) is InvalidJSON, body
     not_an_object = read_body([b'[1], {"ph": "X", "ts": 1}'], compiled=True)  # valid JSON: counted, not read
     assert not_an_object == read_body([b'[1], {"ph": "X", "ts": 1}'], compiled=False)

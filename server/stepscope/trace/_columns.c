@@ -225,10 +225,8 @@ static void init_tables(void) {
 
 /* Whether any of 8 bytes is '"', '\\' or a control character (the SWAR tests of "Bit Twiddling
  * Hacks": a byte below n, a zero byte after XOR). */
-static inline int has_string_stop(const char *p) {
+static inline int has_string_stop(uint64_t x) {
     const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
-    uint64_t x;
-    memcpy(&x, p, 8);
     uint64_t quote = x ^ (ones * '"'), backslash = x ^ (ones * '\\');
     uint64_t stop = ((x - ones * 0x20) & ~x) | ((quote - ones) & ~quote) | ((backslash - ones) & ~backslash);
     return (stop & highs) != 0;
@@ -282,18 +280,56 @@ static int utf8_valid(const unsigned char *s, size_t n) {
     return 1;
 }
 
+/* Whether the \u escapes of a (scanned) string pair their surrogates: a high one (D800-DBFF)
+ * followed by a low one (DC00-DFFF), never either alone. */
+static int surrogates_paired(const char *s, size_t n) {
+    int want_low = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] != '\\')
+            goto not_unit;
+        i++;
+        if (s[i] != 'u')
+            goto not_unit;
+        unsigned unit = (unsigned)(HEX[(unsigned char)s[i + 1]] << 12 | HEX[(unsigned char)s[i + 2]] << 8 |
+                                   HEX[(unsigned char)s[i + 3]] << 4 | HEX[(unsigned char)s[i + 4]]);
+        i += 4;
+        if (unit >= 0xDC00 && unit <= 0xDFFF) {
+            if (!want_low)
+                return 0;
+            want_low = 0;
+        } else {
+            if (want_low)
+                return 0;
+            want_low = unit >= 0xD800 && unit <= 0xDBFF;
+        }
+        continue;
+    not_unit:
+        if (want_low)
+            return 0;
+    }
+    return !want_low;
+}
+
 /* A JSON string starting at `p` (on its opening quote): the position after its closing quote, or
  * NULL if it is not valid. `content`/`len` are the text between the quotes; `escaped` whether it
- * holds a backslash escape. Bytes >= 0x80 are not checked here: text that becomes a Python
- * string is checked when it is made (the reference decoder also skips other strings unchecked). */
+ * holds a backslash escape. Every string is checked, used or skipped: valid UTF-8, surrogate
+ * escapes in pairs. (The reference checks skipped strings only when some event of the slice sends
+ * it to its generic decoding; a string it may refuse is left to it, which is always exact.) */
 static const char *scan_string(const char *p, const char *end, const char **content, size_t *len, int *escaped) {
     const char *s = ++p;
     int esc = 0;
+    uint64_t high = 0; /* bit 7 of some byte set: not ASCII, check the UTF-8 */
     for (;;) {
-        while (end - p >= 8 && !has_string_stop(p))
+        while (end - p >= 8) {
+            uint64_t x;
+            memcpy(&x, p, 8);
+            if (has_string_stop(x))
+                break;
+            high |= x;
             p += 8;
+        }
         while (p < end && !STRING_STOP[(unsigned char)*p])
-            p++;
+            high |= (unsigned char)*p++;
         if (p >= end)
             return NULL;
         if (*p == '"')
@@ -317,6 +353,10 @@ static const char *scan_string(const char *p, const char *end, const char **cont
             return NULL;
         }
     }
+    if ((high & 0x8080808080808080ULL) && !utf8_valid((const unsigned char *)s, (size_t)(p - s)))
+        return NULL;
+    if (esc && !surrogates_paired(s, (size_t)(p - s)))
+        return NULL;
     *content = s;
     *len = (size_t)(p - s);
     *escaped = esc;
@@ -575,10 +615,10 @@ typedef struct {
 } Value;
 
 typedef struct {
-    Value ph, cat, name, pid, tid, ts, dur, id;
+    Value ph, cat, name, pid, tid, ts, dur;
     int has_args; /* a JSON object (null and absent both mean no args) */
     int64_t correlation, external_id, external_id_old, sequence, nbytes, size;
-    Value call_stack, input_dims, input_type, label; /* dims/type: raw text of any value */
+    Value call_stack, input_dims, input_type; /* dims/type: raw text of any value */
     unsigned odd; /* ODD_* bits: integer args the reference would coerce (bail only if a row uses them) */
     int bail;
 } Fields;
@@ -622,13 +662,6 @@ static const char *read_value(const char *p, const char *end, Value *v, int *dee
     return p;
 }
 
-/* A string the reference decodes (whether or not its row uses it) must be valid UTF-8, or the
- * reference refuses the slice: leave it to the reference. */
-static inline void check_text(const Value *v, Fields *f) {
-    if (v->type == IS_STRING && !utf8_valid((const unsigned char *)v->s, v->len))
-        f->bail = 1;
-}
-
 /* An integer field of `args`: null is absent (-1); anything but an int64 literal is odd. */
 static void int_field(const Value *v, int64_t *out, unsigned bit, unsigned *odd) {
     *odd &= ~bit; /* a repeated key replaces the earlier value */
@@ -646,7 +679,6 @@ static const char *read_args(const char *p, const char *end, Fields *f, int *dee
     memset(&f->call_stack, 0, sizeof(Value));
     memset(&f->input_dims, 0, sizeof(Value));
     memset(&f->input_type, 0, sizeof(Value));
-    memset(&f->label, 0, sizeof(Value));
     p = skip_ws(p + 1, end); /* after '{' */
     if (p < end && *p == '}')
         return p + 1;
@@ -684,11 +716,6 @@ static const char *read_args(const char *p, const char *end, Fields *f, int *dee
         } else if (KEY("Call stack")) {
             if (!(p = read_value(p, end, &f->call_stack, deep)))
                 return NULL;
-            check_text(&f->call_stack, f);
-        } else if (KEY("name")) {
-            if (!(p = read_value(p, end, &f->label, deep)))
-                return NULL;
-            check_text(&f->label, f);
         } else if (KEY("Input Dims")) {
             if (!(p = read_value(p, end, &f->input_dims, deep)))
                 return NULL;
@@ -732,7 +759,6 @@ static const char *read_event(const char *p, const char *end, Fields *f, int *de
         case 2:
             if (KEY("ph")) target = &f->ph;
             else if (KEY("ts")) target = &f->ts;
-            else if (KEY("id")) target = &f->id;
             break;
         case 3:
             if (KEY("cat")) target = &f->cat;
@@ -770,7 +796,6 @@ static const char *read_event(const char *p, const char *end, Fields *f, int *de
         if (target) {
             if (!(p = read_value(p, end, target, deep)))
                 return NULL;
-            check_text(target, f);
         } else if (!(p = skip_value(p, end, deep))) {
             return NULL;
         }
