@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the VS Code extension for this platform: dist/stepscope-<version>-<target>.vsix.
 # The .vsix carries the bundled client (extension/dist), the server bootstrap (bundled/tool),
-# the server and its pure-Python dependencies (bundled/libs; the server's one compiled module, the
-# trace column scanner, is built for CPython's stable ABI, so one build serves every version) and
+# the server and its pure-Python dependencies (bundled/libs; the server's compiled modules, the
+# trace column scanner and the nesting kernel, are built for CPython's stable ABI, so one build
+# serves every version) and
 # its compiled dependencies (orjson, msgspec, zlib-ng) for each supported CPython
 # (bundled/native/cp310 ... cp314), so any Python >= 3.10 can run it.
 # Needs the tools from tools/setup-tools.sh (Node 24, vsce).
@@ -57,8 +58,8 @@ cp extension/bundled_tool/server.py bundled/tool/server.py
 "$PYTHON" -m pip install --quiet --no-compile --no-deps --only-binary=:all: \
   --target bundled/libs "$WORK"/wheel/stepscope-*.whl -r tools/bundled-requirements.txt
 rm -rf bundled/libs/bin   # console scripts point at the build interpreter; the editor never uses them
-[ -f bundled/libs/stepscope/trace/_columns.abi3.so ] \
-  || log "warning: the trace column scanner was not built (no C compiler?): traces will read 3-5x slower"
+[ -f bundled/libs/stepscope/trace/_columns.abi3.so ] && [ -f bundled/libs/stepscope/analysis/_nesting.abi3.so ] \
+  || log "warning: the compiled modules were not built (no C compiler?): traces will be analysed 2-3x slower"
 
 for minor in $PYTHON_MINORS; do
   for wheel in $NATIVE_WHEELS; do

@@ -58,6 +58,7 @@ def test_vsix_carries_client_server_and_native_libraries_only(vsix: Path) -> Non
         "extension/bundled/libs/cattrs/__init__.py",
         "extension/bundled/libs/exceptiongroup/__init__.py",  # cattrs needs it on 3.10
         "extension/bundled/libs/stepscope/trace/_columns.abi3.so",  # one build for every CPython 3.10+
+        "extension/bundled/libs/stepscope/analysis/_nesting.abi3.so",
     ):
         assert required in names, f"{required} is not in the .vsix"
     for minor in SUPPORTED_MINORS:
@@ -169,16 +170,18 @@ def test_bundled_server_checks_code_on_every_supported_python_here(unpacked: Pat
     print(f"bundled server checked on Python {', '.join(checked)}")
 
 
-def test_bundled_column_scanner_reads_traces_on_every_supported_python_here(unpacked: Path) -> None:
-    # the trace reader's compiled part is built once for the stable ABI: each CPython must load it
+def test_bundled_compiled_modules_analyse_traces_on_every_supported_python_here(unpacked: Path) -> None:
+    # the compiled modules are built once for the stable ABI: each CPython must load them
     trace = REPO / "tests" / "data" / "traces" / "h200_async" / "trace.json.gz"
     bundled = unpacked / "bundled"
     probe = (
         "import sys; sys.path[:0] = sys.argv[1:3]\n"
         "from stepscope.trace import reader\n"
+        "from stepscope.analysis import nesting, report\n"
         "assert reader.ColumnScanner is not None, 'the column scanner did not load'\n"
-        "t = reader.read_trace(sys.argv[3], workers=1)\n"
-        "print(len(t), t.names[t.name[0]])\n"
+        "assert nesting._compiled is not None, 'the nesting kernel did not load'\n"
+        "r = report.analyze([sys.argv[3]])\n"
+        "print(r['ms_per_step'], r['evidence']['ops'][:3])\n"
     )
     results = set()
     for minor, python in sorted(available_pythons().items()):

@@ -36,7 +36,7 @@ import re
 from array import array
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from itertools import compress, count, islice, repeat
+from itertools import compress, islice, repeat
 from operator import eq, is_
 from pathlib import Path
 from statistics import median
@@ -47,6 +47,7 @@ from ..intervals import Interval, clip, length, merge
 from ..attribution import LastStatement
 from ..labels import CallLines, FileTable, FrameResolver, parse_frame, parse_ss_label
 from ..links import Links, copy_direction
+from ..nesting import nest_tracks
 from ..steps import Step
 
 #: ops that build a tensor from nothing but their arguments (deterministic values: a constant)
@@ -462,31 +463,13 @@ def _operators(trace: Trace, links: Links, win: EvidenceWindow) -> _Operators:
     parent: dict[int, int] = {}
     self_us: dict[int, float] = {}
     op_spans: dict[int, tuple[list[float], list[float], list[int]]] = {}
+    ordered = {}
     for track, track_rows in win.ops_by_track.items():
-        rows = list(track_rows)
+        ordered[track] = rows = list(track_rows)
         _order_ops(rows, ts_col, dur_col)
-        op_starts = [ts_col[r] for r in rows]
-        durs = [dur_col[r] for r in rows]
-        op_ends = [s + d for s, d in zip(op_starts, durs)]
+    for track, (op_starts, op_ends, up, own) in nest_tracks(ordered, ts_col, dur_col).items():
+        rows = ordered[track]
         op_spans[track] = (op_starts, op_ends, rows)
-        # position n is a sentinel that holds every op (row -1, never ends), so the loop needs no
-        # test for an empty stack
-        n = len(rows)
-        ends, own, up_rows = op_ends + [float("inf")], durs + [0.0], rows + [-1]
-        up = [-1] * n  # the enclosing operator's row, by position
-        stack = [n]  # positions of the open ops, innermost last
-        push, pop = stack.append, stack.pop
-        top = n
-        for k, start, end, d in zip(count(), op_starts, op_ends, durs):
-            while ends[top] <= start:
-                pop()
-                top = stack[-1]
-            if ends[top] >= end:
-                up[k] = up_rows[top]
-                own[top] -= d
-            push(k)
-            top = k
-        del own[n]
         parent.update(zip(rows, up))
         self_us.update(zip(rows, own))
     launch_ops = _innermost_ops(trace, op_spans, parent, win.launch_q)
