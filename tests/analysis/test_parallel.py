@@ -110,9 +110,10 @@ def traces() -> list[Path]:
     return found
 
 
+@pytest.mark.parametrize("cores", [2, 3])  # the evidence's operator half; from 3 cores, the attribution too
 @pytest.mark.parametrize("trace", traces(), ids=lambda p: p.name)
-def test_reports_are_the_same_with_the_evidence_computed_in_a_child(trace: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_reports_are_the_same_with_parts_computed_in_children(trace: Path, cores: int,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     forks = []
     real_fork = os.fork
 
@@ -123,9 +124,10 @@ def test_reports_are_the_same_with_the_evidence_computed_in_a_child(trace: Path,
         return pid
 
     monkeypatch.setattr(parallel, "MIN_EVENTS", 0)  # every trace forks
+    monkeypatch.setattr(parallel, "cores", lambda: cores)
     monkeypatch.setattr(os, "fork", counted_fork)
     forked = analyze([trace])
-    assert forks, "the evidence was not computed in a child"
+    assert len(forks) == cores - 1, f"{len(forks)} parts computed in children"
     monkeypatch.setenv("STEPSCOPE_ANALYSIS_FORK", "0")
     inline = analyze([trace])
     assert json.dumps(forked, sort_keys=True) == json.dumps(inline, sort_keys=True)

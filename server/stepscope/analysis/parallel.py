@@ -31,9 +31,13 @@ T = TypeVar("T")
 MIN_EVENTS = 200_000
 
 
+def cores() -> int:
+    return os.cpu_count() or 1
+
+
 def can_fork() -> bool:
     """Whether forking is possible, safe and useful here (`STEPSCOPE_ANALYSIS_FORK=0` turns it off)."""
-    return (forking.can_fork() and (os.cpu_count() or 1) >= 2
+    return (forking.can_fork() and cores() >= 2
             and os.environ.get("STEPSCOPE_ANALYSIS_FORK", "1") != "0")
 
 

@@ -188,16 +188,20 @@ def _analyze_one(trace: Trace, *, file_table: FileTable | None, source_root: Pat
     window_us = (steps[0].cpu_start, steps[-1].completion)
     if window_us[1] <= window_us[0]:
         raise NotATraceError(f"{trace.path}: the active window is empty (its steps have no duration)")
-    # the trace facts the findings read (batch read, operators, kernels, copies, syncs); on a large
-    # trace its operator half is computed in a forked child while this process does the rest
-    win = evidence_window(trace, links, steps, file_table=file_table, source_root=source_root,
-                          batch_read_patterns=thresholds.batch_read_patterns)
-    with parallel.alongside(operator_evidence, trace, links, win, worth_it=len(trace) >= parallel.MIN_EVENTS) as ops:
-        moments = moment_evidence(trace, links, steps, win, file_table)
-        att = attribute(trace, links, steps, file_table=file_table, source_root=source_root)
-        report = _report(trace, links, steps, att, file_table=file_table, scenario=scenario,
-                         stepless=stepless, gpu_marked=gpu_marked, window_us=window_us)
-        report["evidence"] = merge_evidence(ops.result(), moments)
+    # On a large trace the longest parts are computed in forked children while this process does
+    # the rest: the evidence's operator half (the trace facts the findings read: operators,
+    # kernels, copies, syncs), and, with a third core, the attribution, which needs no evidence.
+    large = len(trace) >= parallel.MIN_EVENTS
+    with parallel.alongside(attribute, trace, links, steps, file_table=file_table, source_root=source_root,
+                            worth_it=large and parallel.cores() >= 3) as attribution:
+        win = evidence_window(trace, links, steps, file_table=file_table, source_root=source_root,
+                              batch_read_patterns=thresholds.batch_read_patterns)
+        with parallel.alongside(operator_evidence, trace, links, win, worth_it=large) as ops:
+            moments = moment_evidence(trace, links, steps, win, file_table)
+            att = attribution.result()
+            report = _report(trace, links, steps, att, file_table=file_table, scenario=scenario,
+                             stepless=stepless, gpu_marked=gpu_marked, window_us=window_us)
+            report["evidence"] = merge_evidence(ops.result(), moments)
     return report
 
 
