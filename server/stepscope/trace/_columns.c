@@ -671,27 +671,54 @@ static void int_field(const Value *v, int64_t *out, unsigned bit, unsigned *odd)
         *odd |= bit;
 }
 
-static const char *read_args(const char *p, const char *end, Fields *f, int *deep) {
-    /* a repeated "args" replaces the earlier one, as in the reference */
-    f->has_args = 1;
+/* No args (absent, or a repeated "args" about to replace the earlier one, as in the reference). */
+static void clear_args(Fields *f) {
+    f->has_args = 0;
     f->odd = 0;
     f->correlation = f->external_id = f->external_id_old = f->sequence = f->nbytes = f->size = -1;
     memset(&f->call_stack, 0, sizeof(Value));
     memset(&f->input_dims, 0, sizeof(Value));
     memset(&f->input_type, 0, sizeof(Value));
+}
+
+/* An object member's key at `p`, up to and past its ':'; NULL if invalid. An escaped key (which
+ * the reference matches after unescaping) leaves the slice to the reference. */
+static const char *read_key(const char *p, const char *end, const char **key, size_t *klen, Fields *f) {
+    int kesc;
+    if (p >= end || *p != '"' || !(p = scan_string(p, end, key, klen, &kesc)))
+        return NULL;
+    if (kesc)
+        f->bail = 1;
+    p = skip_ws(p, end);
+    if (p >= end || *p != ':')
+        return NULL;
+    return p + 1;
+}
+
+/* After a member's value: the next key's position (`*closed` 0), or past the object's '}'
+ * (`*closed` 1); NULL if invalid. */
+static const char *next_member(const char *p, const char *end, int *closed) {
+    p = skip_ws(p, end);
+    if (p >= end)
+        return NULL;
+    *closed = *p == '}';
+    if (*closed)
+        return p + 1;
+    if (*p != ',')
+        return NULL;
+    return skip_ws(p + 1, end);
+}
+
+static const char *read_args(const char *p, const char *end, Fields *f, int *deep) {
+    clear_args(f);
+    f->has_args = 1;
     p = skip_ws(p + 1, end); /* after '{' */
     if (p < end && *p == '}')
         return p + 1;
     for (;;) {
         const char *key;
         size_t klen;
-        int kesc;
-        if (p >= end || *p != '"' || !(p = scan_string(p, end, &key, &klen, &kesc)))
-            return NULL;
-        if (kesc)
-            f->bail = 1;
-        p = skip_ws(p, end);
-        if (p >= end || *p++ != ':')
+        if (!(p = read_key(p, end, &key, &klen, f)))
             return NULL;
         Value v;
         int64_t *target = NULL;
@@ -725,34 +752,23 @@ static const char *read_args(const char *p, const char *end, Fields *f, int *dee
         } else if (!(p = skip_value(p, end, deep))) {
             return NULL;
         }
-        p = skip_ws(p, end);
-        if (p >= end)
-            return NULL;
-        if (*p == '}')
-            return p + 1;
-        if (*p != ',')
-            return NULL;
-        p = skip_ws(p + 1, end);
+        int closed;
+        if (!(p = next_member(p, end, &closed)) || closed)
+            return p;
     }
 }
 
 /* The fields of one event object at `p` (on its '{'). */
 static const char *read_event(const char *p, const char *end, Fields *f, int *deep) {
     memset(f, 0, sizeof(*f));
-    f->correlation = f->external_id = f->external_id_old = f->sequence = f->nbytes = f->size = -1;
+    clear_args(f);
     p = skip_ws(p + 1, end);
     if (p < end && *p == '}')
         return p + 1;
     for (;;) {
         const char *key;
         size_t klen;
-        int kesc;
-        if (p >= end || *p != '"' || !(p = scan_string(p, end, &key, &klen, &kesc)))
-            return NULL;
-        if (kesc)
-            f->bail = 1;
-        p = skip_ws(p, end);
-        if (p >= end || *p++ != ':')
+        if (!(p = read_key(p, end, &key, &klen, f)))
             return NULL;
         Value *target = NULL;
         switch (klen) {
@@ -778,13 +794,7 @@ static const char *read_event(const char *p, const char *end, Fields *f, int *de
                     if (!(p = read_value(p, end, &v, deep)))
                         return NULL;
                     if (v.type == IS_NULL) {
-                        f->has_args = 0;
-                        f->odd = 0;
-                        f->correlation = f->external_id = f->external_id_old = -1;
-                        f->sequence = f->nbytes = f->size = -1;
-                        memset(&f->call_stack, 0, sizeof(Value));
-                        memset(&f->input_dims, 0, sizeof(Value));
-                        memset(&f->input_type, 0, sizeof(Value));
+                        clear_args(f);
                     } else {
                         f->bail = 1; /* args that are not an object: only the reference reads those */
                     }
@@ -799,15 +809,10 @@ static const char *read_event(const char *p, const char *end, Fields *f, int *de
         } else if (!(p = skip_value(p, end, deep))) {
             return NULL;
         }
-    next:
-        p = skip_ws(p, end);
-        if (p >= end)
-            return NULL;
-        if (*p == '}')
-            return p + 1;
-        if (*p != ',')
-            return NULL;
-        p = skip_ws(p + 1, end);
+    next:;
+        int closed;
+        if (!(p = next_member(p, end, &closed)) || closed)
+            return p;
     }
 }
 
