@@ -225,3 +225,18 @@ def test_a_read_trace_is_freed_when_dropped(tmp_path: Path) -> None:
         assert ref() is None
     finally:
         gc.enable()
+
+
+@pytest.mark.skipif(reader.ColumnScanner is None, reason="covered by test_the_scanner_is_built")
+def test_tracks_of_flows_and_memory_events_are_interned_in_file_order() -> None:
+    flow = '{"ph": "%s", "cat": "fwdbwd", "id": %d, "pid": 1, "tid": %s, "ts": %d}'
+    memory = '{"ph": "i", "name": "[memory]", "pid": 1, "tid": %s, "ts": %d, "args": {"Bytes": 8}}'
+    row = '{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": %s, "ts": %d, "dur": 1}'
+    alone = ",".join([row % (9, 1), flow % ("s", 1, 5, 2), flow % ("f", 1, "\"6\"", 3)]).encode()
+    mixed = ",".join([row % (9, 1), flow % ("s", 1, 5, 2), memory % (7, 3), flow % ("f", 1, 6, 4)]).encode()
+    assert scanned([alone]) == 1
+    for body in (alone, mixed):
+        compiled = read_body([body], compiled=True)
+        assert compiled == read_body([body], compiled=False)
+    assert compiled["tracks"] == [(1, 5), (1, 7), (1, 6), (1, 9)]  # flows and memory first, in file order
+    assert compiled["flows"][0] == [1, 1] and compiled["flows"][1] == [0, 1]

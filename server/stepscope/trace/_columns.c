@@ -10,9 +10,11 @@
  *   fields have unusual types (a string timestamp, a float id, a null name, an int64 overflow),
  *   nesting deeper than MAX_DEPTH. The caller then decodes that slice the reference way, so a bail
  *   never changes what a trace means; it only costs time. A bail leaves no rows behind.
- * - Complete events (`ph` "X" with a timestamp) become rows. Events the reference path keeps in
- *   other tables (metadata "M", `fwdbwd` flows, `[memory]` instants) are handed back as byte spans
- *   for the reference decoder; every other event is only counted by phase, as the reference does.
+ * - Complete events (`ph` "X" with a timestamp) become rows, `fwdbwd` flow points rows of the flow
+ *   table. Metadata ("M") and `[memory]` instants are handed back as byte spans for the reference
+ *   decoder, and so are the flows of a slice where any event that interns a track is handed back
+ *   (a `[memory]` event, a flow with an odd id), so tracks are interned in file order; every other
+ *   event is only counted by phase, as the reference does.
  * - Ids are assigned in the reference order: `scan` only records each row's strings; `commit`
  *   (called after the caller has handled the handed-back events, which may add tracks) interns
  *   the slice's new names, then tracks, then call stacks, then shapes, each in row order, through
@@ -174,6 +176,10 @@ typedef struct {
     /* the current slice: one value per row */
     Buf kind, name_e, track_e, ts, dur, correlation, external_id, sequence, nbytes, stack_e, shape_e;
     size_t rows;
+    /* the slice's `fwdbwd` flow points: id, 1 for an end point, track entry, ts, and the span */
+    Buf flow_id, flow_end, flow_track_e, flow_ts, flow_span;
+    size_t flows;
+    int tracks_handed; /* an event handed back interns a track: the flows go back with it */
     int clamp_dur;      /* an absent or negative duration: the reference clamps all to >= 0 */
     Buf phase_counts;   /* int64 per `phases` entry: events of that phase counted as skipped */
     Buf handed;         /* Py_ssize_t (start, end) pairs: events for the reference decoder */
@@ -615,7 +621,7 @@ typedef struct {
 } Value;
 
 typedef struct {
-    Value ph, cat, name, pid, tid, ts, dur;
+    Value ph, cat, name, pid, tid, ts, dur, id;
     int has_args; /* a JSON object (null and absent both mean no args) */
     int64_t correlation, external_id, external_id_old, sequence, nbytes, size;
     Value call_stack, input_dims, input_type; /* dims/type: raw text of any value */
@@ -775,6 +781,7 @@ static const char *read_event(const char *p, const char *end, Fields *f, int *de
         case 2:
             if (KEY("ph")) target = &f->ph;
             else if (KEY("ts")) target = &f->ts;
+            else if (KEY("id")) target = &f->id;
             break;
         case 3:
             if (KEY("cat")) target = &f->cat;
@@ -897,28 +904,9 @@ static int category_kind(Scanner *sc, const Value *cat, int8_t *kind) {
     return OK;
 }
 
-/* Append one complete event as a row; BAIL when a used field has a type only the reference reads. */
-static int add_row(Scanner *sc, const Fields *f) {
-    if (f->name.type != IS_STRING && f->name.type != ABSENT)
-        return BAIL; /* a null or non-string name: the reference coerces it */
-    if (f->cat.type != IS_STRING && f->cat.type != IS_NULL && f->cat.type != ABSENT)
-        return BAIL;
-    if ((f->dur.type != IS_INT && f->dur.type != IS_NUMBER && f->dur.type != IS_NULL && f->dur.type != ABSENT))
-        return BAIL;
-    if (f->call_stack.type != ABSENT && f->call_stack.type != IS_STRING && f->call_stack.type != IS_NULL)
-        return BAIL;
-    double ts, dur = 0.0;
-    if (!parse_double(sc, f->ts.s, f->ts.s + f->ts.len, f->ts.is_int, &ts))
-        return BAIL;
-    if (f->dur.type == IS_INT || f->dur.type == IS_NUMBER) {
-        if (!parse_double(sc, f->dur.s, f->dur.s + f->dur.len, f->dur.is_int, &dur))
-            return BAIL;
-        if (dur < 0.0)
-            sc->clamp_dur = 1;
-    } else {
-        sc->clamp_dur = 1;
-    }
-    /* the track: pid and tid as their JSON text (an absent one is the empty string) */
+/* The track entry of an event: its pid and tid as their JSON text (an absent one is the empty
+ * string); BAIL for an id the reference coerces (a float, null or object). */
+static int track_entry(Scanner *sc, const Fields *f, Py_ssize_t *track) {
     char key[512];
     const Value *ids[2] = {&f->pid, &f->tid};
     size_t klen = 0;
@@ -948,15 +936,41 @@ static int add_row(Scanner *sc, const Fields *f) {
         if (i == 0)
             key[klen++] = '\0';
     }
-    Py_ssize_t track = table_get(&sc->tracks, key, klen, 0);
-    if (track < 0)
-        return table_failed(sc, track);
+    *track = table_get(&sc->tracks, key, klen, 0);
+    return *track < 0 ? table_failed(sc, *track) : OK;
+}
+
+/* Append one complete event as a row; BAIL when a used field has a type only the reference reads. */
+static int add_row(Scanner *sc, const Fields *f) {
+    if (f->name.type != IS_STRING && f->name.type != ABSENT)
+        return BAIL; /* a null or non-string name: the reference coerces it */
+    if (f->cat.type != IS_STRING && f->cat.type != IS_NULL && f->cat.type != ABSENT)
+        return BAIL;
+    if ((f->dur.type != IS_INT && f->dur.type != IS_NUMBER && f->dur.type != IS_NULL && f->dur.type != ABSENT))
+        return BAIL;
+    if (f->call_stack.type != ABSENT && f->call_stack.type != IS_STRING && f->call_stack.type != IS_NULL)
+        return BAIL;
+    double ts, dur = 0.0;
+    if (!parse_double(sc, f->ts.s, f->ts.s + f->ts.len, f->ts.is_int, &ts))
+        return BAIL;
+    if (f->dur.type == IS_INT || f->dur.type == IS_NUMBER) {
+        if (!parse_double(sc, f->dur.s, f->dur.s + f->dur.len, f->dur.is_int, &dur))
+            return BAIL;
+        if (dur < 0.0)
+            sc->clamp_dur = 1;
+    } else {
+        sc->clamp_dur = 1;
+    }
+    Py_ssize_t track;
+    int r = track_entry(sc, f, &track);
+    if (r != OK)
+        return r;
     Py_ssize_t name = table_get(&sc->names, f->name.type == IS_STRING ? f->name.s : "",
                                 f->name.type == IS_STRING ? f->name.len : 0, f->name.escaped);
     if (name < 0)
         return table_failed(sc, name);
     int8_t kind;
-    int r = category_kind(sc, &f->cat, &kind);
+    r = category_kind(sc, &f->cat, &kind);
     if (r != OK)
         return r;
     int cpu_op = kind == sc->cpu_op, copy = kind == sc->memcpy_kind || kind == sc->memset_kind;
@@ -1006,6 +1020,43 @@ static int add_row(Scanner *sc, const Fields *f) {
     return OK;
 }
 
+/* One `fwdbwd` flow point, as the reference keeps it: the id as an integer, dropped (not counted)
+ * when negative or absent or without a timestamp; handed back when a value needs its coercion. */
+static int add_flow(Scanner *sc, const Fields *f, int is_end, const char *start, const char *stop,
+                    const char *body) {
+    int64_t id = -1;
+    if (f->id.type == IS_INT) {
+        if (!parse_int64(f->id.s, f->id.s + f->id.len, &id))
+            goto coerced;
+    } else if (f->id.type != ABSENT && f->id.type != IS_NULL) {
+        goto coerced; /* a string or float id */
+    }
+    if (f->ts.type != ABSENT && f->ts.type != IS_NULL && f->ts.type != IS_INT && f->ts.type != IS_NUMBER)
+        goto coerced;
+    if (id < 0 || f->ts.type == ABSENT || f->ts.type == IS_NULL)
+        return OK;
+    double ts;
+    if (!parse_double(sc, f->ts.s, f->ts.s + f->ts.len, f->ts.is_int, &ts))
+        goto coerced;
+    Py_ssize_t track;
+    int r = track_entry(sc, f, &track);
+    if (r == BAIL)
+        goto coerced;
+    if (r != OK)
+        return r;
+    BUF_PUSH(&sc->flow_id, int64_t, id);
+    BUF_PUSH(&sc->flow_end, int8_t, (int8_t)is_end);
+    BUF_PUSH(&sc->flow_track_e, int32_t, (int32_t)track);
+    BUF_PUSH(&sc->flow_ts, double, ts);
+    BUF_PUSH(&sc->flow_span, Py_ssize_t, (Py_ssize_t)(start - body));
+    BUF_PUSH(&sc->flow_span, Py_ssize_t, (Py_ssize_t)(stop - body));
+    sc->flows++;
+    return OK;
+coerced:
+    sc->tracks_handed = 1;
+    return hand_back(sc, start, stop, body);
+}
+
 /* One event: a row, a span handed back, or a count. */
 static int take_event(Scanner *sc, const Fields *f, const char *start, const char *stop, const char *body) {
     if (f->bail)
@@ -1028,12 +1079,14 @@ static int take_event(Scanner *sc, const Fields *f, const char *start, const cha
         if (f->cat.type == IS_STRING && f->cat.escaped)
             return BAIL;
         if (str_is(&f->cat, "fwdbwd"))
-            return hand_back(sc, start, stop, body);
+            return add_flow(sc, f, str_is(ph, "f"), start, stop, body);
     } else if (str_is(ph, "i") || str_is(ph, "I")) {
         if (f->name.type == IS_STRING && f->name.escaped)
             return BAIL;
-        if (str_is(&f->name, "[memory]"))
+        if (str_is(&f->name, "[memory]")) {
+            sc->tracks_handed = 1;
             return hand_back(sc, start, stop, body);
+        }
     }
     return count_phase(sc, ph->s, ph->len);
 }
@@ -1048,7 +1101,36 @@ static void reset_slice(Scanner *sc) {
     if (sc->phase_counts.data)
         memset(sc->phase_counts.data, 0, sc->phase_counts.len);
     sc->handed.len = 0;
+    Buf *flow_cols[] = {&sc->flow_id, &sc->flow_end, &sc->flow_track_e, &sc->flow_ts, &sc->flow_span};
+    for (size_t i = 0; i < sizeof(flow_cols) / sizeof(flow_cols[0]); i++)
+        flow_cols[i]->len = 0;
+    sc->flows = 0;
+    sc->tracks_handed = 0;
     sc->scanned = 0;
+}
+
+/* When a handed-back event interns a track, the slice's flows are handed back too, merged in file
+ * order with the other spans: the reference interns their tracks in that order. */
+static int hand_back_flows(Scanner *sc) {
+    Buf merged = {NULL, 0, 0};
+    size_t a = 0, b = 0, na = sc->handed.len / (2 * sizeof(Py_ssize_t)), nb = sc->flows;
+    while (a < na || b < nb) {
+        int take_flow = a == na || (b < nb && BUF_AT(&sc->flow_span, Py_ssize_t, 2 * b) <
+                                                   BUF_AT(&sc->handed, Py_ssize_t, 2 * a));
+        Buf *from = take_flow ? &sc->flow_span : &sc->handed;
+        size_t i = take_flow ? b++ : a++;
+        if (buf_grow(&merged, 2 * sizeof(Py_ssize_t)) < 0) {
+            free(merged.data);
+            return fail(sc, PyExc_MemoryError, "out of memory");
+        }
+        memcpy(merged.data + merged.len, from->data + 2 * i * sizeof(Py_ssize_t), 2 * sizeof(Py_ssize_t));
+        merged.len += 2 * sizeof(Py_ssize_t);
+    }
+    free(sc->handed.data);
+    sc->handed = merged;
+    sc->flows = 0;
+    sc->flow_id.len = sc->flow_end.len = sc->flow_track_e.len = sc->flow_ts.len = sc->flow_span.len = 0;
+    return OK;
 }
 
 static int scan_body(Scanner *sc, const char *body, size_t size) {
@@ -1099,6 +1181,8 @@ static PyObject *Scanner_scan(Scanner *sc, PyObject *body) {
     sc->fail_type = NULL;
     sc->released = PyEval_SaveThread(); /* `body` is immutable and held by the caller */
     int r = scan_body(sc, data, (size_t)size);
+    if (r == OK && sc->flows && sc->tracks_handed)
+        r = hand_back_flows(sc);
     PyEval_RestoreThread(sc->released);
     sc->released = NULL;
     sc->busy = 0;
@@ -1132,8 +1216,8 @@ static PyObject *Scanner_scan(Scanner *sc, PyObject *body) {
 }
 
 /* Resolve the entries rows refer to, in row order, through `intern`. */
-static int resolve(Scanner *sc, Table *t, Buf *refs) {
-    for (size_t row = 0; row < sc->rows; row++) {
+static int resolve(Scanner *sc, Table *t, Buf *refs, size_t count) {
+    for (size_t row = 0; row < count; row++) {
         int32_t i = BUF_AT(refs, int32_t, row);
         if (i < 0)
             continue;
@@ -1188,7 +1272,8 @@ static PyObject *bytes_of(Buf *b) {
 }
 
 /* (kind, name, track, ts, dur, correlation, external_id, sequence, nbytes, stack, shapes,
- *  {phase: skipped count}): the slice's columns as machine bytes, for array.frombytes. */
+ *  flow id, flow is_end, flow track, flow ts, {phase: skipped count}): the slice's columns as
+ *  machine bytes, for array.frombytes. */
 static PyObject *Scanner_commit(Scanner *sc, PyObject *unused) {
     (void)unused;
     if (!sc->scanned) {
@@ -1196,9 +1281,10 @@ static PyObject *Scanner_commit(Scanner *sc, PyObject *unused) {
         return NULL;
     }
     PyObject *result = NULL, *skipped = NULL;
-    /* names of the rows, then tracks, then call stacks, then shapes: the reference's order */
-    if (resolve(sc, &sc->names, &sc->name_e) != OK || resolve(sc, &sc->tracks, &sc->track_e) != OK ||
-        resolve(sc, &sc->names, &sc->stack_e) != OK || resolve(sc, &sc->shapes, &sc->shape_e) != OK)
+    /* the reference's order: the flows' tracks, then the rows' names, tracks, call stacks, shapes */
+    if (resolve(sc, &sc->tracks, &sc->flow_track_e, sc->flows) != OK ||
+        resolve(sc, &sc->names, &sc->name_e, sc->rows) != OK || resolve(sc, &sc->tracks, &sc->track_e, sc->rows) != OK ||
+        resolve(sc, &sc->names, &sc->stack_e, sc->rows) != OK || resolve(sc, &sc->shapes, &sc->shape_e, sc->rows) != OK)
         goto done;
     if (sc->clamp_dur) {
         for (size_t row = 0; row < sc->rows; row++) {
@@ -1222,23 +1308,26 @@ static PyObject *Scanner_commit(Scanner *sc, PyObject *unused) {
         if (r < 0)
             goto done;
     }
-    PyObject *cols[11] = {
+    enum { N = 15 };
+    PyObject *cols[N] = {
         bytes_of(&sc->kind), ids_column(&sc->names, &sc->name_e, sc->rows),
         ids_column(&sc->tracks, &sc->track_e, sc->rows), bytes_of(&sc->ts), bytes_of(&sc->dur),
         bytes_of(&sc->correlation), bytes_of(&sc->external_id), bytes_of(&sc->sequence), bytes_of(&sc->nbytes),
-        ids_column(&sc->names, &sc->stack_e, sc->rows), ids_column(&sc->shapes, &sc->shape_e, sc->rows)};
+        ids_column(&sc->names, &sc->stack_e, sc->rows), ids_column(&sc->shapes, &sc->shape_e, sc->rows),
+        bytes_of(&sc->flow_id), bytes_of(&sc->flow_end), ids_column(&sc->tracks, &sc->flow_track_e, sc->flows),
+        bytes_of(&sc->flow_ts)};
     int ok = 1;
-    for (int i = 0; i < 11; i++)
+    for (int i = 0; i < N; i++)
         ok &= cols[i] != NULL;
-    if (ok && (result = PyTuple_New(12)) != NULL) {
-        for (int i = 0; i < 11; i++) {
+    if (ok && (result = PyTuple_New(N + 1)) != NULL) {
+        for (int i = 0; i < N; i++) {
             PyTuple_SetItem(result, i, cols[i]); /* steals the reference */
             cols[i] = NULL;
         }
         Py_INCREF(skipped);
-        PyTuple_SetItem(result, 11, skipped);
+        PyTuple_SetItem(result, N, skipped);
     }
-    for (int i = 0; i < 11; i++)
+    for (int i = 0; i < N; i++)
         Py_XDECREF(cols[i]);
 done:
     Py_XDECREF(skipped);
@@ -1305,7 +1394,8 @@ static void Scanner_dealloc(Scanner *sc) {
     for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
         table_free(tables[i]);
     Buf *bufs[] = {&sc->kind, &sc->name_e, &sc->track_e, &sc->ts, &sc->dur, &sc->correlation, &sc->external_id,
-                   &sc->sequence, &sc->nbytes, &sc->stack_e, &sc->shape_e, &sc->phase_counts, &sc->handed};
+                   &sc->sequence, &sc->nbytes, &sc->stack_e, &sc->shape_e, &sc->phase_counts, &sc->handed,
+                   &sc->flow_id, &sc->flow_end, &sc->flow_track_e, &sc->flow_ts, &sc->flow_span};
     for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
         free(bufs[i]->data);
     freefunc tp_free = (freefunc)PyType_GetSlot(type, Py_tp_free);

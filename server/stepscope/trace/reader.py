@@ -374,11 +374,14 @@ class _Builder:
         if handed is None:
             self.add(decode_events(raw))
             return
-        if handed:  # metadata, flows and memory: few, decoded the reference way, before the rows
+        if handed:  # metadata and memory (and odd flows): few, decoded the reference way, first
             self._add_others(decode_events(b",".join([raw[start:end] for start, end in handed])))
         columns = scanner.commit()
-        for chunks, data in zip(self.scanned_rows, columns):
+        for chunks, data in zip(self.scanned_rows, columns):  # the rows: columns[:11]
             chunks.append(data)
+        flows = self.t.flows  # few: appended at once, after any flow handed back
+        for column, data in zip((flows.id, flows.is_end, flows.track, flows.ts), columns[11:15]):
+            column.frombytes(data)
         skipped = self.t.skipped
         for ph, count in columns[-1].items():
             skipped[ph] = skipped.get(ph, 0) + count
