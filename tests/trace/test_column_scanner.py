@@ -43,8 +43,8 @@ def snapshot(trace: Trace) -> dict:
                flows=[list(getattr(trace.flows, c)) for c in ("id", "is_end", "track", "ts")],
                memory=[list(getattr(trace.memory, c)) for c in ("ts", "track", "nbytes", "total_allocated",
                                                                  "device_type", "device_id")])
-    # -0.0 == 0.0: compare the bits of every time
-    out["ts"] = [math.copysign(1, v) * abs(v) if v == 0 else v for v in out["ts"]]
+    # -0.0 == 0.0: compare the signs of every time too
+    out["ts_signs"] = [math.copysign(1, v) for v in out["ts"]]
     out["dur_signs"] = [math.copysign(1, v) for v in out["dur"]]
     return out
 

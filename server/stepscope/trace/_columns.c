@@ -372,7 +372,6 @@ static const char *scan_string(const char *p, const char *end, const char **cont
 /* A JSON number at `p`: the position after it, or NULL if it is not valid. `is_int` says it has
  * neither fraction nor exponent. */
 static const char *scan_number(const char *p, const char *end, int *is_int) {
-    const char *s = p;
     if (p < end && *p == '-')
         p++;
     if (p >= end)
@@ -405,7 +404,6 @@ static const char *scan_number(const char *p, const char *end, int *is_int) {
         if (p == d)
             return NULL;
     }
-    (void)s;
     *is_int = integer;
     return p;
 }
@@ -520,9 +518,9 @@ slow:;
     return 1;
 }
 
-/* Skip any JSON value at `p`, checking it: the position after it, NULL if invalid, or `deep` set
- * when it nests deeper than MAX_DEPTH. */
-static const char *skip_value(const char *p, const char *end, int *deep) {
+/* Skip any JSON value at `p`, checking it: the position after it, or NULL if it is invalid or
+ * nests deeper than MAX_DEPTH (either way the slice goes to the reference decoder). */
+static const char *skip_value(const char *p, const char *end) {
     char stack[MAX_DEPTH]; /* '{' or '[' per open container */
     int depth = 0;
     const char *content;
@@ -541,10 +539,8 @@ static const char *skip_value(const char *p, const char *end, int *deep) {
             break;
         case '{':
         case '[':
-            if (depth == MAX_DEPTH) {
-                *deep = 1;
+            if (depth == MAX_DEPTH)
                 return NULL;
-            }
             stack[depth++] = *p++;
             p = skip_ws(p, end);
             if (p < end && *p == (stack[depth - 1] == '{' ? '}' : ']')) {
@@ -622,7 +618,6 @@ typedef struct {
 
 typedef struct {
     Value ph, cat, name, pid, tid, ts, dur, id;
-    int has_args; /* a JSON object (null and absent both mean no args) */
     int64_t correlation, external_id, external_id_old, sequence, nbytes, size;
     Value call_stack, input_dims, input_type; /* dims/type: raw text of any value */
     unsigned odd; /* ODD_* bits: integer args the reference would coerce (bail only if a row uses them) */
@@ -638,7 +633,7 @@ static inline int key_is(const char *k, size_t n, const char *lit, size_t litn) 
 #define KEY(lit) key_is(key, klen, lit, sizeof(lit) - 1)
 
 /* One value of a field we read: its type and text. NULL if the JSON is invalid. */
-static const char *read_value(const char *p, const char *end, Value *v, int *deep) {
+static const char *read_value(const char *p, const char *end, Value *v) {
     p = skip_ws(p, end);
     if (p >= end)
         return NULL;
@@ -658,7 +653,7 @@ static const char *read_value(const char *p, const char *end, Value *v, int *dee
         p += 4;
         v->type = IS_NULL;
     } else {
-        p = skip_value(p, end, deep);
+        p = skip_value(p, end);
         if (!p)
             return NULL;
         v->type = IS_OTHER;
@@ -679,7 +674,6 @@ static void int_field(const Value *v, int64_t *out, unsigned bit, unsigned *odd)
 
 /* No args (absent, or a repeated "args" about to replace the earlier one, as in the reference). */
 static void clear_args(Fields *f) {
-    f->has_args = 0;
     f->odd = 0;
     f->correlation = f->external_id = f->external_id_old = f->sequence = f->nbytes = f->size = -1;
     memset(&f->call_stack, 0, sizeof(Value));
@@ -715,9 +709,8 @@ static const char *next_member(const char *p, const char *end, int *closed) {
     return skip_ws(p + 1, end);
 }
 
-static const char *read_args(const char *p, const char *end, Fields *f, int *deep) {
+static const char *read_args(const char *p, const char *end, Fields *f) {
     clear_args(f);
-    f->has_args = 1;
     p = skip_ws(p + 1, end); /* after '{' */
     if (p < end && *p == '}')
         return p + 1;
@@ -742,20 +735,20 @@ static const char *read_args(const char *p, const char *end, Fields *f, int *dee
         else if (KEY("size"))
             target = &f->size, bit = ODD_SIZE;
         if (target) {
-            if (!(p = read_value(p, end, &v, deep)))
+            if (!(p = read_value(p, end, &v)))
                 return NULL;
             *target = -1;
             int_field(&v, target, bit, &f->odd);
         } else if (KEY("Call stack")) {
-            if (!(p = read_value(p, end, &f->call_stack, deep)))
+            if (!(p = read_value(p, end, &f->call_stack)))
                 return NULL;
         } else if (KEY("Input Dims")) {
-            if (!(p = read_value(p, end, &f->input_dims, deep)))
+            if (!(p = read_value(p, end, &f->input_dims)))
                 return NULL;
         } else if (KEY("Input type")) {
-            if (!(p = read_value(p, end, &f->input_type, deep)))
+            if (!(p = read_value(p, end, &f->input_type)))
                 return NULL;
-        } else if (!(p = skip_value(p, end, deep))) {
+        } else if (!(p = skip_value(p, end))) {
             return NULL;
         }
         int closed;
@@ -765,7 +758,7 @@ static const char *read_args(const char *p, const char *end, Fields *f, int *dee
 }
 
 /* The fields of one event object at `p` (on its '{'). */
-static const char *read_event(const char *p, const char *end, Fields *f, int *deep) {
+static const char *read_event(const char *p, const char *end, Fields *f) {
     memset(f, 0, sizeof(*f));
     clear_args(f);
     p = skip_ws(p + 1, end);
@@ -794,11 +787,11 @@ static const char *read_event(const char *p, const char *end, Fields *f, int *de
             else if (KEY("args")) {
                 p = skip_ws(p, end);
                 if (p < end && *p == '{') {
-                    if (!(p = read_args(p, end, f, deep)))
+                    if (!(p = read_args(p, end, f)))
                         return NULL;
                 } else {
                     Value v;
-                    if (!(p = read_value(p, end, &v, deep)))
+                    if (!(p = read_value(p, end, &v)))
                         return NULL;
                     if (v.type == IS_NULL) {
                         clear_args(f);
@@ -811,9 +804,9 @@ static const char *read_event(const char *p, const char *end, Fields *f, int *de
             break;
         }
         if (target) {
-            if (!(p = read_value(p, end, target, deep)))
+            if (!(p = read_value(p, end, target)))
                 return NULL;
-        } else if (!(p = skip_value(p, end, deep))) {
+        } else if (!(p = skip_value(p, end))) {
             return NULL;
         }
     next:;
@@ -1135,7 +1128,6 @@ static int hand_back_flows(Scanner *sc) {
 
 static int scan_body(Scanner *sc, const char *body, size_t size) {
     const char *p = body, *end = body + size;
-    int deep = 0;
     p = skip_ws(p, end);
     if (p == end)
         return OK; /* no events */
@@ -1144,7 +1136,7 @@ static int scan_body(Scanner *sc, const char *body, size_t size) {
             return BAIL; /* not an object (or not JSON): the reference says which */
         Fields f;
         const char *start = p;
-        p = read_event(p, end, &f, &deep);
+        p = read_event(p, end, &f);
         if (!p)
             return BAIL; /* invalid, or nested too deeply: the reference decoder says why */
         int r = take_event(sc, &f, start, p, body);

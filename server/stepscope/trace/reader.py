@@ -42,7 +42,6 @@ from .. import forking
 from ..errors import NotATraceError, UsageError
 from .events import Args, Event, InvalidJSON, as_int, decode_events, decode_string, norm_id
 from .model import Kind, Trace, category_kind
-from .scan_threads import ScanThreads
 
 try:  # the compiled column scanner (_columns.c); without it, the same rows come from _Builder.add
     from ._columns import ColumnScanner
@@ -681,6 +680,8 @@ def _read(path: Path, n_workers: int, *, trusted_cuts: bool, used: dict[str, boo
         # cuts never does).
         threads = pool = None
         if n_workers > 1 and builder.scanner is not None:
+            from .scan_threads import ScanThreads  # here: small traces never need concurrent.futures
+
             threads = ScanThreads(builder, n_workers)
             cleanup.callback(threads.close)
         elif n_workers > 1 and forking.can_fork():
