@@ -58,7 +58,8 @@ cp extension/bundled_tool/server.py bundled/tool/server.py
 "$PYTHON" -m pip install --quiet --no-compile --no-deps --only-binary=:all: \
   --target bundled/libs "$WORK"/wheel/stepscope-*.whl -r tools/bundled-requirements.txt
 rm -rf bundled/libs/bin   # console scripts point at the build interpreter; the editor never uses them
-[ -f bundled/libs/stepscope/trace/_columns.abi3.so ] && [ -f bundled/libs/stepscope/analysis/_nesting.abi3.so ] \
+[ -f bundled/libs/stepscope/trace/_columns.abi3.so ] && [ -f bundled/libs/stepscope/trace/_rows.abi3.so ] \
+  && [ -f bundled/libs/stepscope/analysis/_nesting.abi3.so ] \
   || log "warning: the compiled modules were not built (no C compiler?): traces will be analysed 2-3x slower"
 
 for minor in $PYTHON_MINORS; do

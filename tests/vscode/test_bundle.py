@@ -58,6 +58,7 @@ def test_vsix_carries_client_server_and_native_libraries_only(vsix: Path) -> Non
         "extension/bundled/libs/cattrs/__init__.py",
         "extension/bundled/libs/exceptiongroup/__init__.py",  # cattrs needs it on 3.10
         "extension/bundled/libs/stepscope/trace/_columns.abi3.so",  # one build for every CPython 3.10+
+        "extension/bundled/libs/stepscope/trace/_rows.abi3.so",
         "extension/bundled/libs/stepscope/analysis/_nesting.abi3.so",
     ):
         assert required in names, f"{required} is not in the .vsix"
@@ -176,9 +177,10 @@ def test_bundled_compiled_modules_analyse_traces_on_every_supported_python_here(
     bundled = unpacked / "bundled"
     probe = (
         "import sys; sys.path[:0] = sys.argv[1:3]\n"
-        "from stepscope.trace import reader\n"
+        "from stepscope.trace import model, reader\n"
         "from stepscope.analysis import nesting, report\n"
         "assert reader.ColumnScanner is not None, 'the column scanner did not load'\n"
+        "assert model._rows_in is not None, 'the row indexes did not load'\n"
         "assert nesting._compiled is not None, 'the nesting kernel did not load'\n"
         "r = report.analyze([sys.argv[3]])\n"
         "print(r['ms_per_step'], r['evidence']['ops'][:3])\n"

@@ -1,42 +1,83 @@
-"""How the operators of each thread nest: each one's enclosing operator and self time, in one pass.
+"""How the operators of each thread nest: their order, each one's enclosing operator and self time;
+and self time summed by name and line.
 
-    for track, (starts, ends, up, own) in nest_tracks(rows_by_track, trace.ts, trace.dur).items(): ...
+    nested = nest_tracks(rows_by_track, trace.ts, trace.dur)
+    for track, (rows, starts, ends, own) in nested.tracks.items(): ...
+    nested.parent[row]  # the enclosing operator's row
+    add_self_times(times, counts, trace.name, rows, own, lines)  # by (name id, line key)
 
 Invariants:
-- `rows` are one thread's operators sorted by (start, -duration) (the enclosing one first when two
-  start together); the four lists are aligned with them.
-- `ends[k] = starts[k] + dur`; `up[k]` is the row of the innermost operator still open at op k's
-  start that also outlasts it (ends at or after its end), -1 for none; an op that outlasts its
-  enclosing one (a partial overlap) has no parent but still holds the ops inside it.
+- Each track's `rows` come out sorted by (start, -duration, position given): the enclosing op first
+  when two start together, and ops alike in both kept in the order given. The lists `starts`,
+  `ends` (start + duration) and `own` are aligned with them.
+- `parent` is a column over every row of the trace: the row of the innermost operator still open
+  at the op's start that also outlasts it (ends at or after its end); -1 for an op with none, and
+  for every row that is not one of the ops given. An op that outlasts its enclosing one (a partial
+  overlap) has no parent but still holds the ops inside it.
 - `own[k]` is op k's duration less the durations of the ops it directly holds, subtracted in row
   order (so the float result is the same on every path).
-- The compiled kernel (`_nesting.c`) and the loop here give identical lists (tested); the loop is
-  the reference, and what runs where the kernel is not built.
+- `add_self_times` adds each op's self time, negative ones as 0, to its (name id, line key) in op
+  order (so sums are the same float on every path), and counts the op under its name id.
+- The compiled kernels (`_nesting.c`) and the Python here give identical results (tested); the
+  Python is the reference, and what runs where the kernels are not built.
 """
 
 from __future__ import annotations
 
 from array import array
-from itertools import count
+from dataclasses import dataclass
+from itertools import compress, count, islice
+from operator import eq
 
 try:
-    from ._nesting import nest_rows as _compiled
-except ImportError:  # not built here: the loop below gives the same lists
-    _compiled = None
+    from ._nesting import add_self_times as _compiled_self_times, nest_rows as _compiled
+except ImportError:  # not built here: the Python below gives the same results
+    _compiled = _compiled_self_times = None
+
+NO_LINE = (None, None, None)  # the line key of an op that no line holds
 
 
-Nesting = tuple[list[float], list[float], list[int], list[float]]  # starts, ends, up, own
+TrackNesting = tuple[list[int], list[float], list[float], list[float]]  # rows, starts, ends, own
 
 
-def nest_tracks(rows_by_track: dict[int, list[int]], ts: array, dur: array) -> dict[int, Nesting]:
-    """Per track, the nesting of its operator rows (each list sorted as the invariants say)."""
+@dataclass
+class Nested:
+    tracks: dict[int, TrackNesting]
+    parent: array  # array("i"), one entry per row of the trace
+
+
+def nest_tracks(rows_by_track: dict[int, list[int]], ts: array, dur: array) -> Nested:
+    """Per track, the order and nesting of its operator rows, and every row's parent."""
     if _compiled is None:
-        return {track: nest_reference(rows, ts, dur) for track, rows in rows_by_track.items()}
+        parent = array("i", [-1]) * len(ts)
+        return Nested({track: nest_reference(rows, ts, dur, parent) for track, rows in rows_by_track.items()}, parent)
     ts_bytes, dur_bytes = ts.tobytes(), dur.tobytes()  # the kernel reads the columns as bytes
-    return {track: _compiled(rows, ts_bytes, dur_bytes) for track, rows in rows_by_track.items()}
+    parent_bytes = bytearray(b"\xff") * (len(ts) * array("i").itemsize)  # -1 everywhere (the kernel checks the size)
+    tracks = {track: _compiled(rows, ts_bytes, dur_bytes, parent_bytes) for track, rows in rows_by_track.items()}
+    parent = array("i")
+    parent.frombytes(parent_bytes)
+    return Nested(tracks, parent)
 
 
-def nest_reference(rows: list[int], ts: array, dur: array) -> Nesting:
+def order_ops(rows: list[int], ts: array, dur: array) -> list[int]:
+    """`rows` sorted by (start, -duration), stable: by start with a C-level key, then the rare runs
+    of equal starts by longest first."""
+    rows = sorted(rows, key=ts.__getitem__)
+    starts = list(map(ts.__getitem__, rows))
+    n = len(rows)
+    for k in compress(range(n - 1), map(eq, starts, islice(starts, 1, None))):
+        if k and starts[k - 1] == starts[k]:
+            continue  # inside a run already sorted from its first element
+        end = k + 1
+        while end < n and starts[end] == starts[k]:
+            end += 1
+        rows[k:end] = sorted(rows[k:end], key=dur.__getitem__, reverse=True)
+    return rows
+
+
+def nest_reference(rows: list[int], ts: array, dur: array, parent: array) -> TrackNesting:
+    """One track's nesting; writes its ops' parents into `parent`."""
+    rows = order_ops(rows, ts, dur)
     starts = [ts[r] for r in rows]
     durs = [dur[r] for r in rows]
     ends_out = [s + d for s, d in zip(starts, durs)]
@@ -44,7 +85,6 @@ def nest_reference(rows: list[int], ts: array, dur: array) -> Nesting:
     # for an empty stack
     n = len(rows)
     ends, own, up_rows = ends_out + [float("inf")], durs + [0.0], rows + [-1]
-    up = [-1] * n
     stack = [n]  # positions of the open ops, innermost last
     push, pop = stack.append, stack.pop
     top = n
@@ -53,9 +93,29 @@ def nest_reference(rows: list[int], ts: array, dur: array) -> Nesting:
             pop()
             top = stack[-1]
         if ends[top] >= end:
-            up[k] = up_rows[top]
+            parent[rows[k]] = up_rows[top]
             own[top] -= d
         push(k)
         top = k
     del own[n]
-    return starts, ends_out, up, own
+    return rows, starts, ends_out, own
+
+
+def add_self_times(times: dict[tuple, float], counts: dict[int, int], name_col: array, rows: list[int],
+                   own: list[float], lines: list) -> None:
+    """Add the ops' self times to `times[(name id, line key)]` (a line is an object with a `key`, or
+    None: NO_LINE) and count them in `counts[name id]`; the lists are aligned."""
+    if _compiled_self_times is not None:
+        _compiled_self_times(times, counts, name_col.tobytes(), rows, own, lines, NO_LINE)
+        return
+    add_self_times_reference(times, counts, name_col, rows, own, lines)
+
+
+def add_self_times_reference(times: dict[tuple, float], counts: dict[int, int], name_col: array, rows: list[int],
+                             own: list[float], lines: list) -> None:
+    for nid, us, line in zip(map(name_col.__getitem__, rows), own, lines):
+        if us < 0.0:
+            us = 0.0
+        key = (nid, line.key if line is not None else NO_LINE)
+        times[key] = times.get(key, 0.0) + us
+        counts[nid] = counts.get(nid, 0) + 1

@@ -36,8 +36,8 @@ import re
 from array import array
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from itertools import compress, islice, repeat
-from operator import eq, is_
+from itertools import compress, repeat
+from operator import is_
 from pathlib import Path
 from statistics import median
 from typing import Iterable
@@ -47,7 +47,7 @@ from ..intervals import Interval, clip, length, merge
 from ..attribution import LastStatement
 from ..labels import CallLines, FileTable, FrameResolver, parse_frame, parse_ss_label
 from ..links import Links, copy_direction
-from ..nesting import nest_tracks
+from ..nesting import add_self_times, nest_tracks
 from ..steps import Step
 
 #: ops that build a tensor from nothing but their arguments (deterministic values: a constant)
@@ -144,7 +144,7 @@ class _CallPlaces:
     same line occurrence" means for call lines (a stack names a statement, not one execution of it)."""
 
     def __init__(self, trace: Trace, lines: CallLines, op_spans: dict[int, tuple[list, list, list[int]]],
-                 parent: dict[int, int], main_track: int | None, step_starts: list[float]):
+                 parent: array, main_track: int | None, step_starts: list[float]):
         self.trace, self.lines, self.op_spans, self.parent = trace, lines, op_spans, parent
         self.main_track = main_track
         self.step_starts = step_starts
@@ -167,7 +167,7 @@ class _CallPlaces:
             found = by_stack[sid] if sid in by_stack else self._own([row])[0]
             if found is not None:
                 return found
-            row = parent.get(row, -1)
+            row = parent[row]
         return None
 
     def _own(self, rows: list[int]) -> list[_Node | None]:
@@ -188,7 +188,7 @@ class _CallPlaces:
             found_at = dict(zip(rows, out))
             parent = self.parent
             for k in missing:
-                up = parent.get(rows[k], -1)
+                up = parent[rows[k]]
                 if up >= 0:
                     out[k] = found_at[rows[k]] = found_at.get(up)
         return out
@@ -232,23 +232,8 @@ class _CallPlaces:
         return self._last
 
 
-def _order_ops(rows: list[int], ts_col, dur_col) -> None:
-    """Sort operator rows by (start, -duration), in place: by start with a C-level key, then the
-    rare runs of equal starts by longest first (the enclosing op before the ops it holds)."""
-    rows.sort(key=ts_col.__getitem__)
-    starts = list(map(ts_col.__getitem__, rows))
-    k, n = 0, len(rows)
-    for k in compress(range(n - 1), map(eq, starts, islice(starts, 1, None))):
-        if k and starts[k - 1] == starts[k]:
-            continue  # inside a run already sorted from its first element
-        end = k + 1
-        while end < n and starts[end] == starts[k]:
-            end += 1
-        rows[k:end] = sorted(rows[k:end], key=dur_col.__getitem__, reverse=True)
-
-
 def _innermost_ops(trace: Trace, op_spans: dict[int, tuple[list[float], list[float], list[int]]],
-                   parent: dict[int, int], queries: list[tuple[int, float]]) -> list[int | None]:
+                   parent: array, queries: list[tuple[int, float]]) -> list[int | None]:
     """The innermost operator open at each (track, ts), or None. The operator that started last
     before the moment contains it, or one of its ancestors does (operators on a thread nest), so
     a bisection and a short walk up the parents replace a sweep over every operator."""
@@ -347,8 +332,8 @@ class _Operators:
     """The operator tree of the window's threads, the op holding each launch, and with `Call stack`
     args the call lines (which also place the launches and syncs no region or frame holds)."""
 
-    parent: dict[int, int]  # op row -> the enclosing op's row (-1 at top level)
-    self_us: dict[int, float]
+    parent: array  # row -> the enclosing op's row (-1 at top level, and for rows that are no op)
+    own_us: dict[int, list[float]]  # track -> self time of each op, aligned with op_spans' rows
     op_spans: dict[int, tuple[list[float], list[float], list[int]]]  # track -> (starts, ends, rows), ordered
     launch_ops: list[int | None]
     calls: _CallPlaces | None
@@ -439,11 +424,8 @@ def evidence_window(trace: Trace, links: Links, steps: list[Step], *, file_table
 
     # --- operators in the window, by thread (a ProfilerStep written as cpu_op, by older traces,
     # is the step, not an operator)
-    ops_by_track: dict[int, list[int]] = defaultdict(list)
     step_names = frozenset(i for i, name in enumerate(names) if _STEP.match(name))
-    for i in [i for i in trace.rows(Kind.CPU_OP) if ts_col[i] <= cpu_end and ts_col[i] + dur_col[i] >= w0
-              and track_col[i] not in devices and name_col[i] not in step_names]:
-        ops_by_track[track_col[i]].append(i)
+    ops_by_track = trace.rows_overlapping(Kind.CPU_OP, w0, cpu_end, skip_tracks=devices, skip_names=step_names)
 
     return EvidenceWindow(
         n=n, w0=w0, w1=w1, cpu_end=cpu_end, step_starts=[s.cpu_start for s in steps], frames=frames,
@@ -459,19 +441,10 @@ def evidence_window(trace: Trace, links: Links, steps: list[Step], *, file_table
 
 def _operators(trace: Trace, links: Links, win: EvidenceWindow) -> _Operators:
     """The operator tree (order, parents, self times), and with `Call stack` args the call lines."""
-    ts_col, dur_col = trace.ts, trace.dur
-    parent: dict[int, int] = {}
-    self_us: dict[int, float] = {}
-    op_spans: dict[int, tuple[list[float], list[float], list[int]]] = {}
-    ordered = {}
-    for track, track_rows in win.ops_by_track.items():
-        ordered[track] = rows = list(track_rows)
-        _order_ops(rows, ts_col, dur_col)
-    for track, (op_starts, op_ends, up, own) in nest_tracks(ordered, ts_col, dur_col).items():
-        rows = ordered[track]
-        op_spans[track] = (op_starts, op_ends, rows)
-        parent.update(zip(rows, up))
-        self_us.update(zip(rows, own))
+    nested = nest_tracks(win.ops_by_track, trace.ts, trace.dur)
+    op_spans = {track: (starts, ends, rows) for track, (rows, starts, ends, _) in nested.tracks.items()}
+    own_us = {track: own for track, (_, _, _, own) in nested.tracks.items()}
+    parent = nested.parent
     launch_ops = _innermost_ops(trace, op_spans, parent, win.launch_q)
     calls = None
     launch_lines, sync_lines = win.launch_lines, win.sync_lines
@@ -481,7 +454,7 @@ def _operators(trace: Trace, links: Links, win: EvidenceWindow) -> _Operators:
         launch_lines, sync_lines = list(launch_lines), list(sync_lines)
         calls.fill_moments(win.launch_q, launch_ops, launch_lines)
         calls.fill_moments(win.sync_q, _innermost_ops(trace, op_spans, parent, win.sync_q), sync_lines)
-    return _Operators(parent, self_us, op_spans, launch_ops, calls, launch_lines, sync_lines)
+    return _Operators(parent, own_us, op_spans, launch_ops, calls, launch_lines, sync_lines)
 
 
 def operator_evidence(trace: Trace, links: Links, win: EvidenceWindow) -> dict:
@@ -490,24 +463,24 @@ def operator_evidence(trace: Trace, links: Links, win: EvidenceWindow) -> dict:
     It is most of the work on a large trace (report.py computes it in a child process)."""
     tree = _operators(trace, links, win)
     line_of_op: dict[int, _Node | None] = {}
+    op_tracks = []
     for track, (op_starts, _, rows) in tree.op_spans.items():
         located = win.locator.locate_sorted(track, op_starts)
         if tree.calls is not None:
             tree.calls.fill([track] * len(rows), op_starts, tree.calls.of_track_ops(rows), located)
         line_of_op.update(zip(rows, located))
+        op_tracks.append((rows, op_starts, tree.own_us[track], located))
     if tree.calls is not None:
         _batch_place(trace, win, tree)  # as the other half does: the call lines it meets count below
     precision = win.line_precision
     if precision == "none" and tree.calls is not None and tree.calls.nodes:
         precision = "call"
-    all_ops = [r for _, _, rows in tree.op_spans.values() for r in rows]
     return {
         "line_precision": precision,
-        "ops": _operator_figures(trace, all_ops, tree.self_us, line_of_op, win.launches, tree.launch_ops,
-                                 win.batch_merged, win.n, bool(links.gpu_rows)),
+        "ops": _operator_figures(trace, op_tracks, line_of_op, win.launches, tree.launch_ops, win.batch_merged,
+                                 win.n, bool(links.gpu_rows)),
         "h2d_copies": _copy_groups(trace, links, win.launches, tree.launch_ops, tree.launch_lines, tree.parent,
-                                   {t: spans[2] for t, spans in tree.op_spans.items()}, line_of_op,
-                                   win.batch_merged, win.step_of, win.n),
+                                   tree.op_spans, line_of_op, win.batch_merged, win.step_of, win.n),
     }
 
 
@@ -562,9 +535,11 @@ def _batch_place(trace: Trace, win: EvidenceWindow, tree: _Operators | None) -> 
     return found
 
 
-def _operator_figures(trace: Trace, all_ops: list[int], self_us: dict[int, float], line_of_op: dict,
-                      launches: list[tuple[int, int]], launch_ops: list, batch: list[Interval], n: int,
-                      gpu_observed: bool) -> list[dict]:
+def _operator_figures(trace: Trace, op_tracks: list[tuple[list[int], list[float], list[float], list]],
+                      line_of_op: dict, launches: list[tuple[int, int]], launch_ops: list, batch: list[Interval],
+                      n: int, gpu_observed: bool) -> list[dict]:
+    """The operators by self and GPU time. `op_tracks`: per thread, its ops' rows, starts, self
+    times and lines, aligned and sorted by start (as the operator tree holds them)."""
     starts = [lo for lo, _ in batch]
     ts, dur, name_col, names = trace.ts, trace.dur, trace.name, trace.names
 
@@ -574,16 +549,11 @@ def _operator_figures(trace: Trace, all_ops: list[int], self_us: dict[int, float
 
     # grouped by interned name id (one string lookup per name, not per event)
     self_by_name: dict[int, float] = defaultdict(float)
-    count_by_name: Counter = Counter()
-    time_at: dict[tuple[int, tuple], float] = defaultdict(float)  # (name id, line key) -> µs
-    no_line = (None, None, None)
-    counted = [r for r in all_ops if not in_batch(ts[r])] if starts else all_ops
-    for nid, own, node in zip(map(name_col.__getitem__, counted), map(self_us.__getitem__, counted),
-                              map(line_of_op.__getitem__, counted)):
-        if own < 0.0:
-            own = 0.0
-        time_at[nid, node.key if node is not None else no_line] += own
-    count_by_name.update(map(name_col.__getitem__, counted))
+    count_by_name: dict[int, int] = {}
+    time_at: dict[tuple[int, tuple], float] = {}  # (name id, line key) -> µs
+    for rows, op_starts, own_us, lines in op_tracks:
+        for lo, hi in _outside(op_starts, batch):  # ops that start in a batch read are not counted
+            add_self_times(time_at, count_by_name, name_col, rows[lo:hi], own_us[lo:hi], lines[lo:hi])
     line_time: dict[int, Counter] = defaultdict(Counter)
     for (nid, key), us in time_at.items():  # few entries: a name's lines
         line_time[nid][key] += us
@@ -610,20 +580,39 @@ def _operator_figures(trace: Trace, all_ops: list[int], self_us: dict[int, float
     return out[:15]
 
 
+def _outside(times: list[float], merged: list[Interval]) -> list[tuple[int, int]]:
+    """Position ranges [lo, hi) of sorted `times` that lie in none of the `merged` intervals (ends
+    included in the intervals)."""
+    ranges = []
+    k = 0
+    for lo, hi in merged:
+        first, past = bisect.bisect_left(times, lo), bisect.bisect_right(times, hi)
+        if first > k:
+            ranges.append((k, first))
+        k = max(k, past)
+    if k < len(times):
+        ranges.append((k, len(times)))
+    return ranges
+
+
 def _key(node: _Node | None) -> tuple:
     return node.key if node is not None else (None, None, None)
 
 
 def _copy_groups(trace: Trace, links: Links, launches: list[tuple[int, int]], launch_ops: list, launch_lines: list,
-                 parent: dict[int, int], ops_by_track: dict[int, list[int]], line_of_op: dict,
+                 parent: array, op_spans: dict[int, tuple[list[float], list[float], list[int]]], line_of_op: dict,
                  batch: list[Interval], step_of, n: int) -> list[dict]:
     """Host-to-device copies grouped by (line, bytes), with the factory op that fed them, if any."""
-    top_level: dict[int, list[int]] = {}
-    top_starts: dict[int, list[float]] = {}
-    if any(trace.kind[g] == Kind.MEMCPY for g, _ in launches):  # only copies look for a feeding op
-        top_level = {t: list(compress(rows, map((-1).__eq__, map(parent.__getitem__, rows))))
-                     for t, rows in ops_by_track.items()}
-        top_starts = {t: [trace.ts[r] for r in rows] for t, rows in top_level.items()}
+    top_level: dict[int, tuple[list[int], list[float]]] = {}
+
+    def top_of(track: int) -> tuple[list[int], list[float]]:
+        """The thread's top-level ops and their starts, in order (found when a copy first asks)."""
+        if track not in top_level:
+            starts, _, rows = op_spans.get(track, ([], [], []))
+            is_top = list(map((-1).__eq__, map(parent.__getitem__, rows)))
+            top_level[track] = (list(compress(rows, is_top)), list(compress(starts, is_top)))
+        return top_level[track]
+
     bstarts = [lo for lo, _ in batch]
     groups: dict[tuple, dict] = {}
     for (g, r), op, line in zip(launches, launch_ops, launch_lines):
@@ -632,7 +621,7 @@ def _copy_groups(trace: Trace, links: Links, launches: list[tuple[int, int]], la
         ts = trace.ts[r]
         k = bisect.bisect_right(bstarts, ts) - 1
         in_read = k >= 0 and ts <= batch[k][1]
-        factory = _feeding_factory(trace, op, parent, top_level, top_starts, line_of_op, line)
+        factory = _feeding_factory(trace, op, parent, top_of, line_of_op, line)
         key = (_key(line), max(0, trace.nbytes[g]))
         grp = groups.setdefault(key, {"steps": set(), "count": 0, "factory": None, "in_batch_read": False})
         grp["steps"].add(step_of(ts))
@@ -648,21 +637,20 @@ def _copy_groups(trace: Trace, links: Links, launches: list[tuple[int, int]], la
     return out[:20]
 
 
-def _feeding_factory(trace: Trace, op: int | None, parent: dict[int, int], top_level: dict[int, list[int]],
-                     top_starts: dict[int, list[float]], line_of_op: dict, line: _Node | None) -> str | None:
+def _feeding_factory(trace: Trace, op: int | None, parent: array, top_of, line_of_op: dict,
+                     line: _Node | None) -> str | None:
     """The factory op that built the copied tensor: in the copy's own op chain, the top-level op just
     before it, or `aten::lift_fresh` just after it (torch.tensor), within the same line occurrence."""
     if op is None:
         return None
     chain = [op]
-    while parent.get(chain[-1], -1) >= 0:
+    while parent[chain[-1]] >= 0:
         chain.append(parent[chain[-1]])
     for r in chain:
         if trace.label(r) in FACTORY_OPS - {"aten::lift_fresh"}:
             return trace.label(r)
     top = chain[-1]
-    track = trace.track[top]
-    rows, starts = top_level.get(track, []), top_starts.get(track, [])
+    rows, starts = top_of(trace.track[top])
     k = bisect.bisect_left(starts, trace.ts[top])
     same_line = (lambda r: line_of_op.get(r) is line) if line is not None else (lambda r: True)
     if k > 0 and trace.label(rows[k - 1]) in FACTORY_OPS and same_line(rows[k - 1]):
