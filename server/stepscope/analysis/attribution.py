@@ -33,7 +33,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from itertools import compress
-from operator import itemgetter
+from operator import itemgetter, not_
 from pathlib import Path
 from typing import Hashable, Iterable
 
@@ -200,7 +200,7 @@ def attribute(
     frame_cache: dict[int, tuple | None] = {}
     ss_cache: dict[int, tuple | None] = {}
     # resolve each distinct name once; only rows whose name leads somewhere are visited
-    for name_id in set(trace.name[i] for i in trace.rows(Kind.PYTHON)):
+    for name_id in set(map(trace.name.__getitem__, trace.rows(Kind.PYTHON))):
         frame = parse_frame(trace.names[name_id])
         path = frames.resolve(frame) if frame else None
         frame_cache[name_id] = ("function", path, frame.line) if (frame and path) else None
@@ -348,6 +348,7 @@ def _gpu_figures(trace: Trace, rows: list[int], n_steps: int, observed: bool) ->
 
 def _gpu_under_backward(trace: Trace, backward_points: _Points, gpu_points: _Points) -> dict[int, list[int]]:
     """For each backward op, the GPU events launched from inside it (same thread, by launch time)."""
+    ts_col, dur_col = trace.ts, trace.dur
     by_track: dict[int, list[int]] = defaultdict(list)
     for r in set(backward_points.row):
         by_track[trace.track[r]].append(r)
@@ -363,7 +364,7 @@ def _gpu_under_backward(trace: Trace, backward_points: _Points, gpu_points: _Poi
         j = bisect.bisect_right(starts[track], ts) - 1
         # backward ops of one thread run one after another; look back a little for an enclosing one
         for r in reversed(rows[max(0, j - 8) : j + 1]):
-            if trace.end(r) >= ts:
+            if ts_col[r] + dur_col[r] >= ts:
                 out[r].append(row)
                 break
     return out
@@ -379,6 +380,7 @@ def _backward_gpu_ms(trace: Trace, bwd_rows: list[int], gpu_under: dict[int, lis
 
 def _backward_points(trace: Trace, w0: float, w1: float) -> tuple[_Points, str]:
     """Forward points of the backward ops in the window, and how they were linked."""
+    ts_col, dur_col = trace.ts, trace.dur
     points = _Points()
     bwd_rows_by_track: dict[int, list[int]] = defaultdict(list)
     backward_ids = frozenset(i for i, n in enumerate(trace.names) if _BACKWARD.match(n))
@@ -389,10 +391,12 @@ def _backward_points(trace: Trace, w0: float, w1: float) -> tuple[_Points, str]:
         return points, "none needed"
     flows = trace.flows
     if len(flows):
-        starts: dict[int, tuple[int, float]] = {}
-        ends: dict[int, tuple[int, float]] = {}
-        for fid, is_end, track, ts in zip(flows.id, flows.is_end, flows.track, flows.ts):
-            (ends if is_end else starts)[fid] = (track, ts)
+        # flow id -> (track, ts) of its start and of its end (the last point of each wins)
+        is_start = list(map(not_, flows.is_end))
+        starts: dict[int, tuple[int, float]] = dict(zip(compress(flows.id, is_start),
+                                                        zip(compress(flows.track, is_start), compress(flows.ts, is_start))))
+        ends: dict[int, tuple[int, float]] = dict(zip(compress(flows.id, flows.is_end),
+                                                      zip(compress(flows.track, flows.is_end), compress(flows.ts, flows.is_end))))
         for track in bwd_rows_by_track:
             bwd_rows_by_track[track].sort(key=trace.ts.__getitem__)
         bwd_starts = {t: [trace.ts[r] for r in rows] for t, rows in bwd_rows_by_track.items()}
@@ -405,7 +409,7 @@ def _backward_points(trace: Trace, w0: float, w1: float) -> tuple[_Points, str]:
             j = bisect.bisect_right(bwd_starts[etrack], ets) - 1
             chosen = -1
             for r in reversed(rows[max(0, j - 64) : j + 1]):
-                if trace.end(r) >= ets:
+                if ts_col[r] + dur_col[r] >= ets:
                     chosen = r
                     break
             if chosen >= 0:

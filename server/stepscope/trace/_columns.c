@@ -89,12 +89,27 @@ typedef struct {
     size_t mask;
 } Table;
 
+/* Eight bytes a step (a multiply-xorshift mix per word): names are long (paths of Python frames),
+ * and byte-at-a-time hashing was the larger part of looking them up. Only the table depends on it:
+ * ids are assigned at commit, in row order. */
+static uint64_t mix(uint64_t h, uint64_t word) {
+    h = (h ^ word) * 0xFF51AFD7ED558CCDULL;
+    return h ^ (h >> 32);
+}
+
 static uint64_t hash_bytes(const char *s, size_t n) {
-    uint64_t h = 1469598103934665603ULL ^ n; /* FNV-1a, length-seeded */
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ULL;
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ n;
+    for (; n >= 8; s += 8, n -= 8) {
+        uint64_t word;
+        memcpy(&word, s, 8);
+        h = mix(h, word);
     }
+    if (n) {
+        uint64_t word = 0;
+        memcpy(&word, s, n);
+        h = mix(h, word);
+    }
+    h *= 0xC4CEB9FE1A85EC53ULL;
     return h ^ (h >> 29);
 }
 
