@@ -31,6 +31,13 @@ def test_rows_named_matches_the_reference(ids, wanted) -> None:
     assert trace.rows_named(frozenset(wanted)) == model.rows_named_reference(trace.name, frozenset(wanted))
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-1, 9), max_size=100))
+def test_rows_with_a_detail_match_the_reference(ids) -> None:
+    trace = model.Trace(path=Path("t.json"), names=[f"n{i}" for i in range(10)])
+    assert trace.rows_with(array("i", ids)) == [r for r, i in enumerate(ids) if i >= 0]
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.integers(0, 127), max_size=300))
 def test_rows_by_kind_matches_the_reference(kinds) -> None:
@@ -68,6 +75,8 @@ def test_real_traces_index_alike(path: Path) -> None:
     every_third = frozenset(range(0, len(trace.names), 3))
     assert trace.rows_named(every_third) == model.rows_named_reference(trace.name, every_third)
     assert trace.rows(Kind.CPU_OP) == [r for r in range(len(trace)) if trace.kind[r] == Kind.CPU_OP]
+    for detail in (trace.stack, trace.shapes):
+        assert trace.rows_with(detail) == [r for r in range(len(trace)) if detail[r] != -1]
     if len(trace):
         lo, hi = trace.ts[len(trace) // 3], trace.ts[len(trace) // 2]
         names = frozenset(range(0, len(trace.names), 5))

@@ -237,15 +237,12 @@ def attribute(
     frame_nodes.extend(_Node(*n) for n in call_stack_nodes(trace, frames, w0, w1, devices))
 
     # --- points: GPU launches, host syncs, forward points of backward ops
-    gpu_points = _Points()
-    for g in links.gpu_rows:
-        r = links.launch_row.get(g)
-        if r is not None and w0 <= trace.ts[r] <= w1:
-            gpu_points.add(trace.track[r], trace.ts[r], g)
-    sync_points = _Points()
-    for r in links.sync_rows:
-        if w0 <= trace.ts[r] <= w1:
-            sync_points.add(trace.track[r], trace.ts[r], r)
+    launch_row = links.launch_row
+    launched = [(g, r) for g in links.gpu_rows if (r := launch_row.get(g)) is not None and w0 <= ts_col[r] <= w1]
+    gpu_points = _Points([track_col[r] for _, r in launched], [ts_col[r] for _, r in launched],
+                         [g for g, _ in launched])
+    syncs = [r for r in links.sync_rows if w0 <= ts_col[r] <= w1]
+    sync_points = _Points([track_col[r] for r in syncs], [ts_col[r] for r in syncs], syncs)
     backward_points, backward_link = _backward_points(trace, w0, w1)
     gpu_under = _gpu_under_backward(trace, backward_points, gpu_points)
 
@@ -400,6 +397,7 @@ def _backward_points(trace: Trace, w0: float, w1: float) -> tuple[_Points, str]:
         for track in bwd_rows_by_track:
             bwd_rows_by_track[track].sort(key=trace.ts.__getitem__)
         bwd_starts = {t: [trace.ts[r] for r in rows] for t, rows in bwd_rows_by_track.items()}
+        add = points.add
         for fid, (etrack, ets) in ends.items():
             start = starts.get(fid)
             rows = bwd_rows_by_track.get(etrack)
@@ -413,7 +411,7 @@ def _backward_points(trace: Trace, w0: float, w1: float) -> tuple[_Points, str]:
                     chosen = r
                     break
             if chosen >= 0:
-                points.add(start[0], start[1], chosen)
+                add(start[0], start[1], chosen)
         return points, "flows"
     # no flows: match backward ops to forward ops by sequence number
     forward_by_seq: dict[int, list[tuple[float, int]]] = defaultdict(list)  # number -> [(start, row)]

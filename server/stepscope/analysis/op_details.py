@@ -18,7 +18,6 @@ from __future__ import annotations
 import bisect
 import re
 from collections import defaultdict
-from itertools import compress
 from typing import Hashable, Iterator
 
 import orjson
@@ -40,7 +39,7 @@ def call_stack_nodes(trace: Trace, resolver: FrameResolver, w0: float, w1: float
     calls = CallLines(trace.names, resolver)
     markers = frozenset(i for i, n in enumerate(trace.names) if _STEP_MARKER.match(n))
     ts_col, dur_col, track_col, stack_col = trace.ts, trace.dur, trace.track, trace.stack
-    for i in compress(range(len(stack_col)), map((-1).__lt__, stack_col)):
+    for i in trace.rows_with(stack_col):
         start = ts_col[i]
         end = start + dur_col[i]
         if end < w0 or start > w1 or track_col[i] in devices or trace.name[i] in markers:
@@ -55,7 +54,7 @@ def _outermost_ops(trace: Trace, w0: float, w1: float, tracks: set[int]) -> dict
     track, by start time (step markers, which older traces record as ops, are left out)."""
     markers = frozenset(i for i, n in enumerate(trace.names) if _STEP_MARKER.match(n))
     by_track: dict[int, list[int]] = defaultdict(list)
-    for i in compress(range(len(trace.shapes)), map((-1).__lt__, trace.shapes)):  # ops with recorded inputs
+    for i in trace.rows_with(trace.shapes):  # ops with recorded inputs
         # an op without recorded inputs (a record_function label) does not hide the ops inside it
         if trace.track[i] in tracks and w0 <= trace.ts[i] <= w1 and trace.shapes[i] >= 0 \
                 and trace.name[i] not in markers:
@@ -93,7 +92,7 @@ def add_op_details(trace: Trace, lines: list[dict], nodes: list, w0: float, w1: 
     per_key: dict[Hashable, list] = defaultdict(list)
     for n in nodes:
         per_key[n.key].append(n)
-    has_shapes = any(map((-1).__lt__, trace.shapes))
+    has_shapes = trace.shapes.count(-1) < len(trace.shapes)
     memory = trace.memory
     mem_rows = _memory_rows(trace)
     top_ops = _outermost_ops(trace, w0, w1, {n.track for n in nodes}) if has_shapes else {}

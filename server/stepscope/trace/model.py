@@ -191,6 +191,13 @@ class Trace:
             return rows_named_reference(self.name, name_ids)
         return _rows_in(self.name.tobytes(), _bitmap(name_ids, len(self.names)))
 
+    def rows_with(self, detail: array) -> list[int]:
+        """Row numbers where a detail column (`stack`, `shapes`: name ids, -1 when absent) holds
+        an id, in file order."""
+        if _rows_in is None:
+            return list(compress(range(len(detail)), map((-1).__lt__, detail)))
+        return _rows_in(detail.tobytes(), b"\x01" * len(self.names))
+
     def end(self, row: int) -> float:
         return self.ts[row] + self.dur[row]
 
