@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stepscope.trace import Trace, read_trace, reader
+from stepscope.trace.model import ROW_COLUMNS
 from stepscope.trace.events import InvalidJSON, decode_events
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "traces" / "public"
@@ -36,8 +37,7 @@ def test_the_scanner_is_built() -> None:
 
 def snapshot(trace: Trace) -> dict:
     """Everything a read produces, ids included (ids must not depend on the path taken)."""
-    out = {name: list(getattr(trace, name)) for name in (
-        "kind", "name", "track", "ts", "dur", "correlation", "external_id", "sequence", "nbytes", "stack", "shapes")}
+    out = {name: list(getattr(trace, name)) for name in ROW_COLUMNS}
     out.update(names=trace.names, tracks=trace.tracks, skipped=trace.skipped, process_names=trace.process_names,
                thread_names=trace.thread_names,
                flows=[list(getattr(trace.flows, c)) for c in ("id", "is_end", "track", "ts")],

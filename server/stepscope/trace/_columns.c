@@ -1280,7 +1280,7 @@ static PyObject *bytes_of(Buf *b) {
 
 /* (kind, name, track, ts, dur, correlation, external_id, sequence, nbytes, stack, shapes,
  *  flow id, flow is_end, flow track, flow ts, {phase: skipped count}): the slice's columns as
- *  machine bytes, for array.frombytes. */
+ *  machine bytes, for array.frombytes. The row columns come in the order of model.ROW_COLUMNS. */
 static PyObject *Scanner_commit(Scanner *sc, PyObject *unused) {
     (void)unused;
     if (!sc->scanned) {

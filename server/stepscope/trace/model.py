@@ -32,6 +32,11 @@ except ImportError:
     _rows_by_kind = _rows_in = _rows_overlapping = None
 
 
+#: The per-row columns of a `Trace`, in the order the column scanner (_columns.c) commits them.
+ROW_COLUMNS = ("kind", "name", "track", "ts", "dur", "correlation", "external_id", "sequence", "nbytes", "stack",
+               "shapes")
+
+
 class Kind:
     """Event families, by the `cat` Kineto writes (every era's spelling)."""
 

@@ -41,7 +41,7 @@ except ImportError:  # a platform without its wheels: the standard library reads
 from .. import forking
 from ..errors import NotATraceError, UsageError
 from .events import Args, Event, InvalidJSON, as_int, decode_events, decode_string, norm_id
-from .model import Kind, Trace, category_kind
+from .model import ROW_COLUMNS, Kind, Trace, category_kind
 
 try:  # the compiled column scanner (_columns.c); without it, the same rows come from _Builder.add
     from ._columns import ColumnScanner
@@ -353,7 +353,7 @@ class _Builder:
         self.name_ids, self.track_ids, self.detail_ids = intern.name_ids, intern.track_ids, intern.detail_ids
         self.kind_of: dict[str | None, int] = {}
         self.scanner = self.new_scanner() if compiled and ColumnScanner is not None else None
-        self.scanned_rows: list[list[bytes]] = [[] for _ in range(11)]  # per column: see finish()
+        self.scanned_rows: list[list[bytes]] = [[] for _ in ROW_COLUMNS]  # per column: see finish()
 
     def new_scanner(self) -> Any:
         """A column scanner that interns into this builder's trace (scan_threads.py uses several)."""
@@ -376,10 +376,11 @@ class _Builder:
         if handed:  # metadata and memory (and odd flows): few, decoded the reference way, first
             self._add_others(decode_events(b",".join([raw[start:end] for start, end in handed])))
         columns = scanner.commit()
-        for chunks, data in zip(self.scanned_rows, columns):  # the rows: columns[:11]
+        for chunks, data in zip(self.scanned_rows, columns):  # the rows: the first len(ROW_COLUMNS)
             chunks.append(data)
         flows = self.t.flows  # few: appended at once, after any flow handed back
-        for column, data in zip((flows.id, flows.is_end, flows.track, flows.ts), columns[11:15]):
+        n = len(ROW_COLUMNS)
+        for column, data in zip((flows.id, flows.is_end, flows.track, flows.ts), columns[n : n + 4]):
             column.frombytes(data)
         skipped = self.t.skipped
         for ph, count in columns[-1].items():
@@ -393,10 +394,8 @@ class _Builder:
         a read at 148 MB, more as columns grow)."""
         chunks = self.scanned_rows
         if chunks[0]:
-            t = self.t
-            for column, pending in zip((t.kind, t.name, t.track, t.ts, t.dur, t.correlation, t.external_id,
-                                        t.sequence, t.nbytes, t.stack, t.shapes), chunks):
-                column.frombytes(b"".join(pending))
+            for name, pending in zip(ROW_COLUMNS, chunks):
+                getattr(self.t, name).frombytes(b"".join(pending))
                 pending.clear()
 
     def merge(self, part: Trace) -> None:

@@ -23,7 +23,8 @@ from typing import Any
 class ScanThreads:
     def __init__(self, builder: Any, n: int):
         self.builder = builder
-        self.idle = [builder.new_scanner() for _ in range(n)]
+        # the builder's own scanner is one of them: while threads scan, the reader scans nothing itself
+        self.idle = [builder.scanner, *(builder.new_scanner() for _ in range(n - 1))]
         self.pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="stepscope-scan")
         self.in_flight: deque[tuple[bytes, Any, Future]] = deque()
 
