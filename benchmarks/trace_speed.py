@@ -5,9 +5,9 @@
 For each trace, in the same run and interleaved (A, B, C, A, B, C, ...), one fresh process each:
 - `orjson.loads`: a process that only reads the file and decodes it with `orjson.loads`
   (`.gz` read through gzip) — the floor for any full decode with orjson;
-- `stepscope`: the whole `stepscope analyze TRACE --json` command, stdout discarded (default
-  worker processes, evidence computed in a forked child), and `stepscope-1p` the same in one
-  process (`STEPSCOPE_TRACE_WORKERS=1 STEPSCOPE_ANALYSIS_FORK=0`);
+- `stepscope`: the whole `stepscope analyze TRACE --json` command, stdout discarded (by default
+  slices scanned on threads, parts of the analysis in forked children), and `stepscope-1p` the
+  same in one process (`STEPSCOPE_TRACE_WORKERS=1 STEPSCOPE_ANALYSIS_FORK=0`);
 - `hta` (with --hta-python, an interpreter that has HolisticTraceAnalysis installed):
   `TraceAnalysis(trace_dir=...)`, which parses the trace into its dataframes;
 - with `--compare NAME=SRC` (repeatable), `NAME` and `NAME-1p`: the same stepscope commands run
