@@ -132,36 +132,14 @@ done:
     return result;
 }
 
-/* Add `amount` to the float held at times[key] (0.0 when absent), as `times.get(key, 0.0) + amount`. */
-static int add_to(PyObject *times, PyObject *key, double amount) {
-    PyObject *held = PyDict_GetItemWithError(times, key); /* borrowed */
-    double sum = 0.0;
-    if (held) {
-        sum = PyFloat_AsDouble(held);
-        if (sum == -1.0 && PyErr_Occurred())
-            return -1;
-    } else if (PyErr_Occurred()) {
+/* dict[key] = dict.get(key, zero) + amount, as the reference writes it (the same number types, so
+ * the same float additions). */
+static int add_into(PyObject *dict, PyObject *key, PyObject *amount, PyObject *zero) {
+    PyObject *held = PyDict_GetItemWithError(dict, key); /* borrowed */
+    if (!held && PyErr_Occurred())
         return -1;
-    }
-    PyObject *value = PyFloat_FromDouble(sum + amount);
-    int done = value ? PyDict_SetItem(times, key, value) : -1;
-    Py_XDECREF(value);
-    return done;
-}
-
-/* counts[key] = counts.get(key, 0) + 1 */
-static int count_one(PyObject *counts, PyObject *key) {
-    PyObject *held = PyDict_GetItemWithError(counts, key); /* borrowed */
-    long count = 0;
-    if (held) {
-        count = PyLong_AsLong(held);
-        if (count == -1 && PyErr_Occurred())
-            return -1;
-    } else if (PyErr_Occurred()) {
-        return -1;
-    }
-    PyObject *value = PyLong_FromLong(count + 1);
-    int done = value ? PyDict_SetItem(counts, key, value) : -1;
+    PyObject *value = PyNumber_Add(held ? held : zero, amount);
+    int done = value ? PyDict_SetItem(dict, key, value) : -1;
     Py_XDECREF(value);
     return done;
 }
@@ -182,6 +160,9 @@ static PyObject *add_self_times(PyObject *module, PyObject *args) {
     Py_ssize_t columns = PyBytes_Size(names_bytes) / (Py_ssize_t)sizeof(int32_t);
     PyObject *last_line = NULL, *last_key = NULL; /* consecutive ops mostly share a line: its key, held */
     PyObject *result = NULL;
+    PyObject *zero_float = PyFloat_FromDouble(0.0), *zero_int = PyLong_FromLong(0), *one = PyLong_FromLong(1);
+    if (!zero_float || !zero_int || !one)
+        goto done;
     for (Py_ssize_t k = 0; k < n; k++) {
         long row = PyLong_AsLong(PyList_GetItem(rows, k));
         if (row == -1 && PyErr_Occurred())
@@ -190,11 +171,12 @@ static PyObject *add_self_times(PyObject *module, PyObject *args) {
             PyErr_SetString(PyExc_IndexError, "a row outside the columns");
             goto done;
         }
-        double us = PyFloat_AsDouble(PyList_GetItem(own, k));
-        if (us == -1.0 && PyErr_Occurred())
+        PyObject *us = PyList_GetItem(own, k); /* borrowed */
+        int negative = PyObject_RichCompareBool(us, zero_float, Py_LT);
+        if (negative < 0)
             goto done;
-        if (us < 0.0)
-            us = 0.0;
+        if (negative)
+            us = zero_float;
         PyObject *line = PyList_GetItem(lines, k);
         if (line != last_line) {
             PyObject *line_key = line == Py_None ? (Py_INCREF(no_line), no_line) : PyObject_GetAttrString(line, "key");
@@ -208,7 +190,7 @@ static PyObject *add_self_times(PyObject *module, PyObject *args) {
         memcpy(&nid, names + (size_t)row * sizeof(int32_t), sizeof(int32_t));
         PyObject *name_id = PyLong_FromLong(nid);
         PyObject *key = name_id ? PyTuple_Pack(2, name_id, last_key) : NULL;
-        int failed = !key || add_to(times, key, us) < 0 || count_one(counts, name_id) < 0;
+        int failed = !key || add_into(times, key, us, zero_float) < 0 || add_into(counts, name_id, one, zero_int) < 0;
         Py_XDECREF(key);
         Py_XDECREF(name_id);
         if (failed)
@@ -218,6 +200,9 @@ static PyObject *add_self_times(PyObject *module, PyObject *args) {
     Py_INCREF(result);
 done:
     Py_XDECREF(last_key);
+    Py_XDECREF(zero_float);
+    Py_XDECREF(zero_int);
+    Py_XDECREF(one);
     return result;
 }
 
