@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from array import array
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -109,3 +110,14 @@ def test_self_times_clamp_negative_ops_and_group_occurrences_of_a_line() -> None
                            [Line(same), Line(same), None, Line(same)])
     assert times == {(4, same): 2.0, (4, nesting.NO_LINE): 0.5, (2, same): 1.0}
     assert counts == {4: 3, 2: 1}
+
+
+def test_a_row_outside_the_columns_is_refused_on_both_paths() -> None:
+    ts, dur = array("d", [0.0, 1.0]), array("d", [1.0, 1.0])
+    with pytest.raises(IndexError):
+        nesting.nest_tracks({0: [0, 2]}, ts, dur)
+    with pytest.raises(IndexError):
+        reference({0: [0, 2]}, ts, dur)
+    for add in (nesting.add_self_times, nesting.add_self_times_reference):
+        with pytest.raises(IndexError):
+            add({}, {}, array("i", [0, 0]), [5], [1.0], [None])

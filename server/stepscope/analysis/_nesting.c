@@ -15,6 +15,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* rows[k] as a row number of the columns; -1 with an exception set when it is not one. */
+static long row_at(PyObject *rows, Py_ssize_t k, Py_ssize_t columns) {
+    long row = PyLong_AsLong(PyList_GetItem(rows, k));
+    if (row == -1 && PyErr_Occurred())
+        return -1;
+    if (row < 0 || row >= columns) {
+        PyErr_SetString(PyExc_IndexError, "a row outside the columns");
+        return -1;
+    }
+    return row;
+}
+
 /* One op to order: its sort key (start, -duration, position given) and its row. */
 typedef struct {
     double start, neg_dur;
@@ -62,13 +74,9 @@ static PyObject *nest_rows(PyObject *module, PyObject *args) {
     }
     int in_order = 1;
     for (Py_ssize_t k = 0; k < n; k++) {
-        long r = PyLong_AsLong(PyList_GetItem(rows, k));
-        if (r == -1 && PyErr_Occurred())
+        long r = row_at(rows, k, columns);
+        if (r < 0)
             goto done;
-        if (r < 0 || r >= columns) {
-            PyErr_SetString(PyExc_IndexError, "a row outside the columns");
-            goto done;
-        }
         double s, d;
         memcpy(&s, ts_data + (size_t)r * sizeof(double), sizeof(double));
         memcpy(&d, dur_data + (size_t)r * sizeof(double), sizeof(double));
@@ -164,13 +172,9 @@ static PyObject *add_self_times(PyObject *module, PyObject *args) {
     if (!zero_float || !zero_int || !one)
         goto done;
     for (Py_ssize_t k = 0; k < n; k++) {
-        long row = PyLong_AsLong(PyList_GetItem(rows, k));
-        if (row == -1 && PyErr_Occurred())
+        long row = row_at(rows, k, columns);
+        if (row < 0)
             goto done;
-        if (row < 0 || row >= columns) {
-            PyErr_SetString(PyExc_IndexError, "a row outside the columns");
-            goto done;
-        }
         PyObject *us = PyList_GetItem(own, k); /* borrowed */
         int negative = PyObject_RichCompareBool(us, zero_float, Py_LT);
         if (negative < 0)
