@@ -14,8 +14,8 @@ Invariants:
   at the op's start that also outlasts it (ends at or after its end); -1 for an op with none, and
   for every row that is not one of the ops given. An op that outlasts its enclosing one (a partial
   overlap) has no parent but still holds the ops inside it.
-- `own[k]` is op k's duration less the durations of the ops it directly holds, subtracted in row
-  order (so the float result is the same on every path).
+- `own[k]` is op k's duration less the durations of the ops it directly holds, subtracted in the
+  order of `rows` (so the float result is the same on every path).
 - `add_self_times` adds each op's self time, negative ones as 0, to its (name id, line key) in op
   order (so sums are the same float on every path), and counts the op under its name id.
 - The compiled kernels (`_nesting.c`) and the Python here give identical results (tested); the
