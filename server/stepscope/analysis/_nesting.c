@@ -169,7 +169,8 @@ static PyObject *add_self_times(PyObject *module, PyObject *args) {
     PyObject *last_line = NULL, *last_key = NULL; /* consecutive ops mostly share a line: its key, held */
     PyObject *result = NULL;
     PyObject *zero_float = PyFloat_FromDouble(0.0), *zero_int = PyLong_FromLong(0), *one = PyLong_FromLong(1);
-    if (!zero_float || !zero_int || !one)
+    PyObject *key_attr = PyUnicode_InternFromString("key");
+    if (!zero_float || !zero_int || !one || !key_attr)
         goto done;
     for (Py_ssize_t k = 0; k < n; k++) {
         long row = row_at(rows, k, columns);
@@ -183,7 +184,7 @@ static PyObject *add_self_times(PyObject *module, PyObject *args) {
             us = zero_float;
         PyObject *line = PyList_GetItem(lines, k);
         if (line != last_line) {
-            PyObject *line_key = line == Py_None ? (Py_INCREF(no_line), no_line) : PyObject_GetAttrString(line, "key");
+            PyObject *line_key = line == Py_None ? (Py_INCREF(no_line), no_line) : PyObject_GetAttr(line, key_attr);
             if (!line_key)
                 goto done;
             Py_XDECREF(last_key);
@@ -207,6 +208,7 @@ done:
     Py_XDECREF(zero_float);
     Py_XDECREF(zero_int);
     Py_XDECREF(one);
+    Py_XDECREF(key_attr);
     return result;
 }
 

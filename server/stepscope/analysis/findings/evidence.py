@@ -36,7 +36,7 @@ import re
 from array import array
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from itertools import compress, repeat
+from itertools import chain, compress, repeat
 from operator import is_
 from pathlib import Path
 from statistics import median
@@ -552,8 +552,11 @@ def _operator_figures(trace: Trace, op_tracks: list[tuple[list[int], list[float]
     count_by_name: dict[int, int] = {}
     time_at: dict[tuple[int, tuple], float] = {}  # (name id, line key) -> µs
     for rows, op_starts, own_us, lines in op_tracks:
-        for lo, hi in _outside(op_starts, batch):  # ops that start in a batch read are not counted
-            add_self_times(time_at, count_by_name, name_col, rows[lo:hi], own_us[lo:hi], lines[lo:hi])
+        kept = _outside(op_starts, batch)  # ops that start in a batch read are not counted
+        if kept != [(0, len(rows))]:  # one call a thread, over the kept ops in order
+            rows, own_us, lines = (list(chain.from_iterable(seq[lo:hi] for lo, hi in kept))
+                                   for seq in (rows, own_us, lines))
+        add_self_times(time_at, count_by_name, name_col, rows, own_us, lines)
     line_time: dict[int, Counter] = defaultdict(Counter)
     for (nid, key), us in time_at.items():  # few entries: a name's lines
         line_time[nid][key] += us
