@@ -12,6 +12,7 @@ ws=$(mktemp -d)
 cp benchmarks/gpu_cases/*.py "$ws/"
 git -C "$ws" init -q
 cd "$ws"
+mkdir -p runs
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
   $PY -c 'import torch; print(torch.__version__, torch.version.cuda, torch.cuda.get_device_name(0))'; } > "$OUT/machine.txt" 2>&1
 
@@ -20,7 +21,7 @@ profile() {  # NAME CASE VARIANT [stepscope options...]
   local start=$SECONDS line
   line=$(grep -n "for i in range(args.steps)" "$case.py" | cut -d: -f1)  # the training loop
   $PY -m stepscope profile "$case.py" --line "$line" --out "runs/$name" --json "$@" -- --variant "$variant" \
-      > "$OUT/$name.json" 2> "runs-$name.log"
+      > "runs/$name.json" 2> "runs/$name.log"
   echo "$name exit $? ($((SECONDS - start)) s)" >> "$OUT/summary.txt"
   $PY -m stepscope analyze "runs/$name" > "runs/$name/report.txt" 2>&1
 }
@@ -44,5 +45,6 @@ for cv in "const_copy rebuilt" "const_copy hoisted" "sync_every_step syncs" "syn
           "compiled_block eager" "compiled_block default" "compiled_block reduce-overhead"; do
   $PY handtime.py $cv >> "$OUT/handtime.jsonl" 2>> "$OUT/handtime.err"
 done
-tar czf "$OUT/runs.tgz" runs runs-*.log torch_trace 2>/dev/null
+# Everything in one archive: a machine that hands back only a few files still returns it all.
+tar czf "$OUT/cases.tgz" runs torch_trace 2>/dev/null
 ls -la "$OUT" >> "$OUT/summary.txt"
