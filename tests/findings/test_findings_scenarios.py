@@ -145,8 +145,10 @@ def test_unsteady_window_names_the_slow_step_and_the_line_that_only_it_ran(scena
 @pytest.mark.parametrize("name", ["missing_label", "gpu_missing_label"])
 def test_a_label_on_a_branch_the_window_never_took_is_listed(scenario_report, name: str) -> None:
     report = scenario_report(name)
+    file_id = [f["path"] for f in report["files"]].index("examples/scenarios/missing_label.py")
     assert report["missing_labels"] == [{"label": "augment", "file": str(SCRIPTS / "missing_label.py"),
-                                         "line": line_of("missing_label.py", 'record_function("augment")')}]
+                                         "line": line_of("missing_label.py", 'record_function("augment")'),
+                                         "file_id": file_id}]
     assert any(r["label"] == "normalise" for r in report["regions"])
     (f,) = [f for f in report["findings"] if f["kind"] == "missing-label"]
     assert f["line"] == report["missing_labels"][0]["line"]

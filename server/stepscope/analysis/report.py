@@ -1,4 +1,5 @@
-"""The analysis report: `analyze(paths) -> dict`, in the shape of shared/PRODUCT.md (`--json`).
+"""The analysis report: `analyze(paths) -> dict`, in the shape of the CLI contract (`--json`), typed
+and versioned in model.py (`Report`, `SCHEMA_VERSION`, the shipped `report.schema.json`).
 
 Invariants:
 - The headline `ms_per_step` is the median of the active steps' elapsed times (see steps.py), never
@@ -7,7 +8,8 @@ Invariants:
 - Every figure is per active step and comes from one named machine (`machine`, with its `source`).
 - Missing data is said, not zero-filled: `gpu.observed` false with a reason, `gpu_ms` null, and
   `notes` listing what the trace lacks.
-- Paths in the report are absolute.
+- Paths in the report are absolute; the file table `files` lists them once, relative to the source
+  root where they lie under it, and every object pointing at a line has its `file_id` (model.py).
 - Steps come from CPU `ProfilerStep#N` markers; only when a trace has none, from the markers on a
   GPU stream (their `cpu_ms` is null and `notes` says where the steps came from; see steps.py).
 - Bad input raises `NotATraceError` / `UsageError` with a one-line reason.
@@ -38,6 +40,7 @@ from .step_contents import describe_step
 from .labels import FileTable, load_file_table, parse_ss_label
 from .links import Links, build_links
 from .machine import describe_machine, gpu_observation
+from .model import attach_files
 from .ranks import order_by_rank, rank_file_name, rank_in_file_name, summarize_ranks
 from .steps import GPU_MARKERS_NOTE, Step, find_steps, gpu_marker_steps, ms_per_step, whole_window, window_note
 
@@ -149,7 +152,7 @@ def analyze(paths: list[Path], *, source_root: Path | None = None, run_dir: Path
     report["notes"].extend(config_notes + label_notes)
     report["step_contents"] = describe_step(report)
     report["findings"] = find(report, thresholds)
-    return report
+    return attach_files(report)
 
 
 def _lines_not_split(scenario: dict[str, Any] | None, file_table: FileTable | None) -> list[str]:
