@@ -5,49 +5,21 @@ step runs torch.compile'd code when the run recorded it), the per-line table sor
 the inputs and memory of the top lines (when recorded), regions, findings, and what was not
 observed. A trace without step markers has no ms/step: its headline names the window and its
 figures are per window.
+
+Layout only: how each figure is rounded and worded (ms, the machine, the headline) comes from
+present.py, which the editor's surfaces use too.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from . import present
+
+_fmt_ms = present.ms_table
+_short = present.short_path
+_bytes_text = present.bytes_text
 
 MAX_ROWS = 30
 MAX_STEPS_SHOWN = 10
-
-
-def _fmt_ms(v: float | None) -> str:
-    return "n/o" if v is None else f"{v:.3f}"
-
-
-def _machine_name(machine: dict) -> str:
-    parts = [str(machine.get("device") or "unknown device")]
-    if machine.get("host"):
-        parts.append(f"host {machine['host']}")
-    if machine.get("rank") is not None:
-        parts.append(f"rank {machine['rank']}")
-    parts.append(f"from the {machine.get('source', 'trace')}")
-    return ", ".join(parts)
-
-
-def _short(path: str | None, root: str | None) -> str:
-    if not path:
-        return "-"
-    if root:
-        try:
-            return Path(path).relative_to(root).as_posix()
-        except ValueError:
-            pass
-    return path
-
-
-def _headline(report: dict) -> str:
-    if report.get("ms_per_step") is None:
-        window_ms = (report.get("window") or {}).get("ms") or 0.0
-        return f"no step markers (ProfilerStep#N): one window of {window_ms:.3f} ms, no ms/step"
-    headline = f"{report['ms_per_step']:.3f} ms/step (median of {len(report.get('steps', []))} active steps)"
-    if report.get("samples_per_s") is not None:
-        headline += f", {report['samples_per_s']:.1f} samples/s"
-    return headline
 
 
 def render_ranks(report: dict) -> list[str]:
@@ -116,9 +88,9 @@ def render_torch_compile(report: dict) -> str | None:
 def render_text(report: dict) -> str:
     out: list[str] = []
     steps = report.get("steps", [])
-    per = "window" if report.get("ms_per_step") is None else "step"
-    out.append(_headline(report))
-    out.append(f"measured on: {_machine_name(report.get('machine', {}))}")
+    per = present.per(report)
+    out.append(present.headline(report))
+    out.append(f"measured on: {present.machine_label(report.get('machine', {}))}")
     compiled = render_torch_compile(report)
     if compiled:
         out.append(compiled)
@@ -133,14 +105,11 @@ def render_text(report: dict) -> str:
     else:
         shown = ", ".join(f"{v:.3f}" for v in values[:MAX_STEPS_SHOWN])
         out.append(f"steps (ms): {shown}, ... ({len(values)} steps; min {min(values):.3f}, max {max(values):.3f})")
-    startup = report.get("startup") or {}
-    if startup.get("to_first_step_ms") is not None:
-        first = ", ".join(f"{v:.1f}" for v in startup.get("first_steps_ms") or [])
-        out.append(f"start-up (separate from the window): {startup['to_first_step_ms']:.1f} ms to the first step"
-                   + (f"; first steps {first} ms" if first else ""))
+    startup = present.startup_text(report.get("startup"))
+    if startup:
+        out.append(startup)
     out.extend(render_ranks(report))
-    gpu = report.get("gpu") or {}
-    out.append("GPU: observed" if gpu.get("observed") else f"GPU: not observed ({gpu.get('reason')})")
+    out.append(present.gpu_text(report.get("gpu")))
 
     root = report.get("source_root")
     lines = report.get("lines") or []
@@ -210,15 +179,6 @@ def _calls_text(calls: float) -> str:
     return f"×{calls:g}"
 
 
-def _bytes_text(n: int | None) -> str:
-    if n is None:
-        return "n/o"
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if abs(n) >= size:
-            return f"{n / size:.2f} {unit}"
-    return f"{n} B"
-
-
 def render_op_details(report: dict) -> list[str]:
     """Inputs and memory of the top lines, when the trace recorded them (nothing otherwise).
 
@@ -233,7 +193,7 @@ def render_op_details(report: dict) -> list[str]:
     has_memory = any(row.get("alloc_bytes") is not None for row in lines)
     if not (has_shapes or has_memory):
         return []
-    per = "window" if report.get("ms_per_step") is None else "step"
+    per = present.per(report)
     legend = []
     if has_shapes:
         legend.append(f"op [tensor input shapes] ×calls, ms per {per}")
