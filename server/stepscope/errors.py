@@ -31,3 +31,20 @@ class UsageError(StepscopeError):
 
 class NotATraceError(UsageError):
     """The file exists but is not a PyTorch profiler trace (or is truncated / invalid)."""
+
+
+class NoStepError(StepscopeError):
+    """No loop is the step, or more than one could be: exit 6.
+
+    The message is the CLI's wording; the fields let another surface say the same in its own words:
+    `kind` is "not-in-loop" (the line asked about is in no loop), "no-step" (no loop looks like a
+    step) or "ambiguous" (several do: `candidates` lists them as (line, why), in source order), and
+    `file` is the file looked in.
+    """
+
+    exit_code = NO_STEP
+
+    def __init__(self, message: str, *, kind: str, file: str, line: int | None = None,
+                 candidates: tuple[tuple[int, str], ...] = ()):
+        super().__init__(message)
+        self.kind, self.file, self.line, self.candidates = kind, file, line, tuple(candidates)

@@ -1,8 +1,10 @@
 """The `stepscope.profile` command: position → step loop → capture → report → editor result.
 
-The capture and the analysis run in a worker thread; this coroutine waits on them so that a
-`$/cancelRequest` (or the client cancelling the progress) stops the program promptly. Progress
-is reported to the client's work-done token when it sent one.
+The capture runs in a worker thread and the analysis in a child process (analysis_child.py); this
+coroutine waits on them so that a `$/cancelRequest` (or the client cancelling the progress) stops
+the program, or the analysis, promptly. Progress is reported to the client's work-done token when
+it sent one. The run is then held by the run registry under its id and shown in the documents it
+measured.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from urllib.parse import unquote, urlparse
 from lsprotocol import types
 
 from .. import errors, jsonio, workspace
-from . import documents, results
+from . import analysis_child, results
 
 FIRST_RUN_NOTICE = ("Stepscope ran your step for real: it performs real updates (optimizer steps, writes). "
                     "Profile an experimental state, never weights you must keep; your program sees "
@@ -37,7 +39,7 @@ class ProfileFailed(Exception):
         self.exit_code, self.run_dir = exit_code, run_dir
 
 
-def _path_of(uri: str) -> Path:
+def path_of(uri: str) -> Path:
     parsed = urlparse(uri)
     if parsed.scheme != "file":
         raise ProfileFailed(f"only files on disk can be profiled (got a {parsed.scheme}: document)", errors.USAGE)
@@ -48,7 +50,7 @@ def _root_for(ls: "StepscopeServer", path: Path) -> Path:
     best: Path | None = None
     for folder in ls.workspace.folders.values():
         try:
-            root = _path_of(folder.uri)
+            root = path_of(folder.uri)
         except ProfileFailed:
             continue
         if root == path or root in path.parents:
@@ -105,22 +107,25 @@ def _build_request(ls: "StepscopeServer", args: dict[str, Any]):
     from ..capture.request import CaptureRequest, Schedule
     from ..capture.step import resolve_step
 
-    path = _path_of(str(args.get("uri", "")))
+    path = path_of(str(args.get("uri", "")))
     if not path.is_file():
         raise ProfileFailed(f"{path} is not a saved file; save it before profiling", errors.USAGE)
     position = args.get("position") or {}
     line = int(position.get("line", 0)) + 1
     try:
         loop_line = resolve_step(path, line)
-    except errors.StepscopeError as e:
-        if e.exit_code != errors.NO_STEP:
-            raise ProfileFailed(str(e), e.exit_code) from None
+    except errors.NoStepError as e:
+        if e.kind != "not-in-loop":
+            raise ProfileFailed(no_step_message(e), e.exit_code) from None
         # The cursor is outside any loop: fall back to the loop that is clearly the step.
         try:
             loop_line = resolve_step(path, None)
+        except errors.NoStepError as e2:
+            raise ProfileFailed(no_step_message(e2), e2.exit_code) from None
         except errors.StepscopeError as e2:
-            reason = str(e2).replace("choose one with --line", "put the cursor inside the loop to profile")
-            raise ProfileFailed(f"the cursor is not in a loop, and {reason}", e2.exit_code) from None
+            raise ProfileFailed(str(e2), e2.exit_code) from None
+    except errors.StepscopeError as e:
+        raise ProfileFailed(str(e), e.exit_code) from None
     python = args.get("python") or ls.options.get("interpreter") or sys.executable
     root = _root_for(ls, path)
     options = _capture_options(_profile_settings(ls, args))
@@ -128,6 +133,19 @@ def _build_request(ls: "StepscopeServer", args: dict[str, Any]):
     launch = _launch_options(args.get("launch"), path)
     return CaptureRequest(root=root, target_file=path, target_line=loop_line, python=str(python),
                           schedule=schedule, **options, **launch)
+
+
+def no_step_message(e: errors.NoStepError) -> str:
+    """Why no loop was profiled, in the editor's words (the CLI's name its flags)."""
+    name = Path(e.file).name
+    if e.kind == "ambiguous":
+        listing = "; ".join(f"line {line} ({why})" for line, why in e.candidates)
+        return (f"the cursor is not in a loop, and more than one loop in {name} could be the step: {listing}; "
+                "put the cursor inside the one to profile")
+    if e.kind == "no-step":
+        return (f"the cursor is not in a loop, and no loop in {name} looks like a training or inference step; "
+                "put the cursor inside the loop to profile")
+    return f"line {e.line} of {name} is not inside a for/while loop; put the cursor inside the loop to profile"
 
 
 def _profile_settings(ls: "StepscopeServer", args: dict[str, Any]) -> dict[str, Any]:
@@ -219,7 +237,6 @@ def _launch_options(launch: Any, path: Path) -> dict[str, Any]:
 
 
 def _capture_and_analyse(req, progress: _Progress, output: _LogLines, cancel: threading.Event):
-    from ..analysis.report import analyze
     from ..capture.runner import Cancelled, run_capture
 
     total = req.schedule.wait + req.schedule.warmup + req.schedule.active
@@ -240,9 +257,11 @@ def _capture_and_analyse(req, progress: _Progress, output: _LogLines, cancel: th
     if not result.ok:
         raise ProfileFailed(f"{result.reason} (run folder {result.run_dir})", result.exit_code, str(result.run_dir))
     try:
-        report = analyze(result.traces, run_dir=result.run_dir)
+        report = analysis_child.analyse(result.run_dir, cancel)
+    except analysis_child.AnalysisCancelled as e:
+        raise ProfileFailed(str(e), e.exit_code, str(result.run_dir)) from None
     except errors.StepscopeError as e:
-        raise ProfileFailed(f"the trace could not be analysed: {e}", e.exit_code, str(result.run_dir)) from None
+        raise ProfileFailed(str(e), e.exit_code, str(result.run_dir)) from None
     jsonio.write_json(result.run_dir / workspace.REPORT, report, replace=False)
     return result, report
 
@@ -269,10 +288,13 @@ async def profile_at(ls: "StepscopeServer", args: dict[str, Any]) -> dict[str, A
     except ProfileFailed as e:
         progress.end(str(e))
         raise
-    editor = results.profile_result(report, result.run_dir, req.root)
-    for uri in {entry["uri"] for entry in editor["lines"]}:
-        ls.last_runs[uri] = editor
-    documents.show_findings(ls, report.get("findings", []), req.root)
+    run = ls.runs.add(Path(result.run_dir), Path(req.root), report)
+    open_texts = {uri: ls.workspace.get_text_document(uri).source for uri in run.uris()
+                  if uri in ls.workspace.text_documents}
+    for uri in ls.runs.show(run, open_texts):
+        ls.documents.send(ls, uri)
+    shown = {uri for uri in run.uris() if ls.runs.shown(uri, ls.roots()) is run}
+    editor = results.profile_result(run, shown)
     if result.first_run:
         ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=FIRST_RUN_NOTICE))
     progress.end(editor["summary"])
