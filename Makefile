@@ -1,6 +1,6 @@
 # Two commands do everything on a fresh machine:
 #   make demo   profile the example's training step and build the VS Code extension (.vsix)
-#   make test   every test: unit, language server, real torch runs, real VS Code
+#   make test   every test: unit, the client's own, language server, real torch runs, real VS Code
 # Everything installs itself: a virtualenv in .venv, editor tooling in .cache/tools.
 
 PYTHON ?= python3
@@ -9,7 +9,7 @@ VPY    := $(VENV)/bin/python
 DEPS   := $(VENV)/.deps-installed
 VSIX   := dist/stepscope-0.1.0-linux-x64.vsix
 
-.PHONY: demo test venv tools vsix test-python test-vscode clean
+.PHONY: demo test venv tools vsix test-python test-client test-vscode clean
 
 $(DEPS): pyproject.toml setup.py server/stepscope/trace/_columns.c server/stepscope/trace/_rows.c server/stepscope/analysis/_nesting.c
 	$(PYTHON) -m venv $(VENV)
@@ -37,10 +37,14 @@ demo: venv vsix
 test-python: venv
 	$(VPY) -m pytest tests -q -m "not vscode"
 
+# the VS Code client's own logic (launch configurations, settings, heat scale, results): node --test
+test-client: tools
+	bash tools/test-client.sh
+
 test-vscode: vsix
 	$(VPY) -m pytest tests/vscode -q -m vscode
 
-test: vsix
+test: vsix test-client
 	$(VPY) -m pytest tests -q
 
 clean:
