@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -12,11 +13,15 @@ import threading
 from pathlib import Path
 
 import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient
 
 from stepscope.lsp import analysis_child
 
 from ..analysis.kineto_synth import Synth, run_folder
 from ..analysis.test_analysis_attribution import build
+from .test_server import EXAMPLE, _initialize, _line_of, _open
 
 
 @pytest.fixture
@@ -71,3 +76,35 @@ def test_the_child_runs_the_server_s_stepscope_not_one_on_the_user_s_path(run_di
     monkeypatch.setenv("PYTHONPATH", str(impostor.parent))
     report = analysis_child.analyse(run_dir)
     assert report["lines"] and report["schema_version"] == 1
+
+
+_MODULES_SEEN = Path(os.environ.get("TMPDIR", "/tmp")) / f"stepscope-server-modules-{os.getpid()}.txt"
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[
+    sys.executable, "-c",
+    "import atexit, sys\n"
+    f"atexit.register(lambda: open({str(_MODULES_SEEN)!r}, 'w').write('\\n'.join(sorted(sys.modules))))\n"
+    "from stepscope.lsp.server import start_stdio; start_stdio()"]))
+async def recorded_server(lsp_client: LanguageClient, tmp_path: Path):
+    _MODULES_SEEN.unlink(missing_ok=True)
+    await _initialize(lsp_client, tmp_path, {"interpreter": sys.executable})
+    yield  # the test shuts the server down itself, to read what it imported
+
+
+@pytest.mark.torch
+async def test_the_language_server_profiles_without_ever_loading_the_trace_engine(
+        recorded_server: LanguageClient, tmp_path: Path) -> None:
+    client = recorded_server
+    shutil.copy(EXAMPLE, tmp_path / "train_cpu.py")
+    text = (tmp_path / "train_cpu.py").read_text()
+    uri = _open(client, tmp_path / "train_cpu.py")
+    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="stepscope.profile", arguments=[{"uri": uri, "position": {
+            "line": _line_of(text, "loss.backward()"), "character": 8}, "profile": {"active": 2, "warmup": 1}}]))
+    assert result["lines"] and (Path(result["runDir"]) / "report.json").is_file()
+    await client.shutdown_session()  # the server has exited: its atexit record is written
+    seen = _MODULES_SEEN.read_text().split()
+    _MODULES_SEEN.unlink()
+    assert "stepscope.lsp.server" in seen  # the record is the server's
+    assert not [m for m in seen if m.startswith(("stepscope.trace", "stepscope.analysis.report"))], seen
