@@ -44,6 +44,7 @@ def test_a_child_that_dies_is_one_line_that_keeps_the_run_folder(run_dir: Path) 
         child.result()
     said = str(failed.value)
     assert "the analysis stopped unexpectedly (SIGSEGV)" in said and str(run_dir) in said and "\n" not in said
+    assert failed.value.exit_code == 128 + signal.SIGSEGV
     assert sorted(p.name for p in run_dir.iterdir()) == before
 
 

@@ -27,6 +27,9 @@ from pathlib import Path
 from .. import errors, jsonio
 
 POLL_S = 0.1
+#: the `exit` of an analysis that ended without a report and without a reason of its own (sysexits'
+#: EX_SOFTWARE); a child killed by signal N has 128 + N, as a shell says it
+NO_REPORT = 70
 _ENTRY = ("import sys; sys.path[:0] = sys.argv.pop(1).split({sep!r}); "
           "from stepscope.cli import main; raise SystemExit(main())")
 
@@ -88,14 +91,14 @@ class AnalysisChild:
                 continue
         code = self.process.returncode
         if code != 0:
-            raise AnalysisFailed(self._reason(code, err), code if code > 0 else errors.PROGRAM_FAILED)
+            raise AnalysisFailed(self._reason(code, err), code if code > 0 else 128 - code)
         try:
             report = jsonio.loads(out)
         except ValueError:
             report = None
         if not isinstance(report, dict):
             raise AnalysisFailed(f"the analysis printed no report; the run folder is kept: {self.run_dir}",
-                                 errors.PROGRAM_FAILED)
+                                 NO_REPORT)
         return report
 
     def _reason(self, code: int, stderr: bytes) -> str:
