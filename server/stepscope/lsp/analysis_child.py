@@ -68,7 +68,7 @@ class AnalysisChild:
     """One analysis child: `start`, then `result(cancel)`."""
 
     def __init__(self, run_dir: Path):
-        self.run_dir = Path(run_dir)
+        self.run_dir = Path(run_dir).resolve()  # the child runs in it: a relative path would not do
         self.process = subprocess.Popen(command(self.run_dir), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE, cwd=self.run_dir, start_new_session=True)
 
