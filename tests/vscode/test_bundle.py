@@ -60,6 +60,7 @@ def test_vsix_carries_client_server_and_native_libraries_only(vsix: Path) -> Non
         "extension/bundled/libs/stepscope/trace/_columns.abi3.so",  # one build for every CPython 3.10+
         "extension/bundled/libs/stepscope/trace/_rows.abi3.so",
         "extension/bundled/libs/stepscope/analysis/_nesting.abi3.so",
+        "extension/bundled/libs/stepscope/analysis/report.schema.json",  # the report's contract, shipped
     ):
         assert required in names, f"{required} is not in the .vsix"
     for minor in SUPPORTED_MINORS:
