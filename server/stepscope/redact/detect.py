@@ -336,6 +336,9 @@ def inputs(text: str) -> list[Hit]:
 
 # ---------------------------------------------------------------- all of them
 
+_PLACEHOLDER = re.compile(r"<(?:email|token|path|host|user|input):\d+>")
+
+
 def find_hits(text: str, *, label: bool = False, known: Known = Known()) -> list[Hit]:
     """Every span of `text` to redact, non-overlapping, in order. Where hits overlap the one that
     starts first wins, and of two that start together the longer (a private-key block over the
@@ -347,6 +350,9 @@ def find_hits(text: str, *, label: bool = False, known: Known = Known()) -> list
         hits += [*random_strings(text), *inputs(text)]
     if not hits:
         return hits
+    if "<" in text:  # a placeholder of an earlier redaction is never redacted again
+        taken = [(m.start(), m.end()) for m in _PLACEHOLDER.finditer(text)]
+        hits = [h for h in hits if not any(h.start < e and s < h.end for s, e in taken)]
     hits.sort(key=lambda h: (h.start, -(h.end - h.start)))
     kept: list[Hit] = []
     for h in hits:

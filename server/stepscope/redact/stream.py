@@ -215,6 +215,20 @@ def _quote_after(buf: bytes | bytearray, pos: int) -> int:
     return q
 
 
+_NAME_KEY_BEFORE = re.compile(rb'"name"\s*:\s*$')
+
+
+def _before_key(buf: bytes | bytearray, q: int) -> int:
+    """Move a cut at a quote off a key and its value: a cut on the quote that closes `"name"` or
+    opens its value goes to the quote that opens the key, so `"name": "` is whole after the cut."""
+    m = _NAME_KEY_BEFORE.search(bytes(buf[max(0, q - 64):q]))
+    if m:
+        return max(0, q - 64) + m.start()
+    if buf[q - 5:q + 1] == b'"name"' and not _escaped(buf, q - 5):
+        return q - 5
+    return q
+
+
 @dataclass
 class Occurrence:
     """Where a string was first met: its byte offset in the JSON text, the key it is the value of
@@ -319,6 +333,8 @@ def rewrite(chunks: Iterable[bytes], triggers: Callable[[bytes | bytearray], Ite
                     break
             if q > 0 and len(buf) > KEY_CONTEXT:
                 q = min(q, _quote_before(buf, len(buf) - KEY_CONTEXT))
+            if q > 0:
+                q = _before_key(buf, q)
             if q <= 0:
                 if len(buf) > MAX_STRING:
                     raise NotATraceError(f"a string longer than {MAX_STRING >> 20} MB")

@@ -33,9 +33,13 @@ from .redactor import Redactor, Secret
 
 # Trigger patterns for strings the first pass did not see (args other than call stacks, events
 # that are not complete events): an e-mail address, a home or user path (also with escaped
-# slashes or Windows separators), a per-user compiler cache folder.
+# slashes or Windows separators), a per-user compiler cache folder, a private-key block, a JSON
+# Web Token. Each is one search of the text at C speed; other token formats there are not looked
+# for (docs/redact.md, "Known limits").
 FIXED_TRIGGERS = (
     re.compile(rb"@"),
+    re.compile(rb"-----BEGIN"),
+    re.compile(rb"eyJ"),
     re.compile(rb"/(?:home|Users|users|homes|root)[/\\]"),
     re.compile(rb"\\[/\\](?:home|Users|users|homes|root)\\"),
     re.compile(rb"~[A-Za-z0-9._-]*[/\\]"),
@@ -175,6 +179,16 @@ def inventory(trace: Trace, workspace: str | None) -> Inventory:
                      [*name_strings, *extra, *meta_strings], event_names | set(extra), metadata)
 
 
+def trace_redactor(trace: Trace, workspace: str | None) -> tuple[Redactor, Inventory]:
+    """The redactor of one trace, with every string the reader saw decided (in a fixed order, so
+    placeholders are numbered as in the redacted copy): for an editor view of that trace too."""
+    inv = inventory(trace, workspace)
+    redactor = Redactor(inv.known, labels=inv.labels, work_names=inv.work_names)
+    for s in inv.strings:
+        redactor.redact(s)
+    return redactor, inv
+
+
 # ---------------------------------------------------------------- the passes
 
 def _encodings(text: str) -> list[bytes]:
@@ -277,9 +291,8 @@ def _run(path: Path, out: Path | None, workspace: str | None) -> Result:
         workspace = workspace_of(path)
     if workspace is not None:
         workspace = workspace.rstrip("/\\") or workspace
-    inv = inventory(trace, workspace)
+    redactor, inv = trace_redactor(trace, workspace)
     del trace  # the columns are not needed past this point
-    redactor = Redactor(inv.known, labels=inv.labels, work_names=inv.work_names)
     expected = {s for s in inv.strings if redactor.redact(s) is not None}
     plan = _Plan(redactor, inv, expected)
     output = None
