@@ -343,7 +343,7 @@ def find_hits(text: str, *, label: bool = False, known: Known = Known()) -> list
     """Every span of `text` to redact, non-overlapping, in order. Where hits overlap the one that
     starts first wins, and of two that start together the longer (a private-key block over the
     tokens inside it, an e-mail address over its host)."""
-    if len(text) < 3:
+    if len(text) < 2:
         return []
     hits = [*emails(text), *tokens(text), *paths(text, known), *hosts(text), *known_names(text, known)]
     if label:
