@@ -18,15 +18,7 @@ from pathlib import Path
 
 STATE_DIR = ".stepscope"
 RUNS_DIR = "runs"
-
-# Names of the files of a run folder (the contract in docs/architecture.md).
-TRACE = "trace.json"
-FILES = "files.json"
-SCENARIO = "scenario.json"
-PROGRAM_LOG = "program.log"
-REPORT = "report.json"
-STATUS = "status.json"
-SPEC = "spec.json"
+# The names of the files inside a run folder are the run contract's (agent/protocol.py).
 
 
 def state_dir(root: Path) -> Path:

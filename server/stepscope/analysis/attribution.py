@@ -37,9 +37,10 @@ from operator import itemgetter, not_
 from pathlib import Path
 from typing import Hashable, Iterable
 
+from ..agent.protocol import parse_label
 from ..trace import Kind, Trace
 from .intervals import Interval, clip, union_length
-from .labels import FileTable, FrameResolver, parse_frame, parse_ss_label
+from .labels import FileTable, FrameResolver, parse_frame
 from .links import Links, copy_direction
 from .op_details import add_op_details, call_stack_nodes
 from .steps import Step
@@ -217,7 +218,7 @@ def attribute(
             continue
         region_nodes.append(_Node(start, end, track, label))
         if name_id not in ss_cache:
-            ss = parse_ss_label(label)
+            ss = parse_label(label)
             path = file_table.resolve(ss.file_id) if (ss and file_table) else None
             ss_cache[name_id] = ("exact", path, ss.line) if (ss and path) else None
             region_info[label] = (path, ss.line if ss else None)

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import jsonio
+from ..agent.protocol import FILES, RECORDS, SCENARIO, parse_label, parse_run_file_name, run_file_name
 from ..errors import NotATraceError, UsageError
 from ..trace import Kind, Trace, read_trace
 from . import parallel
@@ -37,42 +38,39 @@ from .findings import Thresholds, find, load_thresholds, missing_labels
 from .findings.evidence import evidence_window, merge_evidence, moment_evidence, operator_evidence
 from .intervals import clip, union_length
 from .step_contents import describe_step
-from .labels import FileTable, load_file_table, parse_ss_label
+from .labels import FileTable, load_file_table
 from .links import Links, build_links
 from .machine import describe_machine, gpu_observation
 from .model import attach_files
-from .ranks import order_by_rank, rank_file_name, rank_in_file_name, summarize_ranks
+from .ranks import order_by_rank, summarize_ranks
 from .steps import GPU_MARKERS_NOTE, Step, find_steps, gpu_marker_steps, ms_per_step, whole_window, window_note
-
-FILES_JSON = "files.json"
-SCENARIO_JSON = "scenario.json"
-_NOT_TRACES = {"files.json", "scenario.json", "status.json", "report.json", "spec.json"}
 
 
 def trace_paths(path: Path) -> tuple[list[Path], Path | None]:
     """The trace files named by a CLI argument, and the run folder when it is one.
 
-    A file is taken as given. In a run folder (it holds `files.json`) only `trace*.json(.gz)` are
-    traces; in any other folder every `.json` / `.json.gz` but the run folder's own records is.
+    A file is taken as given. In a run folder (it holds `files.json`) only its traces are (named by
+    the run contract: trace.json(.gz), trace-1.json, trace-rank1.json, ...); in any other folder
+    every `.json` / `.json.gz` but a run folder's own records is.
     """
     path = Path(path)
     if not path.exists():
         raise UsageError(f"no such file or folder: {path}")
     if not path.is_dir():  # a file, or a device / pipe: the reader says what it holds
-        run_dir = path.parent if (path.parent / FILES_JSON).is_file() else None
+        run_dir = path.parent if (path.parent / FILES).is_file() else None
         return [path], run_dir
-    run_dir = path if (path / FILES_JSON).is_file() else None
+    run_dir = path if (path / FILES).is_file() else None
     found = sorted(
         p for p in path.iterdir()
-        if p.is_file() and p.name not in _NOT_TRACES and (p.name.endswith(".json") or p.name.endswith(".json.gz"))
-        and (run_dir is None or p.name.startswith("trace"))
+        if p.is_file() and p.name not in RECORDS and (p.name.endswith(".json") or p.name.endswith(".json.gz"))
+        and (run_dir is None or parse_run_file_name(p.name).is_trace)
     )
     if not found:
         raise UsageError(f"no trace (.json / .json.gz) in folder: {path}")
     return found, run_dir
 
 
-def _read_scenario(run_dir: Path | None, name: str = SCENARIO_JSON) -> dict[str, Any] | None:
+def _read_scenario(run_dir: Path | None, name: str = SCENARIO) -> dict[str, Any] | None:
     if run_dir is None or not (run_dir / name).is_file():
         return None
     try:
@@ -89,14 +87,14 @@ def _records_of(trace: Path, run_dir: Path | None, file_table: FileTable | None,
     """The file table and scenario record to read `trace` with: for one rank's trace of a distributed
     capture, that rank's own (files-rank<r>.json, scenario-rank<r>.json) when the run folder has them;
     the run's scenario.json stays the record of the rank it was made from (its `distributed.rank`)."""
-    rank = rank_in_file_name(trace)
+    rank = parse_run_file_name(trace.name).rank
     if run_dir is None or rank is None:
         return file_table, scenario
-    table_path = run_dir / rank_file_name(FILES_JSON, rank)
+    table_path = run_dir / run_file_name(FILES, rank)
     own_table = load_file_table(table_path) if table_path.is_file() else file_table
     if scenario is not None and (scenario.get("distributed") or {}).get("rank") == rank:
         return own_table, scenario
-    return own_table, _read_scenario(run_dir, rank_file_name(SCENARIO_JSON, rank)) or scenario
+    return own_table, _read_scenario(run_dir, run_file_name(SCENARIO, rank)) or scenario
 
 
 def analyze(paths: list[Path], *, source_root: Path | None = None, run_dir: Path | None = None) -> dict:
@@ -113,7 +111,7 @@ def analyze(paths: list[Path], *, source_root: Path | None = None, run_dir: Path
         if run_dir is None:
             run_dir = found_run
     run_dir = Path(run_dir).resolve() if run_dir is not None else None
-    file_table = load_file_table(run_dir / FILES_JSON) if run_dir and (run_dir / FILES_JSON).is_file() else None
+    file_table = load_file_table(run_dir / FILES) if run_dir and (run_dir / FILES).is_file() else None
     scenario = _read_scenario(run_dir)
     root = Path(source_root).resolve() if source_root is not None else None
 
@@ -162,7 +160,7 @@ def _lines_not_split(scenario: dict[str, Any] | None, file_table: FileTable | No
         return []
     out = []
     for entry in record["functions"]:
-        ss = parse_ss_label(str(entry.get("function", "")))
+        ss = parse_label(str(entry.get("function", "")))
         path = file_table.resolve(ss.file_id) if (ss and file_table) else None
         where = f"{Path(path).name}:{ss.line}" if (path and ss) else str(entry.get("function"))
         out.append(

@@ -10,7 +10,6 @@ measured.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import sys
 import threading
@@ -21,6 +20,7 @@ from urllib.parse import unquote, urlparse
 from lsprotocol import types
 
 from .. import errors, jsonio, workspace
+from ..agent import protocol
 from . import analysis_child, results
 
 FIRST_RUN_NOTICE = ("Stepscope ran your step for real: it performs real updates (optimizer steps, writes). "
@@ -104,7 +104,9 @@ class _LogLines:
 
 
 def _build_request(ls: "StepscopeServer", args: dict[str, Any]):
-    from ..capture.request import CaptureRequest, Schedule
+    from ..agent.protocol import ProfileOptions
+    from ..capture import options
+    from ..capture.request import CaptureRequest, RunOptions
     from ..capture.step import resolve_step
 
     path = path_of(str(args.get("uri", "")))
@@ -128,11 +130,18 @@ def _build_request(ls: "StepscopeServer", args: dict[str, Any]):
         raise ProfileFailed(str(e), e.exit_code) from None
     python = args.get("python") or ls.options.get("interpreter") or sys.executable
     root = _root_for(ls, path)
-    options = _capture_options(_profile_settings(ls, args))
-    schedule = Schedule(**options.pop("schedule"))
+    # The stepscope.profile.* settings: those sent with the command over those given at
+    # initialisation. VS Code sends them with every command, read for the file's folder, so a
+    # change applies to the next run without a restart; other editors may set them once.
+    try:
+        settings = options.merge_settings([("initializationOptions.profile", ls.options.get("profile")),
+                                           ("the command's profile argument", args.get("profile"))])
+        profile, run = options.from_settings(settings, ProfileOptions, RunOptions)
+    except options.SettingError as e:
+        raise ProfileFailed(str(e), errors.USAGE) from None
     launch = _launch_options(args.get("launch"), path)
     return CaptureRequest(root=root, target_file=path, target_line=loop_line, python=str(python),
-                          schedule=schedule, **options, **launch)
+                          profile=profile, run=run, **launch)
 
 
 def no_step_message(e: errors.NoStepError) -> str:
@@ -146,77 +155,6 @@ def no_step_message(e: errors.NoStepError) -> str:
         return (f"the cursor is not in a loop, and no loop in {name} looks like a training or inference step; "
                 "put the cursor inside the loop to profile")
     return f"line {e.line} of {name} is not inside a for/while loop; put the cursor inside the loop to profile"
-
-
-def _profile_settings(ls: "StepscopeServer", args: dict[str, Any]) -> dict[str, Any]:
-    """The `stepscope.profile.*` settings for this run: those sent with the command over those
-    given at initialisation. VS Code sends them with every command, read for the file's folder,
-    so a change applies to the next run without a restart; other editors may set them once."""
-    merged: dict[str, Any] = {}
-    for where, given in (("initializationOptions.profile", ls.options.get("profile")),
-                         ("the command's profile argument", args.get("profile"))):
-        if given is None:
-            continue
-        if not isinstance(given, dict):
-            raise ProfileFailed(f"{where} must be an object of stepscope.profile settings, got {_shown(given)}",
-                                errors.USAGE)
-        merged.update(given)
-    return merged
-
-
-def _capture_options(settings: dict[str, Any]) -> dict[str, Any]:
-    """CaptureRequest fields from the profile settings. A bad value stops the run with one line that
-    names its setting, never a traceback."""
-    from ..capture.request import Schedule, check_nproc
-
-    schedule_keys = ("wait", "warmup", "active", "repeat")
-    minimum = {"wait": 0, "warmup": 0, "active": 1, "repeat": 1, "depth": 0, "nproc": 1}
-    # The capture module's own checks run too, so the editor never takes a value the CLI refuses.
-    # Each schedule field is checked alone: the other fields keep their (valid) defaults.
-    capture_check = {**{k: (lambda v, k=k: Schedule(**{k: v})) for k in schedule_keys}, "nproc": check_nproc}
-    booleans = ("shapes", "stack", "memory", "allLines")
-    known = [*minimum, "timeout", *booleans]
-    unknown = sorted(set(settings) - set(known))
-    if unknown:
-        raise ProfileFailed(f"stepscope.profile.{unknown[0]} is not a setting; the profile settings are "
-                            + ", ".join(known), errors.USAGE)
-
-    def bad(name: str, rule: str, value: Any) -> ProfileFailed:
-        return ProfileFailed(f"stepscope.profile.{name} must be {rule}, got {_shown(value)}", errors.USAGE)
-
-    given = {k: v for k, v in settings.items() if v is not None}  # null: the default, as if unset
-    for name, least in minimum.items():
-        if name not in given:
-            continue
-        value = given[name]
-        # bool is an int to Python (and to the capture checks); a settings value `true` is not a count.
-        if not isinstance(value, int) or isinstance(value, bool) or value < least:
-            raise bad(name, f"an integer ≥ {least}", value)
-        try:
-            capture_check.get(name, lambda v: None)(value)
-        except errors.UsageError:
-            raise bad(name, f"an integer ≥ {least}", value) from None
-    for name in booleans:
-        if name in given and not isinstance(given[name], bool):
-            raise bad(name, "true or false", given[name])
-    timeout = given.get("timeout", 0)
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 <= timeout < float("inf"):
-        raise bad("timeout", "a number of seconds ≥ 0 (0: no limit)", timeout)
-
-    options: dict[str, Any] = {
-        "schedule": {k: given[k] for k in schedule_keys if k in given},
-        "timeout_s": float(timeout) if timeout else None,
-        "bound_regions": not given.get("allLines", False),  # allLines: split every function into lines
-    }
-    for name in ("depth", "nproc", "shapes", "stack", "memory"):
-        if name in given:
-            options[name] = given[name]
-    return options
-
-
-def _shown(value: Any) -> str:
-    """A setting's value as the user wrote it in settings.json, quoted when it is text."""
-    return repr(value) if isinstance(value, str) else json.dumps(value)
 
 
 def _launch_options(launch: Any, path: Path) -> dict[str, Any]:
@@ -241,11 +179,10 @@ def _capture_and_analyse(req, progress: _Progress, output: _LogLines, cancel: th
 
     total = req.schedule.wait + req.schedule.warmup + req.schedule.active
 
-    def on_event(event: dict) -> None:
-        if event.get("event") == "step":
-            index = int(event.get("index", 0))
-            progress.report(f"step {index + 1}/{total} ({event.get('phase')})", int(90 * (index + 1) / total))
-        elif event.get("event") == "window-complete":
+    def on_event(event: protocol.Event) -> None:
+        if isinstance(event, protocol.StepEvent):
+            progress.report(f"step {event.index + 1}/{total} ({event.phase})", int(90 * (event.index + 1) / total))
+        elif isinstance(event, protocol.WindowCompleteEvent):
             progress.report("window captured, analysing", 92)
 
     try:
@@ -262,7 +199,7 @@ def _capture_and_analyse(req, progress: _Progress, output: _LogLines, cancel: th
         raise ProfileFailed(str(e), e.exit_code, str(result.run_dir)) from None
     except errors.StepscopeError as e:
         raise ProfileFailed(str(e), e.exit_code, str(result.run_dir)) from None
-    jsonio.write_json(result.run_dir / workspace.REPORT, report, replace=False)
+    jsonio.write_json(result.run_dir / protocol.REPORT, report, replace=False)
     return result, report
 
 

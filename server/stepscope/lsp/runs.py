@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .. import errors, jsonio, workspace
+from ..agent import protocol
 from ..analysis import model, present
 
 MAX_REPORTS = 8
@@ -133,13 +134,13 @@ class RunRegistry:
         return {"schemaVersion": RUNS_SCHEMA_VERSION, "runs": runs}
 
     def _summary(self, run_dir: Path, root: Path) -> dict[str, Any]:
-        names = (workspace.STATUS, workspace.SPEC, workspace.REPORT, workspace.SCENARIO)
+        names = (protocol.STATUS, protocol.SPEC, protocol.REPORT, protocol.SCENARIO)
         stamps = tuple(_stamp(run_dir / n) for n in names)
         cached = self._summaries.get(run_dir)
         if cached is not None and cached[0] == stamps:
             return cached[1]
-        status, spec, scenario = (_read_object(run_dir / n) for n in (workspace.STATUS, workspace.SPEC,
-                                                                       workspace.SCENARIO))
+        status, spec, scenario = (_read_object(run_dir / n) for n in (protocol.STATUS, protocol.SPEC,
+                                                                       protocol.SCENARIO))
         target = (spec or {}).get("target") if isinstance((spec or {}).get("target"), dict) else {}
         script = target.get("path") if isinstance(target.get("path"), str) else None
         summary: dict[str, Any] = {
@@ -165,7 +166,7 @@ class RunRegistry:
         if stamps[2] is not None:
             loaded = self._loaded.get(run_dir.name)
             try:  # read here, not held: listing many runs must not push out the ones on screen
-                report = loaded.report if loaded is not None else model.load_report(run_dir / workspace.REPORT)
+                report = loaded.report if loaded is not None else model.load_report(run_dir / protocol.REPORT)
             except errors.StepscopeError as e:
                 summary["problem"] = str(e)
             else:
@@ -186,9 +187,9 @@ class RunRegistry:
         if run is not None:
             self._loaded.move_to_end(run.run_id)
             return run
-        path = run_dir / workspace.REPORT
+        path = run_dir / protocol.REPORT
         if not path.is_file():
-            status = _read_object(run_dir / workspace.STATUS) or {}
+            status = _read_object(run_dir / protocol.STATUS) or {}
             why = f"it ended {status.get('status')}: {status.get('reason')}" if status.get("status") not in \
                 (None, "complete") else "it was not analysed (`stepscope analyze` on its folder makes the report)"
             raise UnknownRun(f"run {run_dir.name} has no report: {why}")
@@ -279,7 +280,7 @@ def _started(run_dir: Path) -> str | None:
 
 def _root_of(run_dir: Path) -> Path:
     """The workspace root a run folder belongs to: the folder holding its `.stepscope`."""
-    table = _read_object(run_dir / workspace.FILES)
+    table = _read_object(run_dir / protocol.FILES)
     if table and isinstance(table.get("root"), str) and Path(table["root"]).is_absolute():
         return Path(table["root"])
     return run_dir.parent.parent.parent
