@@ -159,11 +159,19 @@ def no_step_message(e: errors.NoStepError) -> str:
 
 def _launch_options(launch: Any, path: Path) -> dict[str, Any]:
     """The program's start, arguments, environment and folder, from the editor's launch
-    configuration when it sent one; else `python <the file>` from the file's folder."""
+    configuration when it sent one; else `python <the file>` from the file's folder. A
+    configuration that starts a launcher (torchrun) is refused in one line."""
+    from ..capture.request import check_entry_module
+
     if not isinstance(launch, dict):
         return {"cwd": path.parent}
     options: dict[str, Any] = {"cwd": Path(launch["cwd"]) if isinstance(launch.get("cwd"), str) else path.parent}
     if isinstance(launch.get("module"), str) and launch["module"]:
+        try:
+            check_entry_module(launch["module"])
+        except errors.UsageError as e:
+            name = f" {launch['name']!r}" if isinstance(launch.get("name"), str) else ""
+            raise ProfileFailed(f"launch configuration{name}: {e}", errors.USAGE) from None
         options["entry_module"] = launch["module"]
     elif isinstance(launch.get("program"), str) and Path(launch["program"]) != path:
         options["entry_script"] = Path(launch["program"])
