@@ -193,3 +193,33 @@ def test_bundled_compiled_modules_analyse_traces_on_every_supported_python_here(
         assert run.returncode == 0, f"Python 3.{minor}: {run.stderr[-1500:]}"
         results.add(run.stdout)
     assert len(results) == 1  # the same trace on every version
+
+
+def test_bundled_server_profiles_a_step_with_its_own_agent(unpacked: Path, tmp_path: Path) -> None:
+    # The server's side runs on a bare interpreter from bundled/ only; the program runs in an
+    # interpreter with torch where a stand-in `stepscope` refuses to load: the bundled agent
+    # (bundled/libs/stepscope/agent, loaded as a package of its own) needs nothing else of Stepscope.
+    pythons = available_pythons()
+    assert pythons, "no CPython 3.10+ found on this machine"
+    minor, bare = max(pythons.items())
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "train_cpu.py").write_text(EXAMPLE.read_text())
+    trip = tmp_path / "trip" / "stepscope"
+    trip.mkdir(parents=True)
+    (trip / "__init__.py").write_text("raise ImportError('tripwire: the agent imported stepscope')\n")
+    bundled = unpacked / "bundled"
+    cli = ("import sys; sys.path[:0] = [sys.argv.pop(1), sys.argv.pop(1)]\n"
+           "from stepscope.cli import main\n"
+           "sys.exit(main())\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    r = subprocess.run([str(bare), "-I", "-c", cli, str(bundled / "libs"), str(bundled / "native" / f"cp3{minor}"),
+                        "profile", "train_cpu.py", "--python", sys.executable, "--active", "3", "--json"],
+                       cwd=workspace, capture_output=True, text=True, timeout=600,
+                       env={**env, "PYTHONPATH": str(trip.parent)})
+    assert r.returncode == 0, r.stderr[-3000:]
+    report = json.loads(r.stdout)
+    assert len(report["steps"]) == 3 and report["ms_per_step"] > 0
+    assert report["scenario"]["program"]["python"] == sys.executable
+    spec = json.loads((Path(report["traces"][0]).parent / "spec.json").read_text())
+    assert spec["mode"] == "profile" and spec["schema_version"] == 1
