@@ -43,6 +43,15 @@ def test_each_flag_sets_its_option():
     assert RunOptions().timeout_s is None  # 0: no limit
 
 
+def test_the_help_of_each_flag_gives_its_declared_default():
+    parser = argparse.ArgumentParser()
+    options.add_arguments(parser, *CLASSES)
+    text = " ".join(parser.format_help().split())
+    for phrase in ("--active ACTIVE steps recorded and measured (default 5)", "(default 0: no limit)",
+                   "cost more than 5% of the step", "--nproc NPROC start N processes"):
+        assert phrase in text
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (("--active", "0"), "--active must be a whole number >= 1 (got 0)"),
     (("--wait", "-1"), "--wait must be a whole number >= 0 (got -1)"),

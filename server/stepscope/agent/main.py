@@ -1,5 +1,5 @@
-"""The agent's main, in steps: read the spec → build the mode's runtime → run the program →
-classify how it ended (`classify_outcome`, a pure function) → write the records.
+"""The agent's main, in steps: read the spec → build the mode's runtime (`build_profile`) → run
+the program → classify how it ended (`classify_outcome`, a pure function) → write the records.
 
 Exit codes are protocol.EXIT_*; the events say what happened along the way. The user's traceback
 is printed with the agent's own frames removed, so it points at the user's lines.
@@ -178,6 +178,47 @@ def scenario_record(spec: AgentSpec, *, machine: dict[str, Any], clock: Any, act
     return record
 
 
+# -- the mode's runtime ----------------------------------------------------------------------
+class Refused(Exception):
+    """The run cannot be made here (agent exit EXIT_REFUSED); the message is one line."""
+
+
+@dataclass
+class ModeRuntime:
+    """What a mode runs the program with: the step clock, its recorder, and the files the
+    program's rewrite reports into (a mode that records no regions rewrites without them)."""
+
+    clock: Any  # steps.StepClock
+    recorder: Any  # a steps.Recorder
+    files: Any  # program.ProgramFiles
+    activities: list[str]  # what the recorder collects, for the scenario record
+
+
+def build_profile(spec: AgentSpec, machine: dict[str, Any], rank: int | None, events: EventSink,
+                  process_start: float) -> ModeRuntime:
+    """Mode "profile": the clock with torch.profiler as its recorder. Refused on a GPU machine whose
+    torch.profiler cannot collect GPU activity (unless the options say CPU only)."""
+    from torch.profiler import ProfilerActivity
+
+    from .profiling import ProfilerSession
+    from .program import ProgramFiles
+    from .steps import StepClock
+
+    options = spec.profile
+    assert options is not None  # AgentSpec checks it
+    activities = [ProfilerActivity.CPU]
+    if machine["accelerator"] in ("cuda", "rocm") and not options.cpu_only:
+        if not machine["gpu_collection"]:
+            raise Refused("this is a GPU machine but torch.profiler cannot collect GPU activity here "
+                          "(CUDA activity unsupported); rerun with --cpu-only for a CPU-only trace")
+        activities.append(ProfilerActivity.CUDA)
+    session = ProfilerSession(run_dir=spec.run_dir, rank=rank, options=options, activities=activities)
+    clock = StepClock(schedule=options.schedule, recorder=session, emit=events.send, process_start=process_start,
+                      run_to_end=options.run_to_end)
+    return ModeRuntime(clock, session, ProgramFiles(spec.root, spec.target),
+                       [str(a).split(".")[-1] for a in activities])
+
+
 # -- main -------------------------------------------------------------------------------------
 def _refuse(events: EventSink, reason: str, code: int) -> int:
     events.send(FailedEvent(reason=reason, exit=code))
@@ -202,60 +243,45 @@ def _main(spec_path: str, process_start: float, events: EventSink) -> int:
     except ValueError as e:
         sys.stderr.write(f"stepscope: {e}\n")
         return _refuse(events, str(e), protocol.EXIT_AGENT_ERROR)
-
     try:
         import torch  # noqa: F401  (the user's interpreter must have it)
-        from torch.profiler import ProfilerActivity
     except ImportError as e:
         sys.stderr.write(f"stepscope: torch cannot be imported in {sys.executable}: {e}\n")
         return _refuse(events, f"torch cannot be imported in {sys.executable}: {e}", protocol.EXIT_REFUSED)
 
     from . import compiled, guard
     from . import scenario as scenario_mod
-    from .profiling import ProfilerSession
-    from .program import ProgramFiles
-    from .steps import StepClock
 
-    # build the mode's runtime: a clock, with the profiler as its recorder
-    options = spec.profile
-    assert options is not None  # mode "profile" (AgentSpec checks it)
     machine = scenario_mod.machine_record()
-    activities = [ProfilerActivity.CPU]
-    if machine["accelerator"] in ("cuda", "rocm") and not options.cpu_only:
-        if not machine["gpu_collection"]:
-            return _refuse(events, "this is a GPU machine but torch.profiler cannot collect GPU activity here "
-                                   "(CUDA activity unsupported); rerun with --cpu-only for a CPU-only trace",
-                           protocol.EXIT_REFUSED)
-        activities.append(ProfilerActivity.CUDA)
+    try:
+        mode = build_profile(spec, machine, rank, events, process_start)
+    except Refused as e:
+        return _refuse(events, str(e), protocol.EXIT_REFUSED)
     local_rank = os.environ.get("LOCAL_RANK")  # read before the program can change it
     if rank is not None:
         machine.update(rank=rank, world_size=spec.distributed.world_size if spec.distributed else None)
-    session = ProfilerSession(run_dir=spec.run_dir, rank=rank, options=options, activities=activities)
-    clock = StepClock(schedule=options.schedule, recorder=session, emit=events.send, process_start=process_start,
-                      run_to_end=options.run_to_end)
+    clock = mode.clock
     events.send(StartedEvent(pid=os.getpid(), rank=rank))
     guard.install(clock.note)
 
-    files = ProgramFiles(spec.root, spec.target)
-    ending = run_program(spec, files, clock.runtime(), window_complete=lambda: clock.window_complete)
+    ending = run_program(spec, mode.files, clock.runtime(), window_complete=lambda: clock.window_complete)
     window_complete = clock.window_complete
     if not window_complete:
         clock.finish()
     outcome = classify_outcome(ending, window_complete=window_complete, steps_run=clock.steps_run(),
-                               active_steps=clock.active_steps_seen(), schedule=options.schedule, target=spec.target)
+                               active_steps=clock.active_steps_seen(), schedule=clock.schedule, target=spec.target)
     if ending.kind == "loop-not-found":  # the step's file was never run: there is no record to write
         return _refuse(events, outcome.reason or "", outcome.exit)
 
-    traces = session.outputs()
+    traces = mode.recorder.outputs()
     torch_compile = compiled.record(clock.observed, clock.dynamo_at_window_start, clock.dynamo_at_window_end, traces)
     record = scenario_record(
         spec, machine=machine | {"devices": scenario_mod.cuda_device_names()}, clock=clock,
-        activities=[str(a).split(".")[-1] for a in activities], traces=traces,
-        program_state=scenario_mod.program_state(), torch_compile=torch_compile, rank=rank, local_rank=local_rank)
+        activities=mode.activities, traces=traces, program_state=scenario_mod.program_state(),
+        torch_compile=torch_compile, rank=rank, local_rank=local_rank)
     _write_json(os.path.join(spec.run_dir, protocol.run_file_name(protocol.SCENARIO, rank)), record)
-    _write_json(os.path.join(spec.run_dir, protocol.run_file_name(protocol.FILES, rank)), files.table())
+    _write_json(os.path.join(spec.run_dir, protocol.run_file_name(protocol.FILES, rank)), mode.files.table())
     if not outcome.ok:
         events.send(FailedEvent(reason=outcome.reason or "", exit=outcome.exit))
     events.send(FinishedEvent(exit=outcome.exit, traces=tuple(traces)))
     return outcome.exit
-

@@ -97,6 +97,9 @@ def add_arguments(parser: argparse.ArgumentParser, *classes: type) -> None:
         if flag is None:
             continue
         help_text = d.option.help.replace("%", "%%")  # argparse formats help with %
+        if d.kind is not bool:
+            meaning = f": {d.option.zero}" if d.option.zero and not d.default else ""
+            help_text += f" (default {d.default:g}{meaning})"
         if d.kind is bool:
             parser.add_argument(flag, dest=d.dest, action="store_false" if d.option.negated else "store_true",
                                 help=help_text)
