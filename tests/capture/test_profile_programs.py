@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -282,4 +283,5 @@ def test_text_report_shows_shapes_and_memory_only_when_recorded(workspace: Path)
 
     plain = run_stepscope("profile", "mem.py", cwd=workspace)
     assert plain.returncode == 0, plain.stderr
-    assert "inputs and memory" not in plain.stdout and "alloc" not in plain.stdout
+    # (a finding's text may speak of "allocator growth": only a memory figure is refused here)
+    assert "inputs and memory" not in plain.stdout and not re.search(r"\balloc [0-9]", plain.stdout)
