@@ -200,3 +200,34 @@ def test_the_run_record_says_why_gpu_time_was_not_observed(tmp_path: Path, scena
     run = run_folder(tmp_path, build(gpu=False), scenario=scenario)
     report = analyze([run / "trace.json"])
     assert report["gpu"]["observed"] is False and words in report["gpu"]["reason"]
+
+
+def test_a_line_lists_the_operators_it_called_and_the_kernels_it_launched(tmp_path: Path) -> None:
+    """The hover's lists: outermost operators by name (nested ones are their implementation), the
+    autograd thread's work on the line the step's thread runs then, kernels by the line that launched
+    them, each with calls per step and the union of their time per step."""
+    s = build()
+    for k in range(2):
+        t = k * 1000
+        s.op("aten::addmm", t + 130, 20)  # inside aten::linear: its implementation, never listed beside it
+        s.op("aten::mul", t + 610, 5)
+        s.op("aten::mul", t + 620, 5)
+    run = run_folder(tmp_path, s)
+    lines = by_line(analyze([run / "trace.json"]), tmp_path / "ws")
+    outer, copy_line, backward = lines[("train.py", 5)], lines[("train.py", 6)], lines[("train.py", 7)]
+    assert outer["ops"] == [{"name": "aten::linear", "calls": 1.0, "ms": 0.06}]
+    assert copy_line["ops"] == [{"name": "aten::mul", "calls": 2.0, "ms": 0.01}]
+    assert backward["ops"] == [{"name": "autograd::engine::evaluate_function: AddmmBackward0", "calls": 1.0,
+                                "ms": 0.04}]
+    # two kernels of one name, overlapping on two streams: launched twice a step, 140 µs of union
+    assert outer["top_kernels"] == [{"name": "void gemm_kernel<float>()", "calls": 2.0, "ms": 0.14}]
+    assert copy_line["top_kernels"] == []  # a copy is no kernel (the copies say it)
+    assert lines[("model/net.py", 3)]["top_kernels"] == [{"name": "void gemm_kernel<float>()", "calls": 2.0,
+                                                          "ms": 0.14}]
+
+
+def test_without_gpu_events_a_line_has_no_kernel_list_rather_than_an_empty_one(tmp_path: Path) -> None:
+    run = run_folder(tmp_path, build(gpu=False))
+    lines = by_line(analyze([run / "trace.json"]), tmp_path / "ws")
+    assert all(r["top_kernels"] is None for r in lines.values())
+    assert lines[("train.py", 5)]["ops"][0]["name"] == "aten::linear"

@@ -41,6 +41,7 @@ from ..agent.protocol import parse_label
 from ..trace import Kind, Trace
 from .intervals import Interval, clip, union_length
 from .labels import FileTable, FrameResolver, parse_frame
+from .line_work import named_work, outermost_ops
 from .links import Links, copy_direction
 from .op_details import add_op_details, call_stack_nodes
 from .steps import Step
@@ -246,11 +247,13 @@ def attribute(
     sync_points = _Points([track_col[r] for r in syncs], [ts_col[r] for r in syncs], syncs)
     backward_points, backward_link = _backward_points(trace, w0, w1)
     gpu_under = _gpu_under_backward(trace, backward_points, gpu_points)
+    op_points = _Points(*outermost_ops(trace, w0, w1, devices))  # what each line called, by name
 
     step_starts = [s.cpu_start for s in steps]
 
-    def figures(nodes: list[_Node]) -> dict[Hashable, dict]:
+    def figures(nodes: list[_Node], named: bool = False) -> dict[Hashable, dict]:
         gpu_hits = _hits(nodes, gpu_points, step_track, step_starts)
+        op_hits = _hits(nodes, op_points, step_track, step_starts) if named else {}
         sync_hits = _hits(nodes, sync_points, step_track, step_starts)
         bwd_hits = _hits(nodes, backward_points, None)  # forward points are on the forward thread
         self_times = _self_times(nodes)
@@ -280,15 +283,19 @@ def attribute(
             else:
                 fig["backward_ms"] = _ms(union_length((trace.ts[r], trace.end(r)) for r in bwd_rows), n_steps)
             fig["backward_gpu_ms"] = _backward_gpu_ms(trace, set(bwd_rows), gpu_under, n_steps, gpu_observed)
+            if named:
+                fig["ops"] = named_work(trace, (op_points.row[i] for i in op_hits.get(key, ())), n_steps, w0, w1)
+                fig["top_kernels"] = named_work(trace, (gpu_points.row[i] for i in gpu_hits.get(key, ())), n_steps,
+                                                w0, w1, Kind.KERNEL) if gpu_observed else None
             out[key] = fig
         return out
 
     lines: list[dict] = []
-    exact = figures(line_nodes)
+    exact = figures(line_nodes, named=True)
     for (precision, path, line), fig in exact.items():
         lines.append({"file": path, "line": line, "precision": precision, **fig})
     exact_keys = {(path, line) for (_, path, line) in exact}
-    for (precision, path, line), fig in figures(frame_nodes).items():
+    for (precision, path, line), fig in figures(frame_nodes, named=True).items():
         if (path, line) in exact_keys:
             continue  # an exact figure for the same line wins over the function-level one
         lines.append({"file": path, "line": line, "precision": precision, **fig})

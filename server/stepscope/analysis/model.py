@@ -77,6 +77,14 @@ class OpInputs(TypedDict, total=False):
     ms: float
 
 
+class NamedWork(TypedDict):
+    """Operators a line called (outermost on their thread) or kernels it launched, by name
+    (line_work.py): calls (launches) per step, and the union of their time per step."""
+    name: str
+    calls: Annotated[float, msgspec.Meta(ge=0)]
+    ms: Ms
+
+
 class _LineRequired(TypedDict):
     file: AbsolutePath
     line: LineNumber
@@ -100,6 +108,8 @@ class Line(_LineRequired, total=False):
     alloc_bytes: int | None
     peak_bytes: int | None
     memory_device: str | None
+    ops: list[NamedWork]
+    top_kernels: list[NamedWork] | None
     file_id: FileId
 
 
