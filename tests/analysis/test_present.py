@@ -60,7 +60,7 @@ def test_a_line_s_label_and_hover_say_the_same_figures() -> None:
     hover = present.line_hover(LINE, {"ms_per_step": 50.0, "machine": MACHINE}, "20261201T000000Z-train-1a2b")
     assert "- wall: 12.3 ms" in hover and "- share of the step: 25% of 50.0 ms/step" in hover
     assert "- GPU: 8.10 ms" in hover and "- backward: 3.20 ms" in hover and "- kernels: 4" in hover
-    assert "- copies: h2d 2 (3.00 MiB)" in hover
+    assert "- copies: host→device 2 (3.00 MiB)" in hover
     assert "run `20261201T000000Z-train-1a2b`" in hover and "gpu\\-3" in hover
     assert present.heat(LINE, 50.0) == pytest.approx(12.34 / 50.0)
 
@@ -91,3 +91,76 @@ def test_names_from_a_trace_or_a_host_are_never_markup() -> None:
     tooltip = present.status_tooltip({"ms_per_step": 50.0, "steps": [{}] * 5, "machine": hostile}, "r1")
     assert "\\<img" in tooltip and not re.search(r"(?<!\\)<", tooltip)
     assert "median of 5 active steps" in tooltip and "torch 2\\.11\\.0" in tooltip
+
+
+def test_the_hover_lists_what_the_line_ran_and_states_the_share_basis() -> None:
+    line = {**LINE, "sync_ms": 0.5,
+            "ops": [{"name": "aten::linear", "calls": 3.0, "ms": 3.99}, {"name": "aten::relu", "calls": 0.5, "ms": 0.05}],
+            "top_kernels": [{"name": "void gemm_kernel<float, 128>(" + "x" * 300 + ")", "calls": 2.0, "ms": 0.14}]}
+    hover = present.line_hover(line, {"ms_per_step": 50.0, "machine": MACHINE}, "r1",
+                               panel_link="command:stepscope.openPanel?%7B%7D", notes=("Lines changed since.",))
+    assert "**Operators it called** (outermost calls per step × time per step):" in hover
+    assert "- `aten::linear` ×3 · 3.99 ms" in hover and "- `aten::relu` ×0.50 · 0.05 ms" in hover
+    kernel_row = next(r for r in hover.splitlines() if r.startswith("- `void gemm"))
+    assert kernel_row.endswith("…` ×2 · 0.14 ms") and len(kernel_row) < 120  # the panel has the whole name
+    assert "- copies: host→device 2 (3.00 MiB)" in hover and "- waits on the device: 0.50 ms" in hover
+    assert "[Open in the trace panel](command:stepscope.openPanel?%7B%7D)" in hover
+    assert present.md_text(present.SHARE_BASIS[0].upper() + present.SHARE_BASIS[1:] + ".") in hover
+    assert hover.index("*Lines changed since\\.*") < hover.index("- wall:")
+    assert hover.splitlines()[-1].startswith("run `r1` · NVIDIA H200")
+
+
+def test_without_gpu_events_the_hover_gives_no_kernel_list() -> None:
+    cpu = {**LINE, "gpu_ms": None, "kernels": 0, "top_kernels": None, "ops": []}
+    hover = present.line_hover(cpu, {"ms_per_step": 50.0}, None)
+    assert "Kernels" not in hover and "Operators" not in hover and "- GPU: not observed" in hover
+
+
+def test_a_line_below_the_threshold_gets_no_label_but_a_step_less_run_labels_every_line() -> None:
+    tiny = {**LINE, "wall_ms": 0.02}
+    assert not present.worth_a_label(tiny, 50.0, 0.01)
+    assert present.worth_a_label(LINE, 50.0, 0.01)
+    assert present.worth_a_label(tiny, 50.0, 0.0)
+    assert present.worth_a_label(tiny, None, 0.5)
+
+
+def test_a_finding_in_the_editor_names_settings_and_says_the_machine_and_path_once() -> None:
+    report = {"machine": {"host": "vm", "device": "CPU only"}}
+    finding = {"kind": "dominant-op", "file": "/ws/train.py", "line": 3,
+               "observation": "aten::mm takes 40% of the 10.00 ms step at /ws/model/net.py:4 (measured on vm (CPU only)).",
+               "hypothesis": "A decisive shape or algorithm.",
+               "next_check": "Before replacing it, profile again with --shapes to see its input shapes and call count."}
+    said = present.finding_message(finding, report, "/ws")
+    assert said.splitlines() == [
+        "aten::mm takes 40% of the 10.00 ms step at model/net.py:4.",
+        "Hypothesis: A decisive shape or algorithm.",
+        "Next check: Before replacing it, profile again with the `stepscope.profile.shapes` setting on to see its "
+        "input shapes and call count."]
+    assert "--shapes" in present.finding_message(finding, report, "/ws", surface="cli")
+    assert present.finding_doc_url("input-bound").endswith("docs/findings.md#input-bound")
+
+
+def test_every_flag_a_finding_names_has_the_editor_s_words(gpu_report: dict) -> None:
+    """Each CLI flag in the findings' texts is said as a setting in the editor: a new flag in a finding
+    without an editor wording fails here."""
+    import re as _re
+    from stepscope.analysis import findings as findings_pkg
+
+    source = "".join(p.read_text() for p in Path(findings_pkg.__file__).parent.glob("*.py"))
+    flags = set(_re.findall(r"(?<![\w-])--[a-z][a-z-]+", source)) - {"--json"}
+    for flag in flags:
+        assert flag not in present.for_surface(f"profile again with {flag} to see", "editor"), flag
+
+
+def test_two_runs_side_by_side_line_by_line() -> None:
+    a = {"ms_per_step": 50.0, "machine": MACHINE, "steps": [{}] * 5,
+         "lines": [{**LINE, "wall_ms": 10.0}, {**LINE, "line": 13, "wall_ms": 4.0}]}
+    b = {"ms_per_step": 40.0, "machine": MACHINE, "steps": [{}] * 5,
+         "lines": [{**LINE, "wall_ms": 5.0}, {**LINE, "line": 20, "wall_ms": 1.0}]}
+    text = present.compare_runs(("A1", a), ("B2", b), "/ws")
+    assert "| ms/step | 50.000 | 40.000 |" in text
+    assert "| `train.py:12` | 10.000 | 5.000 | -5.000 | 0.50× |" in text
+    assert "| `train.py:13` | 4.000 | – | – | – |" in text and "| `train.py:20` | – | 1.000 | – | – |" in text
+    assert "different machines" not in text
+    other = {**b, "machine": {**MACHINE, "host": "gpu-9"}}
+    assert "different machines" in present.compare_runs(("A1", a), ("B2", other), "/ws")

@@ -94,38 +94,88 @@ def _change(client: LanguageClient, uri: str, version: int, text: str) -> None:
         content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
 
 
+async def _figures(client: LanguageClient, uri: str) -> dict:
+    return await _request(client, "stepscope/figures", {"uri": uri})
+
+
+def _hint_lines(hints: list[types.InlayHint]) -> dict[int, str]:
+    return {h.position.line: h.label.strip() for h in hints}
+
+
+def _finding_lines(client: LanguageClient, uri: str, kind: str) -> list[int]:
+    return [d.range.start.line for d in client.diagnostics.get(uri, []) if d.code == kind]
+
+
 @pytest.mark.torch
-async def test_a_save_keeps_the_run_on_screen_and_an_edit_takes_it_off(client: LanguageClient, ws: Path):
+async def test_figures_follow_their_lines_through_edits_reopening_and_a_restart(client: LanguageClient, ws: Path):
     path = ws / "train_cpu.py"
     text = path.read_text()
     uri = _open(client, path)
     loop_line = _line_of(text, "for x, y in loader:")
+    backward_line = _line_of(text, "loss.backward()")
     result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
         command="stepscope.profile", arguments=[{
-            "uri": uri, "position": {"line": _line_of(text, "loss.backward()"), "character": 8}, "profile": QUICK}]))
+            "uri": uri, "position": {"line": backward_line, "character": 8}, "profile": QUICK}]))
     await _wait_for(lambda: "input-bound" in _codes(client, uri), "the run's finding")
-    assert (await _hover(client, uri, loop_line)) is not None
+    before = _hint_lines(await _hints(client, uri))
+    assert loop_line in before and backward_line in before
+    measured = await _figures(client, uri)
+    assert measured["runId"] == result["runId"] and measured["hidden"] == 0 and measured["notes"] == []
+    # the run keeps the text it measured, so its figures can follow their lines later
+    sources = json.loads((Path(result["runDir"]) / "sources.json").read_text())
+    assert sources["files"] == {"train_cpu.py": text}
 
-    # The editor saves the document with its text unchanged (a new version, the same text): the run stays.
+    # The editor saves the document with its text unchanged (a new version, the same text): all stays.
     _change(client, uri, 3, text)
     client.text_document_did_save(types.DidSaveTextDocumentParams(
         text_document=types.TextDocumentIdentifier(uri=uri), text=text))
     await asyncio.sleep(0.5)
-    del client.diagnostics[uri]
-    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
-    codes = await _wait_for(lambda: _codes(client, uri), "diagnostics after the save")
-    assert "input-bound" in codes and "SS101" in codes
-    assert any("ms/step" in h.label for h in await _hints(client, uri))
-    hover = await _hover(client, uri, loop_line)
-    assert hover is not None and "wall:" in hover.contents.value
+    assert _hint_lines(await _hints(client, uri)) == before
 
-    # An edit changes the text the run measured: its figures and findings leave this document.
+    # Two lines inserted above the loop and the loop's header edited: the header's figures and its
+    # finding are hidden (that code changed); every other line keeps its figures, those below the
+    # insertion two lines down.
+    lines = text.split("\n")
+    lines[loop_line] = lines[loop_line] + "  # edited"
+    lines[loop_line - 1:loop_line - 1] = ["    # a note", "    # another"]
+    edited = "\n".join(lines)
     del client.diagnostics[uri]
-    _change(client, uri, 4, text.replace("for x, y in loader:", "for x, y in loader:  # edited"))
+    _change(client, uri, 4, edited)
     codes = await _wait_for(lambda: uri in client.diagnostics and _codes(client, uri), "diagnostics after the edit")
     assert "input-bound" not in codes and "SS101" in codes  # the static check stays
-    assert not await _hints(client, uri)
-    assert await _hover(client, uri, loop_line) is None
+    after = _hint_lines(await _hints(client, uri))
+    assert after == {line + 2 if line > loop_line else line: label for line, label in before.items()
+                     if line != loop_line}
+    hover = await _hover(client, uri, backward_line + 2)
+    assert hover is not None and "wall:" in hover.contents.value
+    assert "1 timed line changed since this run" in hover.contents.value
+    assert await _hover(client, uri, loop_line + 2) is None  # the edited header: its code changed
+    moved = await _figures(client, uri)
+    assert moved["hidden"] == 1 and {e["line"] for e in moved["lines"]} == set(after) | {
+        e["line"] for e in moved["lines"] if not e["labelled"]}
+
+    # Closing and reopening the document (same edited text) shows the run again, as it was.
+    client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    await asyncio.sleep(0.3)
+    assert (await _figures(client, uri))["runId"] is None
+    path.write_text(edited)
+    _open(client, path, edited)
+    await asyncio.sleep(0.5)
+    assert _hint_lines(await _hints(client, uri)) == after
+
+    # A new server (the editor restarted) shows the same run on the same lines: editor.json says
+    # which run the file showed, sources.json what it measured.
+    state = json.loads((ws / ".stepscope" / "editor.json").read_text())
+    assert state["shown"] == {"train_cpu.py": result["runId"]}
+    restarted = await SERVER.start()
+    try:
+        await _initialize(restarted, ws, {"interpreter": sys.executable})
+        _open(restarted, path, edited)
+        await _wait_for(lambda: uri in restarted.diagnostics, "diagnostics after the restart")
+        assert _hint_lines(await _hints(restarted, uri)) == after
+        assert (await _figures(restarted, uri))["runId"] == result["runId"]
+    finally:
+        await restarted.shutdown_session()
 
     # The run itself is kept by its id, whatever the documents show.
     listed = await _request(client, "stepscope/runs", {})

@@ -53,10 +53,16 @@ async def client_with_profile_settings(lsp_client: LanguageClient, ws: Path):
 
 async def _initialize(lsp_client: LanguageClient, ws: Path, options: dict) -> None:
     lsp_client.inlay_hint_refreshes = 0
+    lsp_client.figures_changed = []
 
     @lsp_client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
     def _refresh(params: None) -> None:
         lsp_client.inlay_hint_refreshes += 1
+
+    @lsp_client.feature("stepscope/figuresChanged")
+    def _figures_changed(params) -> None:
+        uris = params.get("uris") if isinstance(params, dict) else getattr(params, "uris", [])
+        lsp_client.figures_changed.append(list(uris))
 
     caps = types.ClientCapabilities(
         workspace=types.WorkspaceClientCapabilities(

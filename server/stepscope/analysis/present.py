@@ -8,8 +8,9 @@ a report (or one of its parts, see model.py); no I/O, no state.
 Definitions said here once:
 - ms/step is the report's `ms_per_step`: the median of the active steps (steps.py). A report
   without step markers has none; its figures are per window.
-- a line's share of the step is its `wall_ms` over `ms_per_step` (`step_share`); the heat of an
-  inline label is that share, capped at 1.
+- a line's share of the step is its `wall_ms` over `ms_per_step` (`step_share`, worded by
+  `SHARE_BASIS`, which every surface that shows a share states); the heat of an inline label is
+  that share, capped at 1.
 - the machine a figure came from is `machine_label`: device, host and rank when known, and whether
   the description came from the run's record or from the trace.
 """
@@ -37,11 +38,22 @@ def ms_short(ms: float) -> str:
     return f"{ms:.2f}"
 
 
+#: how every share of the step is taken, in words (the hover states it; keep it true to step_share)
+SHARE_BASIS = "a share of the step is the line's wall time per step over ms/step (the median active step)"
+
+
 def step_share(ms: float | None, ms_per_step: float | None) -> float | None:
     """The share of the step that `ms` (per step) is; None when either is unknown."""
     if ms is None or not ms_per_step:
         return None
     return ms / ms_per_step
+
+
+def worth_a_label(line: dict[str, Any], ms_per_step: float | None, min_share: float) -> bool:
+    """Whether a line gets an inline label: its share of the step is at least `min_share` (lines
+    below it are noise at a glance; their hover still has the figures). Without a step, every line."""
+    share = step_share(line.get("wall_ms"), ms_per_step)
+    return share is None or share >= min_share
 
 
 def share_percent(share: float) -> str:
@@ -200,11 +212,18 @@ _PRECISION_WORDS = {
 }
 
 
-def line_hover(line: dict[str, Any], report: dict[str, Any], run_id: str | None = None) -> str:
-    """The hover of a timed line, in Markdown: its figures per step, the run and the machine."""
+def line_hover(line: dict[str, Any], report: dict[str, Any], run_id: str | None = None, *,
+               panel_link: str | None = None, notes: tuple[str, ...] = ()) -> str:
+    """The hover of a timed line, in Markdown: its figures per step, what it ran (operators,
+    kernels, copies, waits, backward), the run and the machine, the share's basis, and a link into
+    the trace panel (`panel_link`: a command URI the client handles) when given. `notes` are plain
+    sentences shown first in italics (the figures are from an earlier run, lines changed since)."""
     ms_per_step = report.get("ms_per_step")
     unit = per(report)
     rows = [f"**Stepscope** · per {unit}", ""]
+    rows += [f"*{md_text(note)}*" for note in notes]
+    if notes:
+        rows.append("")
     rows.append(f"- wall: {ms_short(line['wall_ms'])} ms")
     share = step_share(line["wall_ms"], ms_per_step)
     if share is not None:
@@ -213,10 +232,10 @@ def line_hover(line: dict[str, Any], report: dict[str, Any], run_id: str | None 
     gpu = line.get("gpu_ms")
     rows.append(f"- GPU: {'not observed' if gpu is None else ms_short(gpu) + ' ms'}")
     if line.get("backward_ms"):
-        rows.append(f"- backward: {ms_short(line['backward_ms'])} ms")
+        rows.append(f"- backward: {ms_short(line['backward_ms'])} ms (autograd's work for this line)")
     if line.get("kernels"):
         rows.append(f"- kernels: {line['kernels']}")
-    copies = [f"{direction} {c['count']} ({bytes_text(c['bytes'])})"
+    copies = [f"{_COPY_WORDS.get(direction, direction)} {c['count']} ({bytes_text(c['bytes'])})"
               for direction, c in (line.get("copies") or {}).items() if c.get("count")]
     if copies:
         rows.append(f"- copies: {', '.join(copies)}")
@@ -225,10 +244,142 @@ def line_hover(line: dict[str, Any], report: dict[str, Any], run_id: str | None 
     precision = _PRECISION_WORDS.get(line.get("precision"))
     if precision:
         rows.append(f"- line: {precision}")
+    rows += _named_rows("Operators it called", "outermost calls", line.get("ops"), unit)
+    kernels = line.get("top_kernels")
+    if kernels is None and gpu is None:
+        pass  # GPU not observed: said above, no kernel list to give
+    else:
+        rows += _named_rows("Kernels it launched", "launches", kernels, unit)
     rows.append("")
+    if panel_link:
+        rows.append(f"[Open in the trace panel]({panel_link})")
+        rows.append("")
     source = f"run `{md_code(run_id)}` · " if run_id else ""
+    if share is not None:
+        rows.append(md_text(SHARE_BASIS[0].upper() + SHARE_BASIS[1:] + "."))
+        rows.append("")
     rows.append(f"{source}{md_text(machine_label(report.get('machine')))}")
     return "\n".join(rows)
+
+
+_COPY_WORDS = {"h2d": "host→device", "d2h": "device→host", "d2d": "device→device"}
+#: longest name a hover shows (kernel names run to kB); the panel has the whole name
+HOVER_NAME_CHARS = 90
+
+
+def _named_rows(title: str, counted: str, entries: list[dict[str, Any]] | None, unit: str) -> list[str]:
+    """`**Operators it called** (outermost calls per step, time per step)` and one row per name."""
+    if not entries:
+        return []
+    rows = ["", f"**{title}** ({counted} per {unit} × time per {unit}):"]
+    for entry in entries:
+        name = str(entry.get("name", ""))
+        if len(name) > HOVER_NAME_CHARS:
+            name = name[:HOVER_NAME_CHARS - 1] + "…"
+        calls = entry.get("calls") or 0
+        count = f"{calls:g}" if calls >= 1 else f"{calls:.2f}"
+        rows.append(f"- `{md_code(name)}` ×{count} · {ms_short(entry.get('ms') or 0.0)} ms")
+    return rows
+
+
+# -- findings in the editor ------------------------------------------------------------------------
+FINDINGS_DOC = "https://github.com/stepscope/stepscope/blob/main/docs/findings.md"
+
+#: CLI words in a finding's text, and how the editor says them (the editor has settings, not flags)
+_EDITOR_WORDS = (
+    ("profile again with --shapes", "profile again with the `stepscope.profile.shapes` setting on"),
+    ("profile again with --stack", "profile again with the `stepscope.profile.stack` setting on"),
+    ("profile again with --memory", "profile again with the `stepscope.profile.memory` setting on"),
+    ("profile again with GPU collection on (without --cpu-only)", "profile again with GPU collection on"),
+    ("in ranks[] of the --json report", "in ranks[] of the run's report"),
+    ("(pass --source-root, the folder the program ran from)", "(the folder the program ran from)"),
+    ("--shapes", "the `stepscope.profile.shapes` setting"),
+    ("--stack", "the `stepscope.profile.stack` setting"),
+    ("--memory", "the `stepscope.profile.memory` setting"),
+    ("--all-lines", "the `stepscope.profile.allLines` setting"),
+    ("--depth", "the `stepscope.profile.depth` setting"),
+    ("--active", "the `stepscope.profile.active` setting"),
+    ("--warmup", "the `stepscope.profile.warmup` setting"),
+    ("--nproc", "the `stepscope.profile.nproc` setting"),
+    ("--timeout", "the `stepscope.profile.timeout` setting"),
+    ("--cpu-only", "GPU collection off"),
+    ("--source-root", "the workspace folder as the source root"),
+)
+
+
+def finding_doc_url(kind: str) -> str:
+    """Where a finding kind is explained (docs/findings.md has a heading per kind)."""
+    anchor = "".join(c for c in kind.lower() if c.isalnum() or c in "-_")
+    return f"{FINDINGS_DOC}#{anchor}"
+
+
+def for_surface(text: str, surface: str) -> str:
+    """A sentence of a finding as `surface` ("cli" or "editor") says it: the editor names its
+    settings where the CLI names flags."""
+    if surface != "editor":
+        return text
+    for cli, editor in _EDITOR_WORDS:
+        text = text.replace(cli, editor)
+    return text
+
+
+def finding_message(finding: dict[str, Any], report: dict[str, Any], root: str | None, *,
+                    surface: str = "editor") -> str:
+    """A finding as the Problems view shows it: observation, hypothesis, next check, in plain text.
+    The run's machine and the workspace's absolute path are said elsewhere on that surface (the
+    hover, the status bar), so the message does not repeat them: paths under `root` are relative,
+    and the observation's `measured on …` aside is left out."""
+    observation = str(finding.get("observation", ""))
+    aside = machine_words(report)
+    for form in (f"; {aside}", f", {aside}", f" ({aside})", f" {aside}"):
+        observation = observation.replace(form, "")
+    parts = [observation.strip(),
+             f"Hypothesis: {str(finding.get('hypothesis', '')).strip()}",
+             f"Next check: {str(finding.get('next_check', '')).strip()}"]
+    text = "\n".join(for_surface(p, surface) for p in parts if p and not p.endswith(": "))
+    if root:
+        text = text.replace(str(root).rstrip("/") + "/", "")
+    return text
+
+
+# -- runs side by side -----------------------------------------------------------------------------
+def compare_runs(a: tuple[str, dict[str, Any]], b: tuple[str, dict[str, Any]], root: str | None) -> str:
+    """Two runs line by line, in Markdown: each run's ms/step and machine, then every line either
+    measured, with its wall time per step in each and the change. Lines are matched by file and
+    number, so a line that moved between the runs shows as two rows (said under the table)."""
+    (id_a, ra), (id_b, rb) = a, b
+    rows = [f"# Stepscope: run {md_text(id_a)} against run {md_text(id_b)}", ""]
+    rows.append("| | A | B |")
+    rows.append("|---|---|---|")
+    rows.append(f"| run | `{md_code(id_a)}` | `{md_code(id_b)}` |")
+    rows.append(f"| ms/step | {_ms_or_none(ra.get('ms_per_step'))} | {_ms_or_none(rb.get('ms_per_step'))} |")
+    rows.append(f"| machine | {md_text(machine_label(ra.get('machine')))} | {md_text(machine_label(rb.get('machine')))} |")
+    rows.append(f"| steps | {len(ra.get('steps') or [])} | {len(rb.get('steps') or [])} |")
+    rows.append("")
+    if machine_label(ra.get("machine")) != machine_label(rb.get("machine")):
+        rows += ["**The runs were measured on different machines**: their figures do not compare.", ""]
+    lines_a = {(short_path(ln.get("file"), root), ln.get("line")): ln for ln in ra.get("lines") or []}
+    lines_b = {(short_path(ln.get("file"), root), ln.get("line")): ln for ln in rb.get("lines") or []}
+    keys = sorted(set(lines_a) | set(lines_b),
+                  key=lambda k: -max((lines_a.get(k) or {}).get("wall_ms", 0.0), (lines_b.get(k) or {}).get("wall_ms", 0.0)))
+    rows.append(f"Wall time per {per(ra)} of each line (ms), costliest first:")
+    rows.append("")
+    rows.append("| line | A | B | B − A | B ÷ A |")
+    rows.append("|---|---:|---:|---:|---:|")
+    for key in keys:
+        wa = (lines_a.get(key) or {}).get("wall_ms")
+        wb = (lines_b.get(key) or {}).get("wall_ms")
+        delta = f"{wb - wa:+.3f}" if wa is not None and wb is not None else "–"
+        ratio = f"{wb / wa:.2f}×" if wa and wb is not None else "–"
+        rows.append(f"| `{md_code(f'{key[0]}:{key[1]}')}` | {_ms_or_none(wa)} | {_ms_or_none(wb)} | {delta} | {ratio} |")
+    rows += ["", "– : the line was not measured in that run (not reached, or its code moved: lines are matched "
+                 "by number). Two profiled runs are not a measurement: the profiler's own cost and the run-to-run "
+                 "noise are in both; compare ms/step without the profiler (several timed passes) before deciding."]
+    return "\n".join(rows)
+
+
+def _ms_or_none(ms: float | None) -> str:
+    return "–" if ms is None else ms_table(ms)
 
 
 # -- Markdown ---------------------------------------------------------------------------------------

@@ -6,13 +6,19 @@ lines. The conversion lives here and nowhere else.
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from ..analysis import present
 from ..rules.model import Diagnostic, Edit
 
+if TYPE_CHECKING:
+    from .runs import Run
+
 SOURCE = "stepscope"
+#: the source of a run's findings: the Problems view tells them from the static checks
+RUN_SOURCE = "stepscope run"
 
 
 def _range(line: int, col: int, end_line: int, end_col: int) -> types.Range:
@@ -53,22 +59,19 @@ def code_actions(uri: str, found: list[Diagnostic], wanted: types.Range) -> list
     return actions
 
 
-def finding_to_lsp(finding: dict, root: Path) -> tuple[str, types.Diagnostic] | None:
-    """A finding of a run as an information diagnostic on its line (None when it has no line
-    inside the workspace: those stay in the report and the panel)."""
-    file, line = finding.get("file"), finding.get("line")
-    if not file or not line:
-        return None
-    path = Path(file).resolve()
-    root = Path(root).resolve()
-    if path != root and root not in path.parents:
-        return None
-    message = f"{finding.get('observation', '')}\nNext check: {finding.get('next_check', '')}"
-    return path.as_uri(), types.Diagnostic(
-        range=_range(int(line), 0, int(line), 10_000),
-        message=message.strip(),
-        severity=(types.DiagnosticSeverity.Warning if finding.get("severity") == "warning"
+def finding_to_lsp(finding: dict, run: "Run", line: int, *, stale: bool = False) -> types.Diagnostic:
+    """A finding of a run as a diagnostic on `line` (0-based, where its code is now), worded by the
+    presenter for the editor, its kind linked to its docs as rule codes are. A finding from a run
+    older than one that failed says so first, so it never passes for the latest run's."""
+    message = present.finding_message(finding, run.report, str(run.root))
+    if stale:
+        message = f"(from run {run.run_id}: a later run failed) {message}"
+    return types.Diagnostic(
+        range=_range(line + 1, 0, line + 1, 10_000),
+        message=message,
+        severity=(types.DiagnosticSeverity.Warning if finding.get("severity") == "warning" and not stale
                   else types.DiagnosticSeverity.Information),
         code=finding.get("kind"),
-        source=SOURCE,
+        code_description=types.CodeDescription(href=present.finding_doc_url(str(finding.get("kind", "")))),
+        source=RUN_SOURCE,
     )

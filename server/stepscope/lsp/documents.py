@@ -5,8 +5,11 @@ Invariants:
 - Static results are computed from the document text the server holds (never from disk), and a
   document's cached diagnostics are replaced whole on each change, so quick fixes always match what
   the user sees.
-- A document's published diagnostics are its static ones plus the findings of the run it shows
-  (runs.py decides which run, and drops it when the text no longer is the text measured).
+- A document's published diagnostics are its static ones plus the findings of the run it shows, on
+  the lines their code is on now (runs.py decides which run, and where its lines went); a finding
+  whose line changed is not published.
+- Inlay hints and hovers are the run's figures on the lines their code is on now; a line below the
+  label threshold (`minShare`) gets no inlay hint, its hover still has the figures.
 - A `[tool.stepscope]` problem is said once per server (a message and the log), never per keystroke.
 """
 
@@ -74,29 +77,36 @@ class Documents:
             self._checkers.pop(uri, None)
             return []
 
-    def publish(self, ls: "StepscopeServer", uri: str) -> None:
-        """Check a document's current text and publish its diagnostics."""
+    def publish(self, ls: "StepscopeServer", uri: str, *, opened: bool = False) -> bool:
+        """Check a document's current text and publish its diagnostics. Its run's figures follow the
+        text (on open: the run its file showed last comes back). True when the lines its run's
+        figures are on changed."""
         doc = ls.workspace.get_text_document(uri)
         if not doc.path.endswith((".py", ".pyi")) and doc.language_id not in ("python", None):
-            return
+            return False
         self._found[uri] = self._check(ls, uri, doc.source, doc.path)
-        ls.runs.text_is(uri, doc.source)  # a changed text drops its run's figures and findings
+        if opened:
+            moved = ls.runs.restore(uri, doc.source, ls.roots())
+        else:
+            moved = ls.runs.follow(uri, doc.source)
         self.send(ls, uri, doc.version)
+        return moved
 
     def send(self, ls: "StepscopeServer", uri: str, version: int | None = None) -> None:
         diagnostics = [lsp_diagnostics.to_lsp(d) for d in self._found.get(uri, [])]
-        run = ls.runs.shown(uri, ls.roots())
-        if run is not None:
-            for finding in run.findings.get(uri, []):
-                placed = lsp_diagnostics.finding_to_lsp(finding, run.root)
-                if placed is not None:
-                    diagnostics.append(placed[1])
+        placed = ls.runs.placed_findings(uri, ls.roots())
+        if placed is not None:
+            run, findings = placed
+            stale = any(note.startswith("These figures are from run") for note in ls.runs.notes(uri, run))
+            for line, finding in findings:
+                diagnostics.append(lsp_diagnostics.finding_to_lsp(finding, run, line, stale=stale))
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
             uri=uri, version=version, diagnostics=diagnostics))
 
-    def forget(self, uri: str) -> None:
+    def forget(self, ls: "StepscopeServer", uri: str) -> None:
         self._found.pop(uri, None)
         self._checkers.pop(uri, None)
+        ls.runs.forget(uri)
 
     def code_actions(self, uri: str, wanted: types.Range) -> list[types.CodeAction]:
         return lsp_diagnostics.code_actions(uri, self._found.get(uri, []), wanted)
@@ -121,17 +131,31 @@ def step_lenses(ls: "StepscopeServer", uri: str, command: str) -> list[types.Cod
     return lenses
 
 
-def timing_hints(ls: "StepscopeServer", uri: str, wanted: types.Range) -> list[types.InlayHint]:
-    run = ls.runs.shown(uri, ls.roots())
-    if run is None:
+def figures(ls: "StepscopeServer", uri: str, min_share: float) -> dict:
+    """`stepscope/figures`: what a document shows of its run, on its current lines (docs/extension.md)."""
+    from . import results
+
+    placed = ls.runs.placed_lines(uri, ls.roots())
+    if placed is None:
+        return {"uri": uri, "runId": None, "lines": [], "hidden": 0, "notes": []}
+    run, lines, hidden = placed
+    return results.document_figures(run, uri, lines, hidden, ls.runs.notes(uri, run), min_share)
+
+
+def timing_hints(ls: "StepscopeServer", uri: str, wanted: types.Range, min_share: float) -> list[types.InlayHint]:
+    placed = ls.runs.placed_lines(uri, ls.roots())
+    if placed is None:
         return []
-    lines = ls.workspace.get_text_document(uri).lines
+    run, lines, _ = placed
+    text_lines = ls.workspace.get_text_document(uri).lines
     ms = run.report.get("ms_per_step")
     hints = []
-    for number, line in sorted(run.lines.get(uri, {}).items()):
-        if not (wanted.start.line <= number <= wanted.end.line) or number >= len(lines):
+    for number, line in lines:
+        if not (wanted.start.line <= number <= wanted.end.line) or number >= len(text_lines):
             continue
-        end = len(lines[number].rstrip("\r\n"))
+        if not present.worth_a_label(line, ms, min_share):
+            continue
+        end = len(text_lines[number].rstrip("\r\n"))
         hints.append(types.InlayHint(
             position=types.Position(line=number, character=end),
             label=f"  {present.line_label(line, ms)}", padding_left=True,
@@ -139,17 +163,24 @@ def timing_hints(ls: "StepscopeServer", uri: str, wanted: types.Range) -> list[t
     return hints
 
 
-def timing_hover(ls: "StepscopeServer", uri: str, position: types.Position) -> types.Hover | None:
-    """The figures of the line under the cursor, from the run the document shows."""
+def timing_hover(ls: "StepscopeServer", uri: str, position: types.Position,
+                 panel_command: str | None = None) -> types.Hover | None:
+    """The figures of the line under the cursor, from the run the document shows (`panel_command`:
+    the client's command that opens the trace panel on a line, when it has one)."""
     found = ls.runs.line_at(uri, position.line, ls.roots())
     if found is None:
         return None
     run, line = found
     lines = ls.workspace.get_text_document(uri).lines
     end = len(lines[position.line].rstrip("\r\n")) if position.line < len(lines) else 0
+    link = None
+    if panel_command:
+        from . import results
+
+        link = results.panel_link(panel_command, run, line)
     return types.Hover(
-        contents=types.MarkupContent(kind=types.MarkupKind.Markdown,
-                                     value=present.line_hover(line, run.report, run.run_id)),
+        contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=present.line_hover(
+            line, run.report, run.run_id, panel_link=link, notes=ls.runs.notes(uri, run))),
         range=types.Range(start=types.Position(line=position.line, character=0),
                           end=types.Position(line=position.line, character=end)),
     )

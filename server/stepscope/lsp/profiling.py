@@ -3,8 +3,10 @@
 The capture runs in a worker thread and the analysis in a child process (analysis_child.py); this
 coroutine waits on them so that a `$/cancelRequest` (or the client cancelling the progress) stops
 the program, or the analysis, promptly. Progress is reported to the client's work-done token when
-it sent one. The run is then held by the run registry under its id and shown in the documents it
-measured.
+it sent one, from the moment the program starts (its start-up before the first step included).
+The run is then held by the run registry under its id, the text of the files it measured is kept in
+its folder, and it is shown in those documents. A run that fails or is cancelled changes nothing on
+screen but marks the figures of that script's last good run as from an earlier run.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import asyncio
 import logging
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
@@ -37,6 +40,16 @@ class ProfileFailed(Exception):
     def __init__(self, message: str, exit_code: int, run_dir: str | None = None):
         super().__init__(message)
         self.exit_code, self.run_dir = exit_code, run_dir
+        self.run_id = Path(run_dir).name if run_dir else None
+
+
+#: the start (wall clock, ns, as file times) of each profile in progress: a run folder made since the
+#: earliest one, without a status.json yet, may be one of them (deleting it is refused)
+_IN_PROGRESS: dict[int, int] = {}
+
+
+def running_since() -> int | None:
+    return min(_IN_PROGRESS.values()) if _IN_PROGRESS else None
 
 
 def path_of(uri: str) -> Path:
@@ -103,17 +116,18 @@ class _LogLines:
         pass
 
 
-def _build_request(ls: "StepscopeServer", args: dict[str, Any]):
-    from ..agent.protocol import ProfileOptions
-    from ..capture import options
-    from ..capture.request import CaptureRequest, RunOptions
+def _loop_line(args: dict[str, Any]) -> tuple[Path, int]:
+    """The file and the 1-based header line of the loop a profile at `args` times."""
     from ..capture.step import resolve_step
 
     path = path_of(str(args.get("uri", "")))
     if not path.is_file():
-        raise ProfileFailed(f"{path} is not a saved file; save it before profiling", errors.USAGE)
+        raise ProfileFailed(f"{path.name} is not a saved file; save it before profiling", errors.USAGE)
     position = args.get("position") or {}
-    line = int(position.get("line", 0)) + 1
+    try:
+        line = int(position.get("line", 0)) + 1
+    except (TypeError, ValueError):
+        raise ProfileFailed("position.line must be a number", errors.USAGE) from None
     try:
         loop_line = resolve_step(path, line)
     except errors.NoStepError as e:
@@ -128,6 +142,28 @@ def _build_request(ls: "StepscopeServer", args: dict[str, Any]):
             raise ProfileFailed(str(e2), e2.exit_code) from None
     except errors.StepscopeError as e:
         raise ProfileFailed(str(e), e.exit_code) from None
+    return path, loop_line
+
+
+def step_at(ls: "StepscopeServer", args: dict[str, Any]) -> dict[str, Any]:
+    """`stepscope/resolveStep`: the loop a profile at this position would time, named for a title."""
+    path, loop_line = _loop_line(args)
+    try:
+        header = path.read_text(encoding="utf-8", errors="replace").splitlines()[loop_line - 1].strip()
+    except (OSError, IndexError):
+        header = ""
+    if len(header) > 60:
+        header = header[:59] + "…"
+    return {"uri": path.as_uri(), "line": loop_line - 1, "file": path.name, "header": header,
+            "title": f"the loop at {path.name}:{loop_line}" + (f" ({header})" if header else "")}
+
+
+def _build_request(ls: "StepscopeServer", args: dict[str, Any]):
+    from ..agent.protocol import ProfileOptions
+    from ..capture import options
+    from ..capture.request import CaptureRequest, RunOptions
+
+    path, loop_line = _loop_line(args)
     python = args.get("python") or ls.options.get("interpreter") or sys.executable
     root = _root_for(ls, path)
     # The stepscope.profile.* settings: those sent with the command over those given at
@@ -182,25 +218,45 @@ def _launch_options(launch: Any, path: Path) -> dict[str, Any]:
     return options
 
 
+#: how often the progress says how long the program has been starting, before its first step
+STARTUP_TICK_S = 1.0
+
+
 def _capture_and_analyse(req, progress: _Progress, output: _LogLines, cancel: threading.Event):
     from ..capture.runner import Cancelled, run_capture
 
     total = req.schedule.wait + req.schedule.warmup + req.schedule.active
+    first_step = threading.Event()
+    started = time.monotonic()
+    program = req.target_file.name
+
+    def startup_ticks() -> None:
+        # A program spends seconds importing torch and building its data and model before the
+        # loop: say so from the start, so the notification never sits silent.
+        while not first_step.wait(STARTUP_TICK_S) and not cancel.is_set():
+            progress.report(f"starting {program} (imports, data, model): {time.monotonic() - started:.0f} s", 1)
 
     def on_event(event: protocol.Event) -> None:
         if isinstance(event, protocol.StepEvent):
+            first_step.set()
             progress.report(f"step {event.index + 1}/{total} ({event.phase})", int(90 * (event.index + 1) / total))
         elif isinstance(event, protocol.WindowCompleteEvent):
             progress.report("window captured, analysing", 92)
 
+    progress.report(f"starting {program} (imports, data, model)", 0)
+    ticker = threading.Thread(target=startup_ticks, name="stepscope-startup-progress", daemon=True)
+    ticker.start()
     try:
         result = run_capture(req, output=output, on_event=on_event, cancel=cancel)
     except Cancelled as e:
         raise ProfileFailed(str(e), e.exit_code) from None
     except errors.StepscopeError as e:
         raise ProfileFailed(str(e), e.exit_code) from None
+    finally:
+        first_step.set()
     if not result.ok:
-        raise ProfileFailed(f"{result.reason} (run folder {result.run_dir})", result.exit_code, str(result.run_dir))
+        # the editor names the run, not its absolute folder (the log has that)
+        raise ProfileFailed(str(result.reason), result.exit_code, str(result.run_dir))
     try:
         report = analysis_child.analyse(result.run_dir, cancel)
     except analysis_child.AnalysisCancelled as e:
@@ -215,9 +271,11 @@ async def profile_at(ls: "StepscopeServer", args: dict[str, Any]) -> dict[str, A
     loop = asyncio.get_running_loop()
     progress = _Progress(ls, args.get("workDoneToken"), loop)
     req = _build_request(ls, args)
-    progress.begin("Stepscope: profiling the step")
+    progress.begin(f"Stepscope: profiling the loop at {req.target_file.name}:{req.target_line}")
     log.info("profiling %s:%d with %s", req.target_file, req.target_line, req.python)
     cancel = threading.Event()
+    key = id(cancel)
+    _IN_PROGRESS[key] = time.time_ns()
     work = loop.run_in_executor(None, _capture_and_analyse, req, progress, _LogLines(ls, loop), cancel)
     try:
         while not work.done():
@@ -229,21 +287,37 @@ async def profile_at(ls: "StepscopeServer", args: dict[str, Any]) -> dict[str, A
         cancel.set()
         await asyncio.shield(asyncio.wait({work}, timeout=10))
         progress.end("cancelled")
+        ls.figures_changed(ls.runs.failed(req.target_file, "it was cancelled"))
         raise
     except ProfileFailed as e:
         progress.end(str(e))
+        if e.run_dir:
+            log.info("the failed run's folder: %s", e.run_dir)
+        ls.figures_changed(ls.runs.failed(req.target_file, str(e)))
         raise
+    finally:
+        _IN_PROGRESS.pop(key, None)
     run = ls.runs.add(Path(result.run_dir), Path(req.root), report)
-    open_texts = {uri: ls.workspace.get_text_document(uri).source for uri in run.uris()
-                  if uri in ls.workspace.text_documents}
-    for uri in ls.runs.show(run, open_texts):
-        ls.documents.send(ls, uri)
-    shown = {uri for uri in run.uris() if ls.runs.shown(uri, ls.roots()) is run}
-    editor = results.profile_result(run, shown)
-    if result.first_run:
+    left_out = run.write_sources()
+    if left_out:
+        log.warning("%s changed while the run was going on: its figures are not shown", ", ".join(left_out))
+    editor = show(ls, run)
+    if result.first_run and not args.get("confirmed"):  # a client that asked the user before says so
         ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=FIRST_RUN_NOTICE))
     progress.end(editor["summary"])
-    caps = ls.client_capabilities.workspace
-    if caps and caps.inlay_hint and caps.inlay_hint.refresh_support:
-        ls.workspace_inlay_hint_refresh(None)
+    keep = args.get("keep")
+    if isinstance(keep, int) and not isinstance(keep, bool) and keep > 0:
+        deleted = ls.runs.prune([Path(req.root)], keep, {run.run_id})  # runs on screen are kept too
+        if deleted:
+            log.info("retention (keep %d runs): deleted %s", keep, ", ".join(deleted))
+            editor["deleted"] = deleted
     return editor
+
+
+def show(ls: "StepscopeServer", run) -> dict[str, Any]:
+    """Show a run in the documents it has figures for; the editor's result for it."""
+    open_texts = {uri: ls.workspace.get_text_document(uri).source for uri in run.uris() if ls.is_open(uri)}
+    changed = ls.runs.show(run, open_texts)
+    ls.figures_changed(changed)
+    shown = ls.runs.showing(run.run_id)
+    return results.profile_result(run, shown, ls.min_share())

@@ -1,39 +1,67 @@
-"""A run, shaped for the editor: the `stepscope.profile` command's result (docs/extension.md).
+"""A run, shaped for the editor: the `stepscope.profile` command's result and a document's figures
+(`stepscope/figures`), as docs/extension.md gives them.
 
 Pure: a run (its report) in, plain dicts out. Every string a client paints (labels, the summary,
-the status bar's text and tooltip) comes from the presenter (analysis/present.py); the client only
-places them. Only lines of files inside the workspace root are returned.
+the status bar's text and tooltip, notes) comes from the presenter (analysis/present.py) or the run
+registry's notes; the client only places them. Only lines of files inside the workspace root are
+returned.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
+from urllib.parse import quote
 
 from ..analysis import present
 from .runs import Run, in_workspace
 
+#: a line below this share of the step gets no inline label unless the client says otherwise
+DEFAULT_MIN_SHARE = 0.01
 
-def editor_lines(run: Run, shown: set[str] | None = None) -> list[dict[str, Any]]:
-    """The run's lines in workspace files (those of `shown` documents only, when given), costliest first."""
+
+def _line_entry(uri: str, line_number: int, line: dict[str, Any], ms: float | None, min_share: float) -> dict:
+    return {
+        "uri": uri,
+        "line": line_number,
+        "wallMs": line["wall_ms"],
+        "gpuMs": line.get("gpu_ms"),
+        "fraction": present.heat(line, ms),
+        "precision": line.get("precision", "exact"),
+        "label": present.line_label(line, ms),
+        "labelled": present.worth_a_label(line, ms, min_share),
+    }
+
+
+def editor_lines(run: Run, shown: set[str] | None = None, min_share: float = DEFAULT_MIN_SHARE) -> list[dict[str, Any]]:
+    """The run's lines in workspace files (those of `shown` documents only, when given), costliest
+    first, on the lines they were measured on."""
     ms = run.report.get("ms_per_step")
     out = []
     for line in run.report.get("lines") or []:
         uri = in_workspace(line.get("file"), run.root)
         if uri is None or (shown is not None and uri not in shown):
             continue  # never point the editor at files outside the workspace
-        out.append({
-            "uri": uri,
-            "line": int(line["line"]) - 1,
-            "wallMs": line["wall_ms"],
-            "gpuMs": line.get("gpu_ms"),
-            "fraction": present.heat(line, ms),
-            "precision": line.get("precision", "exact"),
-            "label": present.line_label(line, ms),
-        })
+        out.append(_line_entry(uri, int(line["line"]) - 1, line, ms, min_share))
     return out
 
 
-def profile_result(run: Run, shown: set[str] | None = None) -> dict[str, Any]:
+def document_figures(run: Run, uri: str, placed: list[tuple[int, dict[str, Any]]], hidden: int,
+                     notes: tuple[str, ...], min_share: float = DEFAULT_MIN_SHARE) -> dict[str, Any]:
+    """`stepscope/figures`: a document's figures on its current lines (0-based), how many are hidden
+    because their code changed, and the notes that go with them (an earlier run than one that failed)."""
+    ms = run.report.get("ms_per_step")
+    return {
+        "uri": uri,
+        "runId": run.run_id,
+        "lines": [_line_entry(uri, number, line, ms, min_share) for number, line in placed],
+        "hidden": hidden,
+        "notes": list(notes),
+        "stale": any(note.startswith("These figures are from run") for note in notes),
+    }
+
+
+def profile_result(run: Run, shown: set[str] | None = None, min_share: float = DEFAULT_MIN_SHARE) -> dict[str, Any]:
     report = run.report
     return {
         "runId": run.run_id,
@@ -42,6 +70,24 @@ def profile_result(run: Run, shown: set[str] | None = None) -> dict[str, Any]:
         "machine": present.machine_label(report.get("machine")),
         "summary": present.run_summary(report),
         "status": {"text": present.status_text(report), "tooltip": present.status_tooltip(report, run.run_id)},
-        "lines": editor_lines(run, shown),
+        "lines": editor_lines(run, shown, min_share),
         "findings": report.get("findings", []),
     }
+
+
+def panel_target(run: Run, line: dict[str, Any]) -> dict[str, Any]:
+    """What opens the trace panel on a line: the run, the line's file id in the run's file table
+    (files.json, as the panel's timeline names files; null when the table does not have it), its
+    workspace-relative path and its 1-based line."""
+    from .. import workspace
+    from .runs import _read_object
+
+    path = workspace.relpath(line["file"], run.root) if line.get("file") else None
+    table = (_read_object(run.run_dir / workspace.FILES) or {}).get("files") or {}
+    file_id = next((fid for fid, rel in table.items() if rel == path), None) if isinstance(table, dict) else None
+    return {"runId": run.run_id, "fileId": file_id, "path": path, "line": line.get("line")}
+
+
+def panel_link(command: str, run: Run, line: dict[str, Any]) -> str:
+    """A command URI (`command:<id>?<JSON arguments>`) that opens the trace panel on the line."""
+    return f"command:{command}?{quote(json.dumps([panel_target(run, line)]))}"

@@ -6,21 +6,28 @@ against the report model), so runs made before a restart, or by the CLI, read th
 this server just made. One object (`RunRegistry`, the server's `runs`) owns this state.
 
 Invariants:
-- A document shows at most one run's figures and findings, and only while its text is the text the
-  run measured: when a run is shown, the registry keeps a digest of each file it has figures for
-  (the file on disk, which the program ran); any later text of that document that differs drops the
-  document from the run. Saving or reopening the same text keeps it.
-- A new run shown replaces the figures of every document (one run is on screen at a time).
+- A document shows at most one run's figures and findings. The registry keeps, per document, the
+  run it shows and the text that run measured (the run folder's `sources.json`, written when the
+  editor's run ends; for a run made elsewhere, the file on disk when it has not changed since the run
+  started): a figure or finding is shown on the line its code is on now (linemap.py), and hidden
+  where that code changed. A text that measured nothing shows nothing of the run.
+- A run shown in a document replaces what that document showed; other documents keep theirs. Which
+  run each file shows is kept in `.stepscope/editor.json` of its workspace, so reopening the file or
+  restarting the editor shows it again.
+- A run that failed after a good one leaves the good one's figures on screen, marked: each document
+  of the same script says which run its figures are from and that a later one failed.
 - Reports held in memory are bounded (`MAX_REPORTS`, least recently used first out); a run shown by a
   document is read again from its folder when it was let go.
-- A run id from a client is a folder name, never a path: anything else is refused.
+- A run id from a client is a folder name, never a path: anything else is refused. Deleting a run
+  removes only a folder directly inside a workspace's `.stepscope/runs/` (never a link).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
+import logging
 import re
+import shutil
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,8 +36,16 @@ from typing import Any, Iterable
 from .. import errors, jsonio, workspace
 from ..agent import protocol
 from ..analysis import model, present
+from .linemap import LineMap
+
+log = logging.getLogger("stepscope.lsp")
 
 MAX_REPORTS = 8
+#: a run folder's copy of the source files its figures point at, as they were when it ran (the editor
+#: writes it when its run ends): {"version": 1, "files": {"<workspace-relative path>": "<text>"}}
+SOURCES = "sources.json"
+#: which run each file of a workspace shows: {"version": 1, "shown": {"<relative path>": "<run id>"}}
+EDITOR_STATE = "editor.json"
 #: the version of the `stepscope/runs` answer (its own contract, beside the report's schema_version)
 RUNS_SCHEMA_VERSION = 1
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -39,11 +54,6 @@ _STAMP = re.compile(r"^(\d{8}T\d{6}Z)")
 
 class UnknownRun(errors.UsageError):
     pass
-
-
-def digest(text: str) -> str:
-    """What a document's text is compared by (line endings do not count: the editor may change them)."""
-    return hashlib.blake2b(text.replace("\r\n", "\n").encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 @dataclass
@@ -55,6 +65,7 @@ class Run:
     report: dict[str, Any]
     lines: dict[str, dict[int, dict[str, Any]]] = field(default_factory=dict)  # uri → 0-based line → line
     findings: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # uri → findings on its lines
+    _sources: dict[str, str] | None = None  # uri → the text it measured (sources.json), read once
 
     @classmethod
     def of(cls, run_id: str, run_dir: Path, root: Path, report: dict[str, Any]) -> "Run":
@@ -72,6 +83,62 @@ class Run:
     def uris(self) -> set[str]:
         return set(self.lines) | set(self.findings)
 
+    @property
+    def started_ns(self) -> int | None:
+        """When the program started, as a file time: spec.json is written just before it starts."""
+        try:
+            return (self.run_dir / workspace.SPEC).stat().st_mtime_ns
+        except OSError:
+            return None
+
+    @property
+    def script(self) -> Path | None:
+        """The file whose step was profiled (spec.json's target)."""
+        target = (_read_object(self.run_dir / workspace.SPEC) or {}).get("target")
+        path = target.get("path") if isinstance(target, dict) else None
+        return Path(path) if isinstance(path, str) else None
+
+    def measured_text(self, uri: str) -> str | None:
+        """The text of `uri` this run measured: from sources.json, else the file on disk when it has
+        not changed since the run started; None when that cannot be known."""
+        if self._sources is None:
+            self._sources = {}
+            doc = _read_object(self.run_dir / SOURCES) or {}
+            for rel, text in (doc.get("files") or {}).items():
+                if isinstance(rel, str) and isinstance(text, str):
+                    self._sources[(self.root / rel).resolve().as_uri()] = text
+        if uri in self._sources:
+            return self._sources[uri]
+        path = _uri_path(uri)
+        started = self.started_ns
+        try:
+            if started is None or path.stat().st_mtime_ns > started:
+                return None  # changed since the run started: not what it measured
+            return path.read_text(encoding="utf-8", errors="surrogateescape")
+        except OSError:
+            return None
+
+    def write_sources(self) -> list[str]:
+        """Keep the text of each workspace file this run has figures for in its folder (sources.json),
+        so its figures can follow their lines after edits, reopening and restarts. A file changed
+        since the run started is left out (what ran is not known). Returns the files left out."""
+        files: dict[str, str] = {}
+        left_out = []
+        for uri in sorted(self.uris()):
+            text = self.measured_text(uri)
+            if text is None:
+                left_out.append(workspace.relpath(_uri_path(uri), self.root))
+                continue
+            files[workspace.relpath(_uri_path(uri), self.root)] = text
+        try:
+            jsonio.write_json(self.run_dir / SOURCES, {"version": 1, "files": files}, replace=False)
+        except FileExistsError:
+            pass  # written before: the first copy is what ran
+        except OSError as e:
+            log.warning("could not keep the sources of run %s: %s", self.run_id, e)
+        self._sources = None
+        return left_out
+
 
 def in_workspace(file: Any, root: Path) -> str | None:
     """The URI of `file` when it lies inside the workspace root; the editor is never pointed elsewhere."""
@@ -88,8 +155,8 @@ class RunRegistry:
     def __init__(self) -> None:
         self._loaded: OrderedDict[str, Run] = OrderedDict()  # run id → run (least recently used first)
         self._folders: dict[str, Path] = {}  # run id → run folder, for every run seen
-        self._shown: dict[str, str] = {}  # document uri → id of the run it shows
-        self._measured: dict[str, str] = {}  # document uri → digest of the text its run measured
+        self._views: dict[str, View] = {}  # document uri → the run it shows and where its lines are now
+        self._failed: dict[str, tuple[str, str]] = {}  # script path → (when, reason) of its last failed run
         self._roots: list[Path] = []  # workspace roots runs were made in (beside the workspace folders)
         self._summaries: dict[Path, tuple[tuple, dict[str, Any]]] = {}  # run folder → (file stamps, summary)
 
@@ -208,45 +275,210 @@ class RunRegistry:
         return run
 
     # -- what documents show ----------------------------------------------------------------------
-    def show(self, run: Run, open_texts: dict[str, str]) -> set[str]:
-        """Show `run` in every document it has figures for, instead of whatever they showed. The text
-        each measured is the file on disk; an open document whose text differs does not show it.
-        Returns the documents whose figures or findings changed."""
-        changed = set(self._shown) | run.uris()
-        self._shown.clear()
-        self._measured.clear()
+    def show(self, run: Run, texts: dict[str, str]) -> set[str]:
+        """Show `run` in every document it has figures or findings for, instead of what they showed.
+        `texts` are the open documents' texts (others are read from disk). Returns the documents whose
+        figures or findings changed."""
+        changed = set()
         for uri in run.uris():
-            text = _disk_text(uri)
-            if text is None:
+            measured = run.measured_text(uri)
+            current = texts.get(uri)
+            if current is None:
+                current = _disk_text(uri)
+            if measured is None or current is None:
+                if self._views.pop(uri, None) is not None:
+                    changed.add(uri)
+                log.info("run %s: %s changed since the run started; its figures are not shown", run.run_id, uri)
                 continue
-            self._measured[uri] = digest(text)
-            if uri not in open_texts or digest(open_texts[uri]) == self._measured[uri]:
-                self._shown[uri] = run.run_id
+            self._views[uri] = View(run.run_id, measured, LineMap.between(measured, current))
+            changed.add(uri)
+        self._failed.pop(str(run.script), None)  # a good run of the script: nothing is stale any more
+        self._save_choices(run.root, {uri: run.run_id for uri in changed if uri in self._views})
         return changed
 
-    def text_is(self, uri: str, text: str) -> bool:
-        """Tell the registry a document's current text; True when that drops the run it showed."""
-        if uri not in self._shown or self._measured.get(uri) == digest(text):
+    def follow(self, uri: str, text: str) -> bool:
+        """A document's text is now `text`: its run's figures move with their lines. True when the
+        lines it shows changed."""
+        view = self._views.get(uri)
+        if view is None:
             return False
-        del self._shown[uri]
+        moved = LineMap.between(view.measured, text)
+        if moved == view.lines:
+            return False
+        view.lines = moved
         return True
 
-    def shown(self, uri: str, roots: Iterable[Path]) -> Run | None:
-        run_id = self._shown.get(uri)
-        if run_id is None:
+    def restore(self, uri: str, text: str, roots: Iterable[Path]) -> bool:
+        """A document opened: show the run its file showed last (kept in editor.json), placed on the
+        lines of `text`. True when it shows one now."""
+        if uri in self._views:
+            self.follow(uri, text)
+            return True
+        path = _uri_path(uri)
+        for root in roots:
+            root = Path(root)
+            if root != path and root not in path.parents:
+                continue
+            chosen = (_read_object(root / workspace.STATE_DIR / EDITOR_STATE) or {}).get("shown") or {}
+            run_id = chosen.get(workspace.relpath(path, root)) if isinstance(chosen, dict) else None
+            if not isinstance(run_id, str):
+                continue
+            try:
+                run = self.load(run_id, [root])
+            except errors.StepscopeError:
+                continue  # deleted, or its report spoiled meanwhile
+            measured = run.measured_text(uri) if uri in run.uris() else None
+            if measured is None:
+                continue
+            self._views[uri] = View(run.run_id, measured, LineMap.between(measured, text))
+            return True
+        return False
+
+    def forget(self, uri: str) -> None:
+        """The document closed: its choice stays on disk, its view goes."""
+        self._views.pop(uri, None)
+
+    def shown(self, uri: str, roots: Iterable[Path]) -> tuple[Run, "View"] | None:
+        view = self._views.get(uri)
+        if view is None:
             return None
         try:
-            return self.load(run_id, roots)
+            return self.load(view.run_id, roots), view
         except errors.StepscopeError:
-            del self._shown[uri]  # the run folder was deleted or its report spoiled meanwhile
+            del self._views[uri]  # the run folder was deleted or its report spoiled meanwhile
             return None
+
+    def placed_lines(self, uri: str, roots: Iterable[Path]) -> tuple[Run, list[tuple[int, dict[str, Any]]], int] | None:
+        """The run a document shows, its lines on the document's current lines (sorted), and how many
+        of its lines are hidden because their code changed."""
+        found = self.shown(uri, roots)
+        if found is None:
+            return None
+        run, view = found
+        placed, hidden = [], 0
+        for measured_line, line in sorted(run.lines.get(uri, {}).items()):
+            now = view.lines.now(measured_line)
+            if now is None:
+                hidden += 1
+            else:
+                placed.append((now, line))
+        return run, placed, hidden
+
+    def placed_findings(self, uri: str, roots: Iterable[Path]) -> tuple[Run, list[tuple[int, dict[str, Any]]]] | None:
+        """The findings of the run a document shows, on the lines their code is on now."""
+        found = self.shown(uri, roots)
+        if found is None:
+            return None
+        run, view = found
+        placed = []
+        for finding in run.findings.get(uri, []):
+            now = view.lines.now(int(finding["line"]) - 1)
+            if now is not None:
+                placed.append((now, finding))
+        return run, placed
 
     def line_at(self, uri: str, line: int, roots: Iterable[Path]) -> tuple[Run, dict[str, Any]] | None:
-        run = self.shown(uri, roots)
-        if run is None or line not in run.lines.get(uri, {}):
+        found = self.shown(uri, roots)
+        if found is None:
             return None
-        return run, run.lines[uri][line]
+        run, view = found
+        measured_line = view.lines.then(line)
+        if measured_line is None or measured_line not in run.lines.get(uri, {}):
+            return None
+        return run, run.lines[uri][measured_line]
 
+    def notes(self, uri: str, run: Run) -> tuple[str, ...]:
+        """What a reader of this document's figures should know: they are from an earlier run than
+        one that failed; some of their lines changed since."""
+        out = []
+        failed = self._failed.get(str(run.script))
+        if failed is not None:
+            out.append(f"These figures are from run {run.run_id}; the run of {failed[0]} failed: {failed[1]}")
+        view = self._views.get(uri)
+        if view is not None and not view.lines.identical:
+            hidden = sum(1 for line in run.lines.get(uri, {}) if view.lines.now(line) is None)
+            if hidden:
+                out.append(f"{hidden} timed line{'s' if hidden != 1 else ''} changed since this run: "
+                           "their figures are hidden until the next run")
+        return tuple(out)
+
+    def failed(self, script: Path, reason: str) -> set[str]:
+        """A run of `script` failed or was cancelled: the documents showing an earlier run of it keep
+        their figures, marked. Returns those documents."""
+        when = _dt.datetime.now(_dt.timezone.utc).strftime("%H:%M UTC")
+        self._failed[str(script)] = (when, reason)
+        return {uri for uri, view in self._views.items()
+                if (run := self._loaded.get(view.run_id)) is not None and str(run.script) == str(script)}
+
+    def showing(self, run_id: str) -> set[str]:
+        return {uri for uri, view in self._views.items() if view.run_id == run_id}
+
+    def delete(self, run_id: Any, roots: Iterable[Path], busy_since: int | None = None) -> set[str]:
+        """Delete a run folder (it must lie directly in a workspace's .stepscope/runs/ and not be a
+        link); the documents that showed it show nothing. Returns those documents. A run that has not
+        ended (no status.json) and started since `busy_since` (a profile in progress) is refused."""
+        roots = list(roots)
+        run_dir = self.folder_of(run_id, roots)
+        started = _stamp(run_dir / workspace.SPEC)
+        if busy_since is not None and not (run_dir / workspace.STATUS).exists() and \
+                (started is None or started[0] >= busy_since):
+            raise errors.UsageError(f"run {run_dir.name} is still running; cancel it before deleting it")
+        if run_dir.is_symlink() or not any(run_dir.parent == (Path(r) / workspace.STATE_DIR / workspace.RUNS_DIR)
+                                           and run_dir.parent.resolve() == run_dir.resolve().parent for r in roots):
+            raise UnknownRun(f"{run_dir.name} is not a run folder of this workspace's .stepscope/runs")
+        shutil.rmtree(run_dir)
+        self._loaded.pop(run_dir.name, None)
+        self._folders.pop(run_dir.name, None)
+        self._summaries.pop(run_dir, None)
+        gone = self.showing(run_dir.name)
+        for uri in gone:
+            del self._views[uri]
+        return gone
+
+    def prune(self, roots: Iterable[Path], keep: int, protect: set[str]) -> list[str]:
+        """Keep the `keep` newest runs of each workspace (0: keep all): older ones are deleted, except
+        runs on screen (`protect`, shown in a document) and runs without a status.json (one may still
+        be running). Returns the ids deleted."""
+        if keep <= 0:
+            return []
+        roots = list(roots)
+        deleted = []
+        for root in roots:
+            runs = [r for r in self.list_runs([root])["runs"]]
+            for summary in runs[keep:]:
+                run_id = summary["id"]
+                if run_id in protect or self.showing(run_id) or summary["status"] == "incomplete":
+                    continue
+                try:
+                    self.delete(run_id, [root])
+                except (errors.StepscopeError, OSError) as e:
+                    log.warning("retention: run %s kept: %s", run_id, e)
+                    continue
+                deleted.append(run_id)
+        return deleted
+
+    def _save_choices(self, root: Path, chosen: dict[str, str]) -> None:
+        """Remember which run these documents show (editor.json of the workspace)."""
+        if not chosen:
+            return
+        path = Path(root) / workspace.STATE_DIR / EDITOR_STATE
+        doc = _read_object(path) or {}
+        shown = doc.get("shown") if isinstance(doc.get("shown"), dict) else {}
+        for uri, run_id in chosen.items():
+            shown[workspace.relpath(_uri_path(uri), root)] = run_id
+        try:
+            workspace.state_dir(root)
+            jsonio.write_json(path, {"version": 1, "shown": shown})
+        except OSError as e:
+            log.warning("could not remember the runs shown (%s): %s", path, e)
+
+
+@dataclass
+class View:
+    """What one document shows of a run: the run, the text it measured, and where those lines are now."""
+    run_id: str
+    measured: str
+    lines: LineMap
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:
@@ -286,10 +518,14 @@ def _root_of(run_dir: Path) -> Path:
     return run_dir.parent.parent.parent
 
 
-def _disk_text(uri: str) -> str | None:
+def _uri_path(uri: str) -> Path:
     from urllib.parse import unquote, urlparse
 
+    return Path(unquote(urlparse(uri).path))
+
+
+def _disk_text(uri: str) -> str | None:
     try:
-        return Path(unquote(urlparse(uri).path)).read_text(encoding="utf-8", errors="surrogateescape")
+        return _uri_path(uri).read_text(encoding="utf-8", errors="surrogateescape")
     except OSError:
         return None

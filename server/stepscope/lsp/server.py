@@ -1,5 +1,7 @@
-"""The Stepscope language server: diagnostics, code lenses, quick fixes, hovers, "Profile this step",
-and the runs of the workspace (`stepscope/runs`, `stepscope/report`).
+"""The Stepscope language server: diagnostics, code lenses, quick fixes, hovers, inlay hints,
+"Profile this step", and the runs of the workspace (`stepscope/runs`, `stepscope/report`,
+`stepscope/figures`, `stepscope/showRun`, `stepscope/compareRuns`, `stepscope/deleteRun`,
+`stepscope/resolveStep`; docs/extension.md).
 
 Handlers stay thin: rules come from `stepscope.rules`, loops from `stepscope.source`, captures
 from `stepscope.capture`, reports from an analysis child process (analysis_child.py), their words
@@ -15,6 +17,7 @@ import logging
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams, JsonRpcServerError
@@ -23,7 +26,8 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
 from .. import __version__, errors
-from . import documents, profiling
+from ..analysis import present
+from . import documents, profiling, results
 from .runs import RunRegistry
 
 log = logging.getLogger("stepscope.lsp")
@@ -32,6 +36,12 @@ PROFILE_COMMAND = "stepscope.profile"
 CLIENT_PROFILE_COMMAND = "stepscope.profileStep"  # the editor's command the code lens invokes
 RUNS_REQUEST = "stepscope/runs"  # {} → {schemaVersion, runs: [run summary]}
 REPORT_REQUEST = "stepscope/report"  # {runId} → the run's report (report.json, validated)
+FIGURES_REQUEST = "stepscope/figures"  # {uri} → the document's figures on its current lines
+SHOW_RUN_REQUEST = "stepscope/showRun"  # {runId} → shows it in its documents; the profile result
+COMPARE_REQUEST = "stepscope/compareRuns"  # {a, b} → {markdown}
+DELETE_REQUEST = "stepscope/deleteRun"  # {runId} → {deleted}
+RESOLVE_STEP_REQUEST = "stepscope/resolveStep"  # {uri, position} → the loop a profile would time
+FIGURES_CHANGED = "stepscope/figuresChanged"  # server → client: {uris}: ask for their figures again
 
 
 class StepscopeProtocol(LanguageServerProtocol):
@@ -50,6 +60,30 @@ class StepscopeServer(LanguageServer):
         self.options: dict[str, Any] = {}
         self.documents = documents.Documents()
         self.runs = RunRegistry()
+
+    def is_open(self, uri: str) -> bool:
+        # pygls keeps open documents under their unquoted URI
+        return unquote(uri) in self.workspace.text_documents
+
+    def min_share(self) -> float:
+        """Lines below this share of the step get no inline label (`initializationOptions.minShare`)."""
+        value = self.options.get("minShare")
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1:
+            return float(value)
+        return results.DEFAULT_MIN_SHARE
+
+    def figures_changed(self, uris: set[str]) -> None:
+        """Tell the client these documents' figures changed (new run, deleted run, failed run), and
+        other editors to ask for their inlay hints again; republish their findings."""
+        if not uris:
+            return
+        for uri in uris:
+            if self.is_open(uri):
+                self.documents.send(self, uri)
+        self.protocol.notify(FIGURES_CHANGED, {"uris": sorted(uris)})
+        caps = self.client_capabilities.workspace if self.client_capabilities else None
+        if caps and caps.inlay_hint and caps.inlay_hint.refresh_support:
+            self.workspace_inlay_hint_refresh(None)
 
     def roots(self) -> list[Path]:
         """Where runs live: the workspace folders, and any root a run of this session was made in."""
@@ -75,7 +109,8 @@ def initialize(ls: StepscopeServer, params: types.InitializeParams) -> None:
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
 def did_open(ls: StepscopeServer, params: types.DidOpenTextDocumentParams) -> None:
-    ls.documents.publish(ls, params.text_document.uri)
+    if ls.documents.publish(ls, params.text_document.uri, opened=True):
+        ls.figures_changed({params.text_document.uri})
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
@@ -90,7 +125,7 @@ def did_save(ls: StepscopeServer, params: types.DidSaveTextDocumentParams) -> No
 
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: StepscopeServer, params: types.DidCloseTextDocumentParams) -> None:
-    ls.documents.forget(params.text_document.uri)
+    ls.documents.forget(ls, params.text_document.uri)
     ls.text_document_publish_diagnostics(
         types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[]))
 
@@ -112,12 +147,15 @@ def code_lens(ls: StepscopeServer, params: types.CodeLensParams) -> list[types.C
 def inlay_hint(ls: StepscopeServer, params: types.InlayHintParams) -> list[types.InlayHint]:
     if ls.options.get("inlayHints") is False:  # VS Code paints decorations instead
         return []
-    return documents.timing_hints(ls, params.text_document.uri, params.range)
+    return documents.timing_hints(ls, params.text_document.uri, params.range, ls.min_share())
 
 
 @server.feature(types.TEXT_DOCUMENT_HOVER)
 def hover(ls: StepscopeServer, params: types.HoverParams) -> types.Hover | None:
-    return documents.timing_hover(ls, params.text_document.uri, params.position)
+    # a client that opens the trace panel on a line says so with initializationOptions.panelCommand
+    panel = ls.options.get("panelCommand")
+    return documents.timing_hover(ls, params.text_document.uri, params.position,
+                                  panel if isinstance(panel, str) and panel else None)
 
 
 @server.feature(RUNS_REQUEST)
@@ -125,13 +163,82 @@ def list_runs(ls: StepscopeServer, params: Any) -> dict[str, Any]:
     return ls.runs.list_runs(ls.roots())
 
 
+def _param(params: Any, name: str) -> Any:
+    """A field of a custom request's params, as plain JSON values (pygls hands unknown params over
+    as named tuples)."""
+    return _plain(params.get(name) if isinstance(params, dict) else getattr(params, name, None))
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "_asdict"):
+        return {k: _plain(v) for k, v in value._asdict().items()}
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _refused(e: errors.StepscopeError) -> JsonRpcServerError:
+    return JsonRpcServerError(str(e), -32002, data={"exit": e.exit_code})
+
+
 @server.feature(REPORT_REQUEST)
 def run_report(ls: StepscopeServer, params: Any) -> dict[str, Any]:
-    run_id = params.get("runId") if isinstance(params, dict) else getattr(params, "runId", None)
     try:
-        return ls.runs.report(run_id, ls.roots())
+        return ls.runs.report(_param(params, "runId"), ls.roots())
     except errors.StepscopeError as e:
-        raise JsonRpcServerError(str(e), -32002, data={"exit": e.exit_code}) from None
+        raise _refused(e) from None
+
+
+@server.feature(FIGURES_REQUEST)
+def document_figures(ls: StepscopeServer, params: Any) -> dict[str, Any]:
+    uri = _param(params, "uri")
+    if not isinstance(uri, str):
+        raise JsonRpcInvalidParams("stepscope/figures expects {uri}")
+    return documents.figures(ls, uri, ls.min_share())
+
+
+@server.feature(SHOW_RUN_REQUEST)
+def show_run(ls: StepscopeServer, params: Any) -> dict[str, Any]:
+    """Show a run (made now, earlier, or by the CLI) in the documents it has figures for."""
+    try:
+        run = ls.runs.load(_param(params, "runId"), ls.roots())
+    except errors.StepscopeError as e:
+        raise _refused(e) from None
+    return profiling.show(ls, run)
+
+
+@server.feature(COMPARE_REQUEST)
+def compare_runs(ls: StepscopeServer, params: Any) -> dict[str, Any]:
+    try:
+        a = ls.runs.load(_param(params, "a"), ls.roots())
+        b = ls.runs.load(_param(params, "b"), ls.roots())
+    except errors.StepscopeError as e:
+        raise _refused(e) from None
+    return {"markdown": present.compare_runs((a.run_id, a.report), (b.run_id, b.report), str(a.root))}
+
+
+@server.feature(DELETE_REQUEST)
+def delete_run(ls: StepscopeServer, params: Any) -> dict[str, Any]:
+    run_id = _param(params, "runId")
+    try:
+        gone = ls.runs.delete(run_id, ls.roots(), busy_since=profiling.running_since())
+    except errors.StepscopeError as e:
+        raise _refused(e) from None
+    except OSError as e:
+        raise JsonRpcServerError(f"could not delete run {run_id}: {e.strerror or e}", -32002) from None
+    log.info("deleted run %s", run_id)
+    ls.figures_changed(gone)
+    return {"deleted": run_id}
+
+
+@server.feature(RESOLVE_STEP_REQUEST)
+def resolve_step(ls: StepscopeServer, params: Any) -> dict[str, Any]:
+    try:
+        return profiling.step_at(ls, {"uri": _param(params, "uri"), "position": _param(params, "position")})
+    except profiling.ProfileFailed as e:
+        raise JsonRpcServerError(str(e), -32001, data={"exit": e.exit_code}) from None
 
 
 @server.command(PROFILE_COMMAND)
@@ -141,7 +248,8 @@ async def profile(ls: StepscopeServer, *arguments: Any) -> dict[str, Any]:
     try:
         return await profiling.profile_at(ls, arguments[0])
     except profiling.ProfileFailed as e:
-        raise JsonRpcServerError(str(e), -32001, data={"exit": e.exit_code, "runDir": e.run_dir}) from None
+        raise JsonRpcServerError(str(e), -32001, data={"exit": e.exit_code, "runDir": e.run_dir,
+                                                       "runId": e.run_id}) from None
 
 
 class _ExpectedFailures(logging.Filter):
