@@ -54,6 +54,38 @@ def test_crash_inside_the_step_exits_3_with_a_traceback_at_the_users_line(worksp
     assert not list(run.glob("*.partial"))
 
 
+def test_a_failure_inside_a_library_names_the_user_s_line_and_the_library_s_message(workspace: Path):
+    """torch raising `AssertionError("Torch not compiled with CUDA enabled")` from its own
+    __init__.py: the reason names the user's line that called it and the message, never the line
+    inside the library, even when the library is installed inside the workspace (a .venv there)."""
+    lib = workspace / ".venv" / "lib" / "python3" / "site-packages" / "fakecuda"
+    lib.mkdir(parents=True)
+    (lib / "__init__.py").write_text(textwrap.dedent("""\
+        def _lazy_init():
+            raise AssertionError("Torch not compiled with CUDA enabled")
+
+        def to_device(t):
+            _lazy_init()
+        """))
+    _write(workspace, "gpu.py", """\
+        import sys
+        sys.path.insert(0, ".venv/lib/python3/site-packages")
+        import torch
+        import fakecuda
+        model = torch.nn.Linear(4, 4)
+        for i in range(20):
+            loss = model(torch.randn(2, 4)).sum()
+            loss.backward()
+            if i == 2:
+                fakecuda.to_device(loss)
+        """)
+    r = run_stepscope("profile", "gpu.py", cwd=workspace)
+    assert r.returncode == 3, r.stderr
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("stepscope: the program raised AssertionError at gpu.py:10 before the window completed: "
+                           "Torch not compiled with CUDA enabled (run folder: "), last
+
+
 def test_program_that_never_reaches_the_loop_exits_6(workspace: Path):
     _write(workspace, "early.py", """\
         import sys

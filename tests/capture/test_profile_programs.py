@@ -29,6 +29,8 @@ def _write(ws: Path, name: str, body: str) -> Path:
 def _profile(ws: Path, *args: str) -> dict:
     r = run_stepscope("profile", "--json", *args, cwd=ws)
     assert r.returncode == 0, r.stderr
+    # torch's own profiler start/stop lines are not the program's output: kept in its log only
+    assert "profiler_start" not in r.stderr and "profiler_stop" not in r.stderr, r.stderr
     return json.loads(r.stdout)  # exactly one JSON document on stdout
 
 

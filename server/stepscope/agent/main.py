@@ -30,6 +30,7 @@ class ProgramEnding:
     kind: str
     status: Any = None
     detail: str | None = None
+    message: str | None = None  # a raised exception's own message (failure.py)
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,9 @@ def classify_outcome(ending: ProgramEnding, *, window_complete: bool, steps_run:
         return Outcome(protocol.EXIT_PROGRAM_FAILED,
                        f"the program exited with status {ending.status} before the window completed")
     if ending.kind == "raised":
-        return Outcome(protocol.EXIT_PROGRAM_FAILED, f"the program raised {ending.detail} before the window completed")
+        said = f": {ending.message}" if ending.message else ""
+        return Outcome(protocol.EXIT_PROGRAM_FAILED,
+                       f"the program raised {ending.detail} before the window completed{said}")
     if steps_run == 0:
         step = f"the loop at line {target.line}" if target.line else f"a call of {target.function}()"
         return Outcome(protocol.EXIT_NO_STEP, f"the program ended without reaching {step}")
@@ -88,10 +91,6 @@ def _own_rank() -> int | None:
 
 
 # -- running the program ----------------------------------------------------------------------
-def _user_frames(tb: Any) -> list[traceback.FrameSummary]:
-    return [f for f in traceback.extract_tb(tb) if not os.path.abspath(f.filename).startswith(AGENT_DIR)]
-
-
 def _print_user_traceback(exc: BaseException) -> None:
     tb = traceback.TracebackException.from_exception(exc)
     user = [f for f in tb.stack if not os.path.abspath(f.filename).startswith(AGENT_DIR)]
@@ -122,9 +121,9 @@ def run_program(spec: AgentSpec, files: Any, runtime: Any, *, window_complete: C
     except BaseException as e:  # the user's program raised: show its own traceback
         if not window_complete():
             _print_user_traceback(e)
-        user = _user_frames(e.__traceback__)
-        at = f" at {os.path.basename(user[-1].filename)}:{user[-1].lineno}" if user else ""
-        return ProgramEnding("raised", detail=f"{type(e).__name__}{at}")
+        from . import failure
+
+        return ProgramEnding("raised", detail=failure.where(e, spec.root, AGENT_DIR), message=failure.message(e))
     return ProgramEnding("returned")
 
 

@@ -7,7 +7,9 @@ Invariants:
   never reaches the program behind Stepscope's back.
 - Its events come from a pipe of its own (protocol.EVENTS_FD_ENV), typed by the run contract (a
   line that is no event of it is skipped). Its stdout and stderr are only copied, line by line, to
-  its log file and to the caller's sink (with `prefix`), never parsed.
+  its log file and to the caller's sink (with `prefix`), never parsed; the profiler's own
+  start/stop trace lines (`USDT:… profiler_start`, which torch prints when the profiler starts and
+  stops) reach the log file but not the sink, where they would only be noise.
 - `failed_at` is the monotonic time at which this process was first seen failing: when its "failed"
   event arrived, else when its non-zero exit was seen. Compared across the ranks of a run, it names
   the rank that failed first (the others usually fail because that one went away).
@@ -16,6 +18,7 @@ Invariants:
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -27,6 +30,10 @@ from ..agent import protocol
 from ..agent.protocol import Event, FailedEvent, StepEvent
 
 
+#: what torch's profiler prints itself when it starts and stops (not the program's output)
+PROFILER_NOISE = re.compile(r"^USDT:\S+ \S+ \d+:\d+ \S+\.cpp:\d+\] profiler_(start|stop)\s*$")
+
+
 def _pump(stream, log: TextIO, sink: TextIO | None, prefix: str, lock: threading.Lock) -> None:
     for chunk in iter(stream.readline, ""):
         try:
@@ -34,7 +41,7 @@ def _pump(stream, log: TextIO, sink: TextIO | None, prefix: str, lock: threading
             log.flush()
         except (OSError, ValueError):
             pass
-        if sink is None:
+        if sink is None or PROFILER_NOISE.match(chunk):
             continue
         with lock:  # whole lines: ranks writing to one sink never interleave inside a line
             try:
