@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 import pytest_lsp
@@ -36,7 +37,7 @@ def ws(tmp_path: Path) -> Path:
 
 @pytest_lsp.fixture(config=SERVER)
 async def client(lsp_client: LanguageClient, ws: Path):
-    await _initialize(lsp_client, ws, {"interpreter": sys.executable})
+    await _initialize(lsp_client, ws, {"interpreter": sys.executable, "panelCommand": "stepscope.openPanel"})
     yield
     await lsp_client.shutdown_session()
 
@@ -298,3 +299,103 @@ async def test_two_loops_that_could_be_the_step_are_both_named_with_their_lines(
     assert "the cursor is not in a loop, and more than one loop in two.py could be the step: line 5 (" in said
     assert "; line 9 (" in said and said.endswith("put the cursor inside the one to profile")
     assert "--line" not in said  # the CLI's flag means nothing in the editor
+
+
+@pytest.mark.torch
+async def test_a_failed_run_keeps_the_last_good_figures_marked_and_the_runs_can_be_opened_compared_and_deleted(
+        client: LanguageClient, ws: Path):
+    path = ws / "train_cpu.py"
+    text = path.read_text()
+    uri = _open(client, path)
+    loop_line = _line_of(text, "for x, y in loader:")
+    model_line = _line_of(text, "logits = model(x)")
+    position = {"line": _line_of(text, "loss.backward()"), "character": 8}
+
+    # The loop a profile at the cursor would time, named for the progress title.
+    step = await _request(client, "stepscope/resolveStep", {"uri": uri, "position": position})
+    assert step == {"uri": uri, "line": loop_line, "file": "train_cpu.py", "header": "for x, y in loader:",
+                    "title": f"the loop at train_cpu.py:{loop_line + 1} (for x, y in loader:)"}
+
+    good = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="stepscope.profile", arguments=[{"uri": uri, "position": position, "profile": QUICK,
+                                                 "confirmed": True}]))
+    # a client that asked the user before the first run gets no notice after it
+    assert not any("real updates" in m.message for m in client.messages)
+    await _wait_for(lambda: "input-bound" in _codes(client, uri), "the run's finding")
+    labels = _hint_lines(await _hints(client, uri))
+
+    # The hover says what the line ran, the run and machine, the share's basis, and links to the panel
+    # (this client said which command opens it).
+    hover = (await _hover(client, uri, model_line)).contents.value
+    assert "**Operators it called**" in hover and "`aten::linear` ×3" in hover, hover
+    assert "Kernels" not in hover  # a CPU run: no kernel list, GPU said not observed
+    assert f"run `{good['runId']}`" in hover and "CPU only, host " in hover
+    assert "share of the step is the line" in hover
+    link = next(part for part in hover.split("(") if part.startswith("command:stepscope.openPanel?"))
+    target = json.loads(unquote(link.split("?", 1)[1].rstrip(")").split(")")[0]))
+    assert target == [{"runId": good["runId"], "fileId": "f0", "path": "train_cpu.py", "line": model_line + 1}]
+
+    # A finding in the Problems view: observation, hypothesis and next check, no absolute path or host
+    # name, its kind linked to its documentation.
+    (finding,) = [d for d in client.diagnostics[uri] if d.code == "input-bound"]
+    assert [row.split(":")[0] for row in finding.message.splitlines()[1:]] == ["Hypothesis", "Next check"]
+    assert str(ws) not in finding.message and "measured on" not in finding.message
+    assert finding.code_description.href.endswith("docs/findings.md#input-bound")
+    assert finding.source == "stepscope run"
+
+    # The same script, run so that it fails (too few steps to reach the window): nothing is painted
+    # over, the last good run stays, and its documents say their figures are from it.
+    client.figures_changed.clear()
+    with pytest.raises(Exception, match="fewer than") as failure:
+        await client.workspace_execute_command_async(types.ExecuteCommandParams(
+            command="stepscope.profile", arguments=[{"uri": uri, "position": position, "profile": QUICK,
+                                                     "launch": {"args": ["--steps", "1"]}, "confirmed": True}]))
+    assert str(ws) not in str(failure.value)  # the run is named in the log, not its absolute folder
+    await _wait_for(lambda: client.figures_changed, "the figures-changed notification")
+    assert [uri] in client.figures_changed
+    figures = await _figures(client, uri)
+    assert figures["runId"] == good["runId"] and figures["stale"]
+    assert figures["notes"][0].startswith(f"These figures are from run {good['runId']}; the run of ")
+    assert "failed: the loop ran 1 steps" in figures["notes"][0]
+    assert _hint_lines(await _hints(client, uri)) == labels
+    stale = await _wait_for(lambda: [d for d in client.diagnostics.get(uri, []) if d.code == "input-bound"
+                                     and d.message.startswith("(from run ")], "the finding marked stale")
+    assert f"(from run {good['runId']}: a later run failed)" in stale[0].message
+    assert "failed: the loop ran 1 steps" in (await _hover(client, uri, model_line)).contents.value
+
+    # A second good run: the runs view lists three (the failed one too), newest first.
+    second = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="stepscope.profile", arguments=[{"uri": uri, "position": position, "profile": QUICK,
+                                                 "confirmed": True}]))
+    assert not (await _figures(client, uri))["stale"]
+    runs = (await _request(client, "stepscope/runs", {}))["runs"]
+    assert [r["status"] for r in runs] == ["complete", "failed", "complete"]
+    assert runs[0]["id"] == second["runId"] and runs[2]["id"] == good["runId"]
+
+    # Open the first run again: its figures come back on the document.
+    opened = await _request(client, "stepscope/showRun", {"runId": good["runId"]})
+    assert opened["runId"] == good["runId"] and opened["status"]["text"].endswith("ms/step")
+    assert (await _figures(client, uri))["runId"] == good["runId"]
+
+    # Compare two runs line by line.
+    compared = (await _request(client, "stepscope/compareRuns", {"a": good["runId"], "b": second["runId"]}))["markdown"]
+    assert f"| `train_cpu.py:{loop_line + 1}` |" in compared and "| ms/step |" in compared
+    with pytest.raises(Exception, match="has no report: it ended failed"):
+        await _request(client, "stepscope/compareRuns", {"a": good["runId"], "b": runs[1]["id"]})
+
+    # Delete the run on screen: its folder goes, the document shows nothing, the others stay.
+    assert (await _request(client, "stepscope/deleteRun", {"runId": good["runId"]})) == {"deleted": good["runId"]}
+    assert not (ws / ".stepscope" / "runs" / good["runId"]).exists()
+    assert (await _figures(client, uri))["runId"] is None
+    assert [r["id"] for r in (await _request(client, "stepscope/runs", {}))["runs"]] == [second["runId"], runs[1]["id"]]
+    for bad in ("../runs", "..", good["runId"]):
+        with pytest.raises(Exception, match="not a run id|no run "):
+            await _request(client, "stepscope/deleteRun", {"runId": bad})
+    assert (ws / "train_cpu.py").exists() and (ws / ".stepscope" / "runs").is_dir()
+
+    # Retention: keep the newest 1 run; older ones go after the next good run, the shown one stays.
+    third = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="stepscope.profile", arguments=[{"uri": uri, "position": position, "profile": QUICK,
+                                                 "confirmed": True, "keep": 1}]))
+    assert sorted(third["deleted"]) == sorted([second["runId"], runs[1]["id"]])
+    assert [r["id"] for r in (await _request(client, "stepscope/runs", {}))["runs"]] == [third["runId"]]
