@@ -341,8 +341,9 @@ def test_ss405_fixed_trace_path_and_its_fix():
     assert found(text, "SS405") == [(1, '"trace.json"')]
     diag = next(d for d in check(text) if d.code == "SS405")
     fixed = apply_fix(src(text), diag.fixes[0])
-    assert fixed.startswith("import time\n")
-    assert "f\"trace-{time.strftime('%Y%m%d-%H%M%S')}.json\"" in fixed
+    assert fixed.startswith("import os\nimport time\n")
+    # unique per run, not per second: two runs started in the same second differ by process id
+    assert "f\"trace-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.json\"" in fixed
     ast.parse(fixed)
 
 

@@ -43,18 +43,22 @@ def _text_edit(e: Edit) -> types.TextEdit:
     return types.TextEdit(range=_range(e.line, e.col, e.end_line, e.end_col), new_text=e.new_text)
 
 
-def code_actions(uri: str, found: list[Diagnostic], wanted: types.Range) -> list[types.CodeAction]:
-    """Quick fixes for the diagnostics that touch `wanted` (0-based LSP range)."""
+def code_actions(uri: str, found: list[Diagnostic], wanted: types.Range, text: str) -> list[types.CodeAction]:
+    """Quick fixes for the diagnostics that touch `wanted` (0-based LSP range): the real fix first
+    where one is safe (rules/quickfix.py, worked out now from `text`), then the rule's own fixes."""
+    from ..rules.quickfix import real_fixes
+
     actions = []
     for d in found:
         if d.end_line - 1 < wanted.start.line or d.line - 1 > wanted.end.line:
             continue
-        for fix in d.fixes:
+        for fix in [*real_fixes(d, text), *d.fixes]:
             actions.append(types.CodeAction(
                 title=fix.title,
                 kind=types.CodeActionKind.QuickFix,
                 diagnostics=[to_lsp(d)],
                 edit=types.WorkspaceEdit(changes={uri: [_text_edit(e) for e in fix.edits]}),
+                is_preferred=not fix.title.startswith("Ignore ") or None,
             ))
     return actions
 

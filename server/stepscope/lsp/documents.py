@@ -108,8 +108,9 @@ class Documents:
         self._checkers.pop(uri, None)
         ls.runs.forget(uri)
 
-    def code_actions(self, uri: str, wanted: types.Range) -> list[types.CodeAction]:
-        return lsp_diagnostics.code_actions(uri, self._found.get(uri, []), wanted)
+    def code_actions(self, ls: "StepscopeServer", uri: str, wanted: types.Range) -> list[types.CodeAction]:
+        text = ls.workspace.get_text_document(uri).source
+        return lsp_diagnostics.code_actions(uri, self._found.get(uri, []), wanted, text)
 
 
 def step_lenses(ls: "StepscopeServer", uri: str, command: str) -> list[types.CodeLens]:

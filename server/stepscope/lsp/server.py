@@ -135,7 +135,7 @@ def did_close(ls: StepscopeServer, params: types.DidCloseTextDocumentParams) -> 
     types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]),
 )
 def code_action(ls: StepscopeServer, params: types.CodeActionParams) -> list[types.CodeAction]:
-    return ls.documents.code_actions(params.text_document.uri, params.range)
+    return ls.documents.code_actions(ls, params.text_document.uri, params.range)
 
 
 @server.feature(types.TEXT_DOCUMENT_CODE_LENS)

@@ -231,19 +231,21 @@ def _unique_name_fix(target: ast.Constant, ctx: ModuleContext) -> Fix | None:
         return None  # keep the fix to names that need no escaping
     folder, slash, name = value.rpartition("/")
     stem, dot, ext = name.partition(".")
-    stamp = "{time.strftime('%Y%m%d-%H%M%S')}"
+    # the time and the process id: unique per run, even for two runs started in the same second
+    stamp = "{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     new_name = f"{stem}-{stamp}{dot}{ext}"
     new_text = f'f"{folder}{slash}{new_name}"'
     line, col, end_line, end_col = ctx.span(target)
     edits = [Edit(line, col, end_line, end_col, new_text)]
-    if not _imports_time(ctx.tree):
+    missing = [m for m in ("os", "time") if not _imports(ctx.tree, m)]
+    if missing:
         at = _first_code_line(ctx)
-        edits.insert(0, Edit(at, 0, at, 0, "import time\n"))
-    return Fix("Add the time to the trace name", tuple(edits))
+        edits.insert(0, Edit(at, 0, at, 0, "".join(f"import {m}\n" for m in missing)))
+    return Fix("Add the time and the process id to the trace name", tuple(edits))
 
 
-def _imports_time(tree: ast.Module) -> bool:
-    return any(isinstance(n, ast.Import) and any(a.name == "time" and a.asname is None
+def _imports(tree: ast.Module, module: str) -> bool:
+    return any(isinstance(n, ast.Import) and any(a.name == module and a.asname is None
                                                  for a in n.names) for n in tree.body)
 
 

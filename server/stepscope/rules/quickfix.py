@@ -1,0 +1,248 @@
+"""Quick fixes that change the code, not just silence a rule: offered only where they are safe.
+
+    fixes = real_fixes(diagnostic, text)    # [] when the code is not a shape the fix is sure about
+
+Computed when an editor asks for the fixes of a diagnostic (a code action), from the text it was
+found in, so typing never pays for them. Each fix keeps what the program computes and changes only
+when the host waits or what the profiler records:
+
+- SS101, `total += t.item()` in a loop, `total` read nowhere else in the loop: accumulate on the
+  device (`t.detach()`) and read the value once after the loop. Not offered for any other read-back
+  (a print, a condition, a value used in the step), where the value is needed in the step.
+- SS201, a duration `clock() - start` (or `end - start`) whose clock reads are whole statements:
+  synchronise the device before each clock read (only where the module imports `torch`; the call is
+  guarded by `torch.cuda.is_available()`, so a CPU run is unchanged).
+- SS402, `with profile(...) as prof:` holding a loop that runs at least `SCHEDULE_STEPS` times (or
+  an unknown number of times) and never `continue`s: add `schedule=torch.profiler.schedule(wait=1,
+  warmup=1, active=3, repeat=1)` and `prof.step()` at the end of the loop body. Results read after
+  the `with` (`key_averages()`, `export_chrome_trace`) are those of the recorded steps.
+- SS501 (hoist a constant), SS502 and SS405 come with their fixes from the rules themselves.
+
+Invariant: a fix's edits never overlap, and applying them leaves code that parses (tested for each).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .model import Diagnostic, Edit, Fix
+
+#: the steps the SS402 fix's schedule needs before it has recorded anything: wait 1 + warmup 1 + active 3
+SCHEDULE_STEPS = 5
+SCHEDULE = "torch.profiler.schedule(wait=1, warmup=1, active=3, repeat=1)"
+SYNC = "if torch.cuda.is_available(): torch.cuda.synchronize()"
+_CLOCKS = {"perf_counter", "perf_counter_ns", "time", "time_ns", "monotonic", "monotonic_ns"}
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+
+def real_fixes(diag: Diagnostic, text: str) -> list[Fix]:
+    builder = _BUILDERS.get(diag.code)
+    if builder is None:
+        return []
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    source = _Source(text, tree)
+    try:
+        fix = builder(diag, source)
+    except (ValueError, IndexError):
+        return []
+    return [fix] if fix is not None else []
+
+
+class _Source:
+    def __init__(self, text: str, tree: ast.Module):
+        self.text = text
+        self.lines = text.splitlines()
+        self.tree = tree
+        self.parent: dict[ast.AST, ast.AST] = {}
+        for node in ast.walk(tree):
+            for child in ast.iter_child_nodes(node):
+                self.parent[child] = node
+
+    def at(self, diag: Diagnostic, kind: type) -> ast.AST | None:
+        """The node of `kind` spanning exactly the diagnostic's range."""
+        for node in ast.walk(self.tree):
+            if isinstance(node, kind) and (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset) == \
+                    (diag.line, diag.col, diag.end_line, diag.end_col):
+                return node
+        return None
+
+    def statement_of(self, node: ast.AST) -> ast.stmt:
+        while not isinstance(node, ast.stmt):
+            node = self.parent[node]
+        return node
+
+    def enclosing(self, node: ast.AST, kinds) -> ast.AST | None:
+        node = self.parent.get(node)
+        while node is not None and not isinstance(node, kinds):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                return None
+            node = self.parent.get(node)
+        return node
+
+    def indent(self, line: int) -> str:
+        text = self.lines[line - 1]
+        return text[:len(text) - len(text.lstrip())]
+
+    def starts_its_line(self, stmt: ast.stmt) -> bool:
+        return self.lines[stmt.lineno - 1][:stmt.col_offset].strip() == ""
+
+    def after(self, node: ast.AST, body_indent: str, code: str) -> Edit:
+        """An edit that puts `code` on a line of its own after `node`'s last line."""
+        end = node.end_lineno
+        if end < len(self.lines):
+            return Edit(end + 1, 0, end + 1, 0, f"{body_indent}{code}\n")
+        last = self.lines[end - 1]
+        return Edit(end, len(last), end, len(last), f"\n{body_indent}{code}")
+
+    def imports_torch(self) -> bool:
+        return any(isinstance(n, ast.Import) and any(a.name == "torch" and a.asname is None for a in n.names)
+                   for n in ast.walk(self.tree))
+
+
+def _loads_name(scope: ast.AST, name: str, skip: ast.AST) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+               for n in ast.walk(scope) if n is not skip)
+
+
+# -- SS101: accumulate on the device ---------------------------------------------------------------
+def _accumulate_on_device(diag: Diagnostic, src: _Source) -> Fix | None:
+    call = src.at(diag, ast.Call)
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "item"
+            and not call.args and not call.keywords):
+        return None
+    stmt = src.statement_of(call)
+    if not (isinstance(stmt, ast.AugAssign) and stmt.value is call and isinstance(stmt.op, (ast.Add, ast.Sub))
+            and isinstance(stmt.target, ast.Name)):
+        return None
+    loop = src.enclosing(stmt, _LOOPS)
+    if loop is None:
+        return None
+    name = stmt.target.id
+    if any(_loads_name(part, name, stmt.target) for part in [*loop.body, *loop.orelse] if part is not stmt) \
+            or isinstance(loop, ast.While) and _loads_name(loop.test, name, stmt.target):
+        return None  # the value is used in the step: it has to be read there
+    tensor = call.func.value
+    detach = Edit(call.lineno, call.col_offset, call.end_lineno, call.end_col_offset,
+                  f"{ast.get_source_segment(src.text, tensor)}.detach()")
+    read_once = src.after(loop, src.indent(loop.lineno),
+                          f"{name} = {name}.item() if hasattr({name}, \"item\") else {name}  # one read-back, after the loop")
+    return Fix(f"Accumulate on the device; read {name} once after the loop", (detach, read_once))
+
+
+# -- SS201: synchronise before each clock read -----------------------------------------------------
+def _is_clock(node: ast.AST) -> bool:
+    if not isinstance(node, ast.Call) or node.args:
+        return False
+    func = node.func
+    return (isinstance(func, ast.Attribute) and func.attr in _CLOCKS and isinstance(func.value, ast.Name)
+            and func.value.id == "time") or (isinstance(func, ast.Name) and func.id in _CLOCKS - {"time"})
+
+
+def _clock_assignment(src: _Source, scope_body: list[ast.stmt], name: str, before: int) -> ast.stmt | None:
+    """The last statement `name = <clock>()` in `scope_body` (at any depth) before line `before`."""
+    found = None
+    for stmt in scope_body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Assign) and node.lineno < before and len(node.targets) == 1 \
+                    and isinstance(node.targets[0], ast.Name) and node.targets[0].id == name and _is_clock(node.value):
+                if found is None or node.lineno > found.lineno:
+                    found = node
+    return found
+
+
+def _synchronise_clock_reads(diag: Diagnostic, src: _Source) -> Fix | None:
+    if not src.imports_torch():
+        return None
+    duration = src.at(diag, ast.BinOp)
+    if not (isinstance(duration, ast.BinOp) and isinstance(duration.op, ast.Sub)
+            and isinstance(duration.right, ast.Name)):
+        return None
+    here = src.statement_of(duration)
+    scope = src.enclosing(here, (ast.FunctionDef, ast.AsyncFunctionDef)) or src.tree
+    start = _clock_assignment(src, scope.body, duration.right.id, here.lineno)
+    if _is_clock(duration.left):
+        end = here
+    elif isinstance(duration.left, ast.Name):
+        end = _clock_assignment(src, scope.body, duration.left.id, here.lineno + 1)
+    else:
+        return None
+    if start is None or end is None or start is end:
+        return None
+    statements = sorted({start, end}, key=lambda s: s.lineno)
+    if not all(src.starts_its_line(s) for s in statements) or \
+            any(src.lines[s.lineno - 1].rstrip().endswith(":") for s in statements):
+        return None
+    edits = tuple(Edit(s.lineno, 0, s.lineno, 0, f"{src.indent(s.lineno)}{SYNC}\n") for s in statements)
+    return Fix("Synchronise the device before each clock read", edits)
+
+
+# -- SS402: add a schedule -------------------------------------------------------------------------
+def _profiled_loop(with_node: ast.With) -> tuple[ast.Call, str, ast.stmt] | None:
+    for item in with_node.items:
+        call = item.context_expr
+        if isinstance(call, ast.Call) and isinstance(item.optional_vars, ast.Name) and (
+                (isinstance(call.func, ast.Name) and call.func.id == "profile")
+                or (isinstance(call.func, ast.Attribute) and call.func.attr == "profile")):
+            loops = [s for s in with_node.body if isinstance(s, _LOOPS)]
+            if len(loops) == 1:
+                return call, item.optional_vars.id, loops[0]
+    return None
+
+
+def _runs_at_least(loop: ast.stmt, steps: int) -> bool:
+    """False only when the loop is `for … in range(N)` with a constant N below `steps`."""
+    if isinstance(loop, ast.For) and isinstance(loop.iter, ast.Call) and isinstance(loop.iter.func, ast.Name) \
+            and loop.iter.func.id == "range" and len(loop.iter.args) == 1 and isinstance(loop.iter.args[0], ast.Constant):
+        count = loop.iter.args[0].value
+        return not isinstance(count, int) or count >= steps
+    return True
+
+
+def _continues(loop: ast.stmt) -> bool:
+    """A `continue` of this loop (not of a loop inside it) would skip the step's end."""
+    todo = list(loop.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Continue):
+            return True
+        if isinstance(node, (*_LOOPS, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _steps_profiler(loop: ast.stmt, name: str) -> bool:
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step"
+               and isinstance(n.func.value, ast.Name) and n.func.value.id == name for n in ast.walk(loop))
+
+
+def _add_schedule(diag: Diagnostic, src: _Source) -> Fix | None:
+    if not src.imports_torch():
+        return None
+    with_node = next((n for n in ast.walk(src.tree) if isinstance(n, ast.With) and n.lineno == diag.line), None)
+    found = _profiled_loop(with_node) if with_node is not None else None
+    if found is None:
+        return None
+    call, name, loop = found
+    if not _runs_at_least(loop, SCHEDULE_STEPS) or _continues(loop) or _steps_profiler(loop, name) or \
+            any(k.arg == "schedule" for k in call.keywords) or loop.orelse:
+        return None
+    if call.args or call.keywords:  # after the last argument (a trailing comma, a comment stay after it)
+        line, col = max((n.end_lineno, n.end_col_offset) for n in [*call.args, *(k.value for k in call.keywords)])
+        add = Edit(line, col, line, col, f", schedule={SCHEDULE}")
+    else:  # inside the empty parentheses
+        add = Edit(call.end_lineno, call.end_col_offset - 1, call.end_lineno, call.end_col_offset - 1,
+                   f"schedule={SCHEDULE}")
+    body_indent = src.indent(loop.body[0].lineno)
+    step = src.after(loop, body_indent, f"{name}.step()  # the schedule moves on once per step")
+    return Fix("Add a schedule (wait 1, warm-up 1, active 3) and step it every iteration", (add, step))
+
+
+_BUILDERS = {
+    "SS101": _accumulate_on_device,
+    "SS201": _synchronise_clock_reads,
+    "SS402": _add_schedule,
+}
