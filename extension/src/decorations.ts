@@ -1,61 +1,64 @@
-// Inline ms/step per line: the server's label at the end of each profiled line, coloured on a heat
-// scale by the line's share of the step (heat.ts). The hover of a timed line comes from the server
-// (textDocument/hover), so every LSP editor gets the same one. Timings of a document are dropped as
-// soon as it is edited, because the lines they describe may have moved.
+// Inline ms/step per line: the server's label at the end of each timed line, coloured on a heat
+// scale by the line's share of the step (heat.ts), in theme colours. The lines come from the server
+// already placed where their code is now (figures.ts asks after every edit): a line whose code
+// changed since the run has no label, the others keep theirs. Figures from an earlier run than one
+// that failed are painted in the stale colour and say so. A line below the label threshold
+// (`stepscope.inline.minShare`) gets no label; its hover still has the figures. The hover of a timed
+// line comes from the server (textDocument/hover), so every LSP editor gets the same one.
 import * as vscode from "vscode";
-import { HEAT, heatBucket, normaliseUri } from "./heat";
-import { LineTiming } from "./result";
+import { HEAT, heatBucket, normaliseUri, STALE_TEXT, worthALabel } from "./heat";
+import { DocumentFigures } from "./result";
 
 export class TimingDecorations implements vscode.Disposable {
   private readonly types: vscode.TextEditorDecorationType[];
-  /** Timings by normalised document URI. */
-  private readonly timings = new Map<string, LineTiming[]>();
+  private readonly staleType: vscode.TextEditorDecorationType;
+  /** Figures by normalised document URI. */
+  private readonly figures = new Map<string, DocumentFigures>();
   private readonly disposables: vscode.Disposable[] = [];
-  private enabled: boolean;
 
-  constructor(enabled: boolean) {
-    this.enabled = enabled;
+  constructor(
+    private enabled: boolean,
+    private minShare: number,
+  ) {
+    const after = { margin: "0 0 0 3em", fontStyle: "italic" };
     this.types = HEAT.map((step) =>
       vscode.window.createTextEditorDecorationType({
         isWholeLine: true,
-        backgroundColor: step.background,
-        after: { color: step.text, margin: "0 0 0 3em", fontStyle: "italic" },
+        backgroundColor: step.background ? new vscode.ThemeColor(step.background) : undefined,
+        after: { ...after, color: new vscode.ThemeColor(step.text) },
         rangeBehavior: vscode.DecorationRangeBehavior.ClosedClosed,
       }),
     );
-    this.disposables.push(
-      vscode.workspace.onDidChangeTextDocument((event) => {
-        if (event.contentChanges.length > 0) {
-          this.clear(event.document.uri);
-        }
-      }),
-      vscode.window.onDidChangeVisibleTextEditors(() => this.paintVisible()),
-    );
+    this.staleType = vscode.window.createTextEditorDecorationType({
+      isWholeLine: true,
+      after: { ...after, color: new vscode.ThemeColor(STALE_TEXT) },
+      rangeBehavior: vscode.DecorationRangeBehavior.ClosedClosed,
+    });
+    this.disposables.push(vscode.window.onDidChangeVisibleTextEditors(() => this.paintVisible()));
   }
 
-  /** Replaces every shown timing with these; returns how many lines could be shown. */
-  show(lines: LineTiming[]): number {
-    this.timings.clear();
-    for (const timing of lines) {
-      const key = normaliseUri(timing.uri);
-      const list = this.timings.get(key) ?? [];
-      list.push(timing);
-      this.timings.set(key, list);
-    }
-    this.paintVisible();
-    return lines.length;
-  }
-
-  /** Clears one document's timings, or all of them. */
-  clear(uri?: vscode.Uri): void {
-    if (uri) {
-      if (!this.timings.delete(normaliseUri(uri.toString()))) {
+  /** What one document shows now (replaces what it showed). */
+  set(figures: DocumentFigures): void {
+    const key = normaliseUri(figures.uri);
+    if (figures.runId === null) {
+      if (!this.figures.delete(key)) {
         return;
       }
     } else {
-      this.timings.clear();
+      this.figures.set(key, figures);
     }
+    this.paintVisible(key);
+  }
+
+  /** Clears every document's labels (the Clear Inline Timings command). */
+  clear(): void {
+    this.figures.clear();
     this.paintVisible();
+  }
+
+  /** The labels a document shows, for the runs view and tests. */
+  shown(uri: vscode.Uri): DocumentFigures | undefined {
+    return this.figures.get(normaliseUri(uri.toString()));
   }
 
   setEnabled(enabled: boolean): void {
@@ -63,30 +66,41 @@ export class TimingDecorations implements vscode.Disposable {
     this.paintVisible();
   }
 
+  setMinShare(minShare: number): void {
+    this.minShare = minShare;
+    this.paintVisible();
+  }
+
   dispose(): void {
     this.disposables.forEach((d) => d.dispose());
     this.types.forEach((t) => t.dispose());
+    this.staleType.dispose();
   }
 
-  private paintVisible(): void {
+  private paintVisible(only?: string): void {
     for (const editor of vscode.window.visibleTextEditors) {
-      this.paint(editor);
+      if (only === undefined || normaliseUri(editor.document.uri.toString()) === only) {
+        this.paint(editor);
+      }
     }
   }
 
   private paint(editor: vscode.TextEditor): void {
     const buckets: vscode.DecorationOptions[][] = this.types.map(() => []);
-    const lines = this.enabled ? this.timings.get(normaliseUri(editor.document.uri.toString())) ?? [] : [];
-    for (const timing of lines) {
-      if (timing.line < 0 || timing.line >= editor.document.lineCount) {
+    const stale: vscode.DecorationOptions[] = [];
+    const figures = this.enabled ? this.figures.get(normaliseUri(editor.document.uri.toString())) : undefined;
+    for (const timing of figures?.lines ?? []) {
+      if (timing.line < 0 || timing.line >= editor.document.lineCount || !worthALabel(timing.fraction, this.minShare)) {
         continue;
       }
       const line = editor.document.lineAt(timing.line);
-      buckets[heatBucket(timing.fraction)].push({
+      const options = {
         range: new vscode.Range(line.range.start.translate(0, line.firstNonWhitespaceCharacterIndex), line.range.end),
-        renderOptions: { after: { contentText: timing.label } },
-      });
+        renderOptions: { after: { contentText: figures?.stale ? `${timing.label} · earlier run` : timing.label } },
+      };
+      (figures?.stale ? stale : buckets[heatBucket(timing.fraction)]).push(options);
     }
     this.types.forEach((type, index) => editor.setDecorations(type, buckets[index]));
+    editor.setDecorations(this.staleType, stale);
   }
 }

@@ -1,9 +1,12 @@
-// Entry point: creates the output channel, the server controller, decorations and commands, and
-// restarts the server when the interpreter or Stepscope's settings change.
+// Entry point: creates the output channel, the server controller, the inline labels, the runs view
+// and the commands, and restarts the server when the interpreter or Stepscope's settings change.
 import * as vscode from "vscode";
 import { TimingDecorations } from "./decorations";
+import { FigureSync } from "./figures";
 import { ProfileCommand } from "./profile";
 import { onDidChangePythonInterpreter } from "./python";
+import { parseProfileResult } from "./result";
+import { RunsView } from "./runsView";
 import { ServerController } from "./server";
 import { affectsServer, readSettings, SECTION } from "./settings";
 import { StepStatus } from "./statusBar";
@@ -17,13 +20,32 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   log.info(`Stepscope ${context.extension.packageJSON.version} activating (workspace trusted: ${vscode.workspace.isTrusted}).`);
 
   controller = new ServerController(context.extensionPath, log);
-  const decorations = new TimingDecorations(readSettings().showInlineTimings);
+  const settings = readSettings();
+  const decorations = new TimingDecorations(settings.showInlineTimings, settings.minShare);
+  const figures = new FigureSync(decorations, log);
   const status = new StepStatus();
-  const profile = new ProfileCommand(controller, decorations, status, log);
-  context.subscriptions.push(decorations, status);
+  const runs = new RunsView(() => controller?.languageClient, log, (shown) => {
+    try {
+      const result = parseProfileResult(shown);
+      status.result(result.status.text, result.status.tooltip, result.runId);
+      void figures.refreshVisible();
+    } catch (error) {
+      log.warn(`The server's answer for the run shown: ${error instanceof Error ? error.message : error}`);
+    }
+  }, (deleted) => status.forget(deleted));
+  const profile = new ProfileCommand(controller, figures, status, log, context.workspaceState, () => runs.refresh());
+  context.subscriptions.push(decorations, figures, status);
 
+  let clientListeners: vscode.Disposable | undefined;
   context.subscriptions.push(
+    controller.onDidStart((client) => {
+      clientListeners?.dispose();
+      clientListeners = figures.attach(client);
+      runs.refresh();
+    }),
+    new vscode.Disposable(() => clientListeners?.dispose()),
     profile.register(),
+    runs.register(),
     vscode.commands.registerCommand("stepscope.clearTimings", () => decorations.clear()),
     vscode.commands.registerCommand("stepscope.restart", () =>
       controller?.requestRestart("the Restart Server command", true),
@@ -36,10 +58,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       if (event.affectsConfiguration(`${SECTION}.showInlineTimings`)) {
         decorations.setEnabled(readSettings().showInlineTimings);
       }
+      if (event.affectsConfiguration(`${SECTION}.inline.minShare`)) {
+        decorations.setMinShare(readSettings().minShare);
+      }
     }),
     vscode.workspace.onDidChangeWorkspaceFolders(() => controller?.requestRestart("workspace folders changed")),
-    // Trusting the folder may allow an interpreter from the workspace settings.
-    vscode.workspace.onDidGrantWorkspaceTrust(() => controller?.requestRestart("workspace trusted")),
+    // Trusting the folder may allow an interpreter from the workspace settings, and the CodeLens.
+    vscode.workspace.onDidGrantWorkspaceTrust(() => controller?.requestRestart("workspace trusted", true)),
   );
 
   const pythonListener = await onDidChangePythonInterpreter(() =>

@@ -1,5 +1,7 @@
-// "Stepscope: Profile This Step": asks the server to profile the loop at the cursor, shows its
-// progress in a cancellable notification, then paints the per-line result.
+// "Stepscope: Profile This Step": asks the user once per workspace whether the step may run for real,
+// asks the server which loop a profile at the cursor times (the progress is titled with it), profiles
+// it with its progress in a cancellable notification, then shows the result. A failed or cancelled
+// profile leaves the last good run's figures and status item in place and says what happened.
 import { randomUUID } from "crypto";
 import * as path from "path";
 import * as vscode from "vscode";
@@ -9,7 +11,7 @@ import {
   ResponseError,
   WorkDoneProgress,
 } from "vscode-languageclient/node";
-import { TimingDecorations } from "./decorations";
+import { FigureSync } from "./figures";
 import { LaunchOptions, launchFor } from "./launch";
 import { firstLine, InterpreterProblem, resolveInterpreter } from "./python";
 import { parseProfileResult, ProfileResult } from "./result";
@@ -19,8 +21,11 @@ import { StepStatus } from "./statusBar";
 
 export const PROFILE_COMMAND = "stepscope.profileStep";
 const SERVER_PROFILE_COMMAND = "stepscope.profile";
+const RESOLVE_STEP_REQUEST = "stepscope/resolveStep";
 /** After a cancel, how long to wait for the server to confirm before closing the notification. */
 const CANCEL_GRACE_MS = 15_000;
+/** Remembered per workspace once the user has said the step may run for real. */
+const REAL_RUN_CONFIRMED = "stepscope.realRunConfirmed";
 
 /** What the command receives from a CodeLens; without it, the active editor's cursor is used. */
 interface ProfileTarget {
@@ -33,9 +38,11 @@ export class ProfileCommand {
 
   constructor(
     private readonly server: ServerController,
-    private readonly decorations: TimingDecorations,
+    private readonly figures: FigureSync,
     private readonly status: StepStatus,
     private readonly log: vscode.LogOutputChannel,
+    private readonly state: vscode.Memento,
+    private readonly onRunsChanged: () => void,
   ) {}
 
   register(): vscode.Disposable {
@@ -99,50 +106,97 @@ export class ProfileCommand {
       }
     }
 
-    const where = `${path.basename(uri.fsPath)}:${target.position.line + 1}`;
-    this.running = true;
-    this.decorations.clear();
-    this.status.running(where);
-    this.log.info(`Profiling the step at ${where} with ${python}` + (launch ? ` (launch configuration "${launch.name}").` : "."));
+    // The loop a profile here would time: the title names it, and a cursor outside any step loop is
+    // said before anything runs.
+    let title: string;
     try {
-      const result = await this.request(client, where, {
+      const step = await client.sendRequest<{ title?: unknown }>(RESOLVE_STEP_REQUEST, {
+        uri: document.uri.toString(), position: target.position,
+      });
+      title = typeof step?.title === "string" ? step.title : `${path.basename(uri.fsPath)}:${target.position.line + 1}`;
+    } catch (error) {
+      void vscode.window.showErrorMessage(`Stepscope: ${firstLine(error)}`);
+      return;
+    }
+    if (!(await this.confirmRealRun(title))) {
+      return;
+    }
+
+    this.running = true;
+    this.status.running(title);
+    this.log.info(`Profiling ${title} with ${python}` + (launch ? ` (launch configuration "${launch.name}").` : "."));
+    try {
+      const result = await this.request(client, title, {
         uri: document.uri.toString(),
         position: target.position,
         python,
         launch,
         profile: settings.profile,
+        confirmed: true,
+        keep: settings.runsKeep,
       });
       if (result) {
         this.showResult(result);
       } else {
-        this.status.idle();
+        this.status.ended("was cancelled");
+        void vscode.window.showInformationMessage(
+          "Stepscope: the profile was cancelled; the figures shown are from the last good run.");
       }
     } catch (error) {
-      this.status.idle();
       const reason = firstLine(error);
+      this.status.ended("failed");
       this.log.error(`Profile failed: ${reason}`);
-      void showErrorWithLogs(`Stepscope: ${reason}`, this.log);
+      const folder = runDirOf(error);
+      if (folder) {
+        this.log.info(`The failed run's folder: ${folder} (its program.log has the program's output).`);
+      }
+      void showErrorWithLogs(`Stepscope: ${reason}. The figures shown, if any, are from the last good run.`, this.log);
     } finally {
       this.running = false;
+      this.onRunsChanged();
     }
+  }
+
+  /** The step runs for real (optimizer steps, writes): ask once per workspace, before the first run. */
+  private async confirmRealRun(title: string): Promise<boolean> {
+    if (this.state.get<boolean>(REAL_RUN_CONFIRMED)) {
+      return true;
+    }
+    const choice = await vscode.window.showWarningMessage(
+      `Profile ${title}? Stepscope runs your program for real to time its step.`,
+      {
+        modal: true,
+        detail: "The step performs real updates (optimizer steps, file writes): profile an experimental state, " +
+          "never weights you must keep. Your program sees STEPSCOPE_RUN=1 and can skip saving. " +
+          "Stepscope will not ask again in this workspace.",
+      },
+      "Profile",
+    );
+    if (choice !== "Profile") {
+      return false;
+    }
+    await this.state.update(REAL_RUN_CONFIRMED, true);
+    return true;
   }
 
   /** Sends the request; resolves to undefined when the user cancelled it. */
   private request(
     client: LanguageClient,
-    where: string,
+    title: string,
     argument: {
       uri: string;
       position: ProfileTarget["position"];
       python: string;
       launch?: LaunchOptions;
       profile: ProfileSettings;
+      confirmed: boolean;
+      keep: number;
     },
   ): Thenable<ProfileResult | undefined> {
     return vscode.window.withProgress(
       {
         location: vscode.ProgressLocation.Notification,
-        title: `Stepscope: profiling ${where}`,
+        title: `Stepscope: profiling ${title}`,
         cancellable: true,
       },
       async (progress, cancellation) => {
@@ -187,18 +241,18 @@ export class ProfileCommand {
   }
 
   private showResult(result: ProfileResult): void {
-    const inWorkspace = result.lines.filter((line) => isWorkspaceFile(line.uri));
-    const dropped = result.lines.length - inWorkspace.length;
-    if (dropped > 0) {
-      this.log.info(`Not decorating ${dropped} line(s) outside the workspace.`);
-    }
-    if (readSettings().showInlineTimings) {
-      this.decorations.show(inWorkspace);
-    }
-    this.status.result(result.status.text, result.status.tooltip);
+    // The server has told the figures of each document that changed (stepscope/figuresChanged); ask
+    // for the visible ones too, so a label never waits on a notification.
+    void this.figures.refreshVisible();
+    this.status.result(result.status.text, result.status.tooltip, result.runId);
     this.log.info(`Profile done: ${result.summary}.`);
     this.log.info(`Run ${result.runId}, in ${result.runDir}`);
   }
+}
+
+function runDirOf(error: unknown): string | undefined {
+  const data = error instanceof ResponseError ? (error.data as { runDir?: unknown } | undefined) : undefined;
+  return typeof data?.runDir === "string" ? data.runDir : undefined;
 }
 
 function targetFrom(arg: unknown): ProfileTarget | string {
@@ -227,15 +281,6 @@ function targetFrom(arg: unknown): ProfileTarget | string {
     uri: editor.document.uri.toString(),
     position: { line: cursor.line, character: cursor.character },
   };
-}
-
-function isWorkspaceFile(uri: string): boolean {
-  try {
-    const parsed = vscode.Uri.parse(uri, true);
-    return parsed.scheme === "file" && vscode.workspace.getWorkspaceFolder(parsed) !== undefined;
-  } catch {
-    return false;
-  }
 }
 
 function isCancellation(error: unknown): boolean {

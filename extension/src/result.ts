@@ -1,10 +1,11 @@
-// The server's answer to stepscope.profile, checked: a bad reply gives one clear reason instead of
-// odd decorations. Pure, no `vscode` import. The strings (labels, summary, status text and tooltip)
-// are the server's presenter's; the client only paints them.
+// The server's answers, checked: the profile result, a document's figures and the runs list. A bad
+// reply gives one clear reason instead of odd decorations. Pure, no `vscode` import. The strings
+// (labels, summary, status text and tooltip, notes) are the server's presenter's; the client only
+// paints them.
 
 export interface LineTiming {
   uri: string;
-  /** 0-based line. */
+  /** 0-based line: where the line's code is now. */
   line: number;
   wallMs: number;
   gpuMs: number | null;
@@ -23,13 +24,74 @@ export interface ProfileResult {
   lines: LineTiming[];
 }
 
+/** `stepscope/figures`: what one document shows of its run, on its current lines. */
+export interface DocumentFigures {
+  uri: string;
+  runId: string | null;
+  lines: LineTiming[];
+  /** Timed lines whose code changed since the run: not shown. */
+  hidden: number;
+  /** Plain sentences about the figures (an earlier run than one that failed; lines changed). */
+  notes: string[];
+  /** The figures are from an earlier run than one that failed. */
+  stale: boolean;
+}
+
+/** One run of `stepscope/runs`. */
+export interface RunSummary {
+  id: string;
+  folder: string;
+  started: string | null;
+  script: string | null;
+  stepLine: number | null;
+  stepFunction: string | null;
+  status: string;
+  reason: string | null;
+  analysed: boolean;
+  msPerStep: number | null;
+  /** `51.4 ms/step`, worded by the server's presenter (null when not analysed). */
+  statusText: string | null;
+  summary: string | null;
+  machine: string | null;
+  problem: string | null;
+}
+
 export class BadResult extends Error {}
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/** The result, or BadResult naming what is missing. Malformed lines are left out, not painted. */
+function str(value: unknown): string | null {
+  return typeof value === "string" ? value : null;
+}
+
+function num(value: unknown): number | null {
+  return typeof value === "number" && Number.isFinite(value) ? value : null;
+}
+
+/** The lines that can be placed (malformed ones are left out, not painted); the heat clamped to 0..1. */
+function parseLines(raw: unknown): LineTiming[] {
+  const lines: LineTiming[] = [];
+  for (const entry of Array.isArray(raw) ? raw : []) {
+    if (!isObject(entry) || typeof entry.uri !== "string" || !Number.isInteger(entry.line) || (entry.line as number) < 0
+        || typeof entry.label !== "string") {
+      continue;
+    }
+    const fraction = num(entry.fraction) ?? 0;
+    lines.push({
+      uri: entry.uri,
+      line: entry.line as number,
+      wallMs: num(entry.wallMs) ?? 0,
+      gpuMs: num(entry.gpuMs),
+      fraction: Math.min(1, Math.max(0, fraction)),
+      label: entry.label,
+    });
+  }
+  return lines;
+}
+
+/** The result, or BadResult naming what is missing. */
 export function parseProfileResult(value: unknown): ProfileResult {
   if (!isObject(value)) {
     throw new BadResult("the server's profile result is not an object");
@@ -42,22 +104,6 @@ export function parseProfileResult(value: unknown): ProfileResult {
   if (value.msPerStep !== null && (typeof value.msPerStep !== "number" || !Number.isFinite(value.msPerStep))) {
     throw new BadResult("the server's profile result has an msPerStep that is not a number");
   }
-  const lines: LineTiming[] = [];
-  for (const raw of value.lines) {
-    if (!isObject(raw) || typeof raw.uri !== "string" || !Number.isInteger(raw.line) || (raw.line as number) < 0
-        || typeof raw.label !== "string") {
-      continue;
-    }
-    const fraction = typeof raw.fraction === "number" && Number.isFinite(raw.fraction) ? raw.fraction : 0;
-    lines.push({
-      uri: raw.uri,
-      line: raw.line as number,
-      wallMs: typeof raw.wallMs === "number" ? raw.wallMs : 0,
-      gpuMs: typeof raw.gpuMs === "number" ? raw.gpuMs : null,
-      fraction: Math.min(1, Math.max(0, fraction)),
-      label: raw.label,
-    });
-  }
   return {
     runId: String(value.runId ?? ""),
     runDir: String(value.runDir ?? ""),
@@ -65,6 +111,52 @@ export function parseProfileResult(value: unknown): ProfileResult {
     machine: String(value.machine ?? ""),
     summary: value.summary,
     status: { text: status.text, tooltip: typeof status.tooltip === "string" ? status.tooltip : "" },
-    lines,
+    lines: parseLines(value.lines),
   };
+}
+
+/** A document's figures; anything unreadable reads as "shows no run". */
+export function parseFigures(value: unknown, uri: string): DocumentFigures {
+  const none: DocumentFigures = { uri, runId: null, lines: [], hidden: 0, notes: [], stale: false };
+  if (!isObject(value) || typeof value.runId !== "string") {
+    return none;
+  }
+  return {
+    uri,
+    runId: value.runId,
+    lines: parseLines(value.lines),
+    hidden: Number.isInteger(value.hidden) ? (value.hidden as number) : 0,
+    notes: Array.isArray(value.notes) ? value.notes.filter((n): n is string => typeof n === "string") : [],
+    stale: value.stale === true,
+  };
+}
+
+/** The runs of `stepscope/runs`, newest first; entries without an id are left out. */
+export function parseRuns(value: unknown): RunSummary[] {
+  if (!isObject(value) || !Array.isArray(value.runs)) {
+    throw new BadResult("the server's runs list is not {runs: [...]}");
+  }
+  const runs: RunSummary[] = [];
+  for (const raw of value.runs) {
+    if (!isObject(raw) || typeof raw.id !== "string" || raw.id === "") {
+      continue;
+    }
+    runs.push({
+      id: raw.id,
+      folder: str(raw.folder) ?? "",
+      started: str(raw.started),
+      script: str(raw.script),
+      stepLine: Number.isInteger(raw.stepLine) ? (raw.stepLine as number) : null,
+      stepFunction: str(raw.stepFunction),
+      status: str(raw.status) ?? "incomplete",
+      reason: str(raw.reason),
+      analysed: raw.analysed === true,
+      msPerStep: num(raw.msPerStep),
+      statusText: str(raw.statusText),
+      summary: str(raw.summary),
+      machine: str(raw.machine),
+      problem: str(raw.problem),
+    });
+  }
+  return runs;
 }

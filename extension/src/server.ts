@@ -3,6 +3,7 @@
 // exactly the same server again.
 import * as fs from "fs";
 import * as path from "path";
+import * as readline from "readline";
 import * as vscode from "vscode";
 import {
   LanguageClient,
@@ -19,7 +20,11 @@ import {
   isPythonExtensionInstalled,
   resolveInterpreter,
 } from "./python";
+import { serverLogLine } from "./serverLog";
 import { readSettings } from "./settings";
+
+/** The client's command that opens the trace panel on a line (the server links hovers to it). */
+export const PANEL_COMMAND = "stepscope.openPanel";
 
 const CLIENT_ID = "stepscope";
 const CLIENT_NAME = "Stepscope";
@@ -39,6 +44,9 @@ export class ServerController implements vscode.Disposable {
   private restartTimer: NodeJS.Timeout | undefined;
   private queue: Promise<void> = Promise.resolve();
   private lastProblemShown: string | undefined;
+  private readonly started = new vscode.EventEmitter<LanguageClient>();
+  /** Fires each time a client has started (after a restart too): wire per-client listeners here. */
+  readonly onDidStart = this.started.event;
 
   constructor(
     private readonly extensionRoot: string,
@@ -94,6 +102,7 @@ export class ServerController implements vscode.Disposable {
       clearTimeout(this.restartTimer);
     }
     await this.stop();
+    this.started.dispose();
   }
 
   private async ensureRunning(force: boolean): Promise<void> {
@@ -132,6 +141,7 @@ export class ServerController implements vscode.Disposable {
     try {
       await client.start();
       this.log.info("Server started.");
+      this.started.fire(client);
     } catch (error) {
       this.log.error(`The server did not start: ${firstLine(error)}`);
       this.runningKey = undefined;
@@ -171,6 +181,7 @@ export class ServerController implements vscode.Disposable {
         env: { ...process.env, PYTHONUTF8: "1", PYTHONIOENCODING: "utf-8" },
       },
     };
+    const settings = readSettings(resource);
     const clientOptions: LanguageClientOptions = {
       documentSelector: [
         { scheme: "file", language: "python" },
@@ -180,13 +191,43 @@ export class ServerController implements vscode.Disposable {
       outputChannel: this.log,
       traceOutputChannel: this.log,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
+      // The server logs `LEVEL name: message` on stderr: each line at its own level (an INFO line is
+      // no error); the profiler's own USDT lines never reach it (the capture keeps them in the log file).
+      stdioOptions: {
+        stdout: (input, channel) => {
+          readline.createInterface({ input, crlfDelay: Infinity, terminal: false }).on("line", (l) => channel.info(l));
+        },
+        stderr: (input, channel) => {
+          readline.createInterface({ input, crlfDelay: Infinity, terminal: false }).on("line", (line) => {
+            const { level, message } = serverLogLine(line);
+            channel[level](message);
+          });
+        },
+      },
+      middleware: {
+        // Profile this step runs the user's program: not offered where it cannot run.
+        provideCodeLenses: (document, token, next) => (vscode.workspace.isTrusted ? next(document, token) : []),
+        // The hover's one command link opens the trace panel on the line; nothing else in it runs.
+        provideHover: async (document, position, token, next) => {
+          const hover = await next(document, position, token);
+          for (const part of hover?.contents ?? []) {
+            if (part instanceof vscode.MarkdownString) {
+              part.isTrusted = { enabledCommands: [PANEL_COMMAND] };
+              part.supportHtml = false;
+            }
+          }
+          return hover;
+        },
+      },
       // VS Code shows timings as decorations, so the server's inlay hints would only repeat them.
       // `profile` is the server's default; each profile request also carries the current values
       // for its file's folder, so changing them needs no restart.
       initializationOptions: {
         interpreter: launch.interpreter.path,  // the program's interpreter when a request names none
         inlayHints: false,
-        profile: readSettings(resource).profile,
+        panelCommand: PANEL_COMMAND,
+        minShare: settings.minShare,
+        profile: settings.profile,
       },
     };
     return new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, clientOptions);

@@ -11,6 +11,10 @@ export interface Settings {
   /** Where `interpreter` came from, for the log. */
   interpreterScope: "user" | "workspace" | "none";
   showInlineTimings: boolean;
+  /** Lines below this share of the step get no inline label (0..1). */
+  minShare: number;
+  /** Runs kept in .stepscope/runs after a profile (0: all). */
+  runsKeep: number;
   traceServer: "off" | "messages" | "verbose";
   profile: ProfileSettings;
 }
@@ -49,9 +53,16 @@ export function readSettings(resource?: vscode.Uri): Settings {
     interpreter: chosen.interpreter,
     interpreterScope: chosen.scope,
     showInlineTimings: config.get<boolean>("showInlineTimings", true),
+    minShare: clamp(config.get<number>("inline.minShare", 0.01), 0, 1, 0.01),
+    runsKeep: Math.floor(clamp(config.get<number>("runs.keep", 0), 0, Number.MAX_SAFE_INTEGER, 0)),
     traceServer: config.get<Settings["traceServer"]>("trace.server", "off"),
     profile: readProfileSettings(config),
   };
+}
+
+/** A number setting within [lo, hi]; anything else (text, NaN) reads as its default. */
+function clamp(value: unknown, lo: number, hi: number, fallback: number): number {
+  return typeof value === "number" && Number.isFinite(value) ? Math.min(hi, Math.max(lo, value)) : fallback;
 }
 
 const PROFILE_KEYS: (keyof ProfileSettings)[] = [

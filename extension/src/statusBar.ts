@@ -1,9 +1,12 @@
-// The status-bar item: the last profile's ms/step, or that a profile is running. Its text and
-// tooltip come from the server's presenter; this item only places them.
+// The status-bar item: the last good run's ms/step, that a profile is running, or that the last one
+// failed (the good run's figure stays, marked). Its text and tooltip come from the server's
+// presenter; this item only places them. Clicking it shows the log.
 import * as vscode from "vscode";
 
 export class StepStatus implements vscode.Disposable {
   private readonly item: vscode.StatusBarItem;
+  /** The last good run's text and tooltip, kept through a running, failed or cancelled profile. */
+  private last: { text: string; tooltip: string; runId: string } | undefined;
 
   constructor() {
     this.item = vscode.window.createStatusBarItem("stepscope.status", vscode.StatusBarAlignment.Left, 50);
@@ -11,27 +14,49 @@ export class StepStatus implements vscode.Disposable {
     this.item.command = "stepscope.showLogs";
   }
 
-  running(where: string): void {
+  running(title: string): void {
     this.item.text = "$(sync~spin) Stepscope: profiling…";
-    this.item.tooltip = `Profiling the step at ${where}`;
+    this.item.tooltip = `Profiling ${title}` + (this.last ? ` (last run: ${this.last.text})` : "");
     this.item.show();
   }
 
   /** `text` is plain text (`51.4 ms/step`); `tooltip` is Markdown, shown untrusted (no commands, no HTML). */
-  result(text: string, tooltip: string): void {
+  result(text: string, tooltip: string, runId: string): void {
+    this.last = { text, tooltip, runId };
     this.item.text = `$(pulse) Stepscope: ${text}`;
-    const markdown = new vscode.MarkdownString(tooltip);
-    markdown.isTrusted = false;
-    markdown.supportHtml = false;
-    this.item.tooltip = markdown;
+    this.item.tooltip = untrusted(tooltip);
     this.item.show();
   }
 
-  idle(): void {
-    this.item.hide();
+  /** The profile failed or was cancelled: the last good run's figure stays, with what happened. */
+  ended(what: string): void {
+    if (!this.last) {
+      this.item.hide();
+      return;
+    }
+    this.item.text = `$(warning) Stepscope: ${this.last.text}`;
+    const said = what.replace(/[\\`*_{}[\]()<>#+\-.!|~]/g, (c) => `\\${c}`);
+    this.item.tooltip = untrusted(`**The last profile ${said}**; these figures are from the run before it.\n\n` +
+      this.last.tooltip);
+    this.item.show();
+  }
+
+  /** Runs were deleted: if the one shown is among them, nothing is left to show. */
+  forget(runIds: string[]): void {
+    if (this.last && runIds.includes(this.last.runId)) {
+      this.last = undefined;
+      this.item.hide();
+    }
   }
 
   dispose(): void {
     this.item.dispose();
   }
+}
+
+function untrusted(markdown: string): vscode.MarkdownString {
+  const text = new vscode.MarkdownString(markdown);
+  text.isTrusted = false;
+  text.supportHtml = false;
+  return text;
 }

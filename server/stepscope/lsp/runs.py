@@ -223,6 +223,7 @@ class RunRegistry:
             "reason": (status or {}).get("reason") if isinstance((status or {}).get("reason"), str) else None,
             "analysed": False,
             "msPerStep": None,
+            "statusText": None,
             "summary": None,
             "machine": None,
             "problem": None,
@@ -238,7 +239,7 @@ class RunRegistry:
                 summary["problem"] = str(e)
             else:
                 summary.update(analysed=True, msPerStep=report.get("ms_per_step"),
-                               summary=present.run_summary(report),
+                               statusText=present.status_text(report), summary=present.run_summary(report),
                                machine=present.machine_label(report.get("machine")))
         self._summaries[run_dir] = (stamps, summary)
         return summary
@@ -299,6 +300,7 @@ class RunRegistry:
     def follow(self, uri: str, text: str) -> bool:
         """A document's text is now `text`: its run's figures move with their lines. True when the
         lines it shows changed."""
+        uri = same_uri(uri)
         view = self._views.get(uri)
         if view is None:
             return False
@@ -311,6 +313,7 @@ class RunRegistry:
     def restore(self, uri: str, text: str, roots: Iterable[Path]) -> bool:
         """A document opened: show the run its file showed last (kept in editor.json), placed on the
         lines of `text`. True when it shows one now."""
+        uri = same_uri(uri)
         if uri in self._views:
             self.follow(uri, text)
             return True
@@ -336,9 +339,11 @@ class RunRegistry:
 
     def forget(self, uri: str) -> None:
         """The document closed: its choice stays on disk, its view goes."""
+        uri = same_uri(uri)
         self._views.pop(uri, None)
 
     def shown(self, uri: str, roots: Iterable[Path]) -> tuple[Run, "View"] | None:
+        uri = same_uri(uri)
         view = self._views.get(uri)
         if view is None:
             return None
@@ -351,6 +356,7 @@ class RunRegistry:
     def placed_lines(self, uri: str, roots: Iterable[Path]) -> tuple[Run, list[tuple[int, dict[str, Any]]], int] | None:
         """The run a document shows, its lines on the document's current lines (sorted), and how many
         of its lines are hidden because their code changed."""
+        uri = same_uri(uri)
         found = self.shown(uri, roots)
         if found is None:
             return None
@@ -366,6 +372,7 @@ class RunRegistry:
 
     def placed_findings(self, uri: str, roots: Iterable[Path]) -> tuple[Run, list[tuple[int, dict[str, Any]]]] | None:
         """The findings of the run a document shows, on the lines their code is on now."""
+        uri = same_uri(uri)
         found = self.shown(uri, roots)
         if found is None:
             return None
@@ -378,6 +385,7 @@ class RunRegistry:
         return run, placed
 
     def line_at(self, uri: str, line: int, roots: Iterable[Path]) -> tuple[Run, dict[str, Any]] | None:
+        uri = same_uri(uri)
         found = self.shown(uri, roots)
         if found is None:
             return None
@@ -390,6 +398,7 @@ class RunRegistry:
     def notes(self, uri: str, run: Run) -> tuple[str, ...]:
         """What a reader of this document's figures should know: they are from an earlier run than
         one that failed; some of their lines changed since."""
+        uri = same_uri(uri)
         out = []
         failed = self._failed.get(str(run.script))
         if failed is not None:
@@ -516,6 +525,13 @@ def _root_of(run_dir: Path) -> Path:
     if table and isinstance(table.get("root"), str) and Path(table["root"]).is_absolute():
         return Path(table["root"])
     return run_dir.parent.parent.parent
+
+
+def same_uri(uri: str) -> str:
+    """One spelling of a file's URI (Python's), whatever escapes the client used."""
+    if not uri.startswith("file:"):
+        return uri
+    return _uri_path(uri).as_uri()
 
 
 def _uri_path(uri: str) -> Path:

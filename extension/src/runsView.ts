@@ -1,0 +1,246 @@
+// The runs view (Stepscope › Runs): every run of the workspace from the server (`stepscope/runs`:
+// the run folders, and runs made by the CLI or before a restart alike), newest first. Open a run (its
+// figures in the editor), open its report, compare two runs line by line, delete one (confirmed; the
+// server deletes only folders inside .stepscope/runs/). Viewing works in restricted mode: nothing here
+// runs the user's code.
+//
+// Until the trace panel is wired, `stepscope.openPanel` ({runId, fileId, path, line}, from a hover's
+// link) opens the run's report read-only, at the line's entry.
+import * as vscode from "vscode";
+import { LanguageClient } from "vscode-languageclient/node";
+import { firstLine } from "./python";
+import { parseRuns, RunSummary } from "./result";
+import { runItem } from "./runsTree";
+
+export const REPORT_SCHEME = "stepscope-run";
+const RUNS_REQUEST = "stepscope/runs";
+const REPORT_REQUEST = "stepscope/report";
+const SHOW_RUN_REQUEST = "stepscope/showRun";
+const COMPARE_REQUEST = "stepscope/compareRuns";
+const DELETE_REQUEST = "stepscope/deleteRun";
+
+class RunNode extends vscode.TreeItem {
+  constructor(readonly run: RunSummary) {
+    const item = runItem(run);
+    super(item.label, vscode.TreeItemCollapsibleState.None);
+    this.id = run.id;
+    this.description = item.description;
+    const tooltip = new vscode.MarkdownString(item.tooltip);
+    tooltip.isTrusted = false;
+    tooltip.supportHtml = false;
+    this.tooltip = tooltip;
+    this.iconPath = new vscode.ThemeIcon(item.icon);
+    this.contextValue = item.contextValue;
+    if (run.analysed) {
+      this.command = { command: "stepscope.runs.open", title: "Show Run in the Editor", arguments: [this] };
+    }
+  }
+}
+
+/** Read-only documents of runs: `stepscope-run:/<run id>/report.json`, `stepscope-run:/<a>..<b>/compare.md`. */
+class RunDocuments implements vscode.TextDocumentContentProvider {
+  private readonly changed = new vscode.EventEmitter<vscode.Uri>();
+  readonly onDidChange = this.changed.event;
+
+  constructor(private readonly client: () => LanguageClient | undefined) {}
+
+  async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
+    const client = this.client();
+    if (!client) {
+      return "Stepscope's server is not running.";
+    }
+    const [id, name] = uri.path.replace(/^\//, "").split("/");
+    try {
+      if (name === "compare.md") {
+        const [a, b] = id.split("..");
+        const answer = await client.sendRequest<{ markdown?: unknown }>(COMPARE_REQUEST, { a, b });
+        return typeof answer?.markdown === "string" ? answer.markdown : "The server gave no comparison.";
+      }
+      return JSON.stringify(await client.sendRequest(REPORT_REQUEST, { runId: id }), null, 2) + "\n";
+    } catch (error) {
+      return `Stepscope could not read run ${id}: ${firstLine(error)}\n`;
+    }
+  }
+
+  dispose(): void {
+    this.changed.dispose();
+  }
+}
+
+export class RunsView implements vscode.TreeDataProvider<RunNode>, vscode.Disposable {
+  private readonly changed = new vscode.EventEmitter<RunNode | undefined>();
+  readonly onDidChangeTreeData = this.changed.event;
+  private readonly disposables: vscode.Disposable[] = [];
+  private readonly documents: RunDocuments;
+  private view: vscode.TreeView<RunNode> | undefined;
+
+  constructor(
+    private readonly client: () => LanguageClient | undefined,
+    private readonly log: vscode.LogOutputChannel,
+    private readonly onShown: (result: unknown) => void,
+    private readonly onDeleted: (runIds: string[]) => void,
+  ) {
+    this.documents = new RunDocuments(client);
+  }
+
+  register(): vscode.Disposable {
+    this.view = vscode.window.createTreeView("stepscope.runs", { treeDataProvider: this, canSelectMany: true });
+    this.disposables.push(
+      this.view,
+      this.changed,
+      this.documents,
+      vscode.workspace.registerTextDocumentContentProvider(REPORT_SCHEME, this.documents),
+      vscode.commands.registerCommand("stepscope.runs.refresh", () => this.refresh()),
+      vscode.commands.registerCommand("stepscope.runs.open", (node?: RunNode) => this.open(node)),
+      vscode.commands.registerCommand("stepscope.runs.openReport", (node?: RunNode) => this.openReport(node?.run.id)),
+      vscode.commands.registerCommand("stepscope.runs.compare", (node?: RunNode, selected?: RunNode[]) =>
+        this.compare(node, selected)),
+      vscode.commands.registerCommand("stepscope.runs.delete", (node?: RunNode, selected?: RunNode[]) =>
+        this.delete(node, selected)),
+      vscode.commands.registerCommand("stepscope.openPanel", (target?: unknown) => this.openPanel(target)),
+    );
+    return new vscode.Disposable(() => this.dispose());
+  }
+
+  refresh(): void {
+    this.changed.fire(undefined);
+  }
+
+  getTreeItem(node: RunNode): vscode.TreeItem {
+    return node;
+  }
+
+  async getChildren(node?: RunNode): Promise<RunNode[]> {
+    const client = this.client();
+    if (node || !client) {
+      return [];
+    }
+    try {
+      return parseRuns(await client.sendRequest(RUNS_REQUEST, {})).map((run) => new RunNode(run));
+    } catch (error) {
+      this.log.error(`Could not list the runs: ${firstLine(error)}`);
+      return [];
+    }
+  }
+
+  dispose(): void {
+    this.disposables.splice(0).forEach((d) => d.dispose());
+  }
+
+  private async open(node?: RunNode): Promise<void> {
+    const client = this.client();
+    if (!node || !client) {
+      return;
+    }
+    try {
+      this.onShown(await client.sendRequest(SHOW_RUN_REQUEST, { runId: node.run.id }));
+      if (node.run.script) {
+        const folder = vscode.workspace.workspaceFolders?.find((f) => node.run.folder.startsWith(f.uri.fsPath));
+        if (folder) {
+          const script = vscode.Uri.joinPath(folder.uri, node.run.script);
+          const editor = await vscode.window.showTextDocument(script, { preview: true });
+          if (node.run.stepLine !== null) {
+            const at = new vscode.Position(Math.max(0, node.run.stepLine - 1), 0);
+            editor.revealRange(new vscode.Range(at, at), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+          }
+        }
+      }
+    } catch (error) {
+      void vscode.window.showErrorMessage(`Stepscope: ${firstLine(error)}`);
+    }
+  }
+
+  private async openReport(runId?: string, line?: { path: string | null; line: number | null }): Promise<void> {
+    if (!runId) {
+      return;
+    }
+    const uri = vscode.Uri.from({ scheme: REPORT_SCHEME, path: `/${runId}/report.json` });
+    const document = await vscode.languages.setTextDocumentLanguage(await vscode.workspace.openTextDocument(uri), "json");
+    const editor = await vscode.window.showTextDocument(document, { preview: true });
+    if (line?.line) {
+      // the line's entry in the report's `lines`: its file (absolute, ending with the relative path)
+      // and its number, as JSON.stringify lays them out
+      const text = document.getText();
+      const from = Math.max(0, text.indexOf('"lines": ['));
+      const path = (line.path ?? "").replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+      const entry = new RegExp(`"file": "[^"]*${path}",\\s*"line": ${line.line},`, "g");
+      entry.lastIndex = from;
+      const found = entry.exec(text);
+      if (found) {
+        const at = document.positionAt(found.index);
+        editor.selection = new vscode.Selection(at, at);
+        editor.revealRange(new vscode.Range(at, at), vscode.TextEditorRevealType.InCenter);
+      }
+    }
+  }
+
+  private async compare(node?: RunNode, selected?: RunNode[]): Promise<void> {
+    let pair = (selected ?? []).filter((n) => n.run.analysed);
+    if (pair.length !== 2 && node) {
+      const others = (await this.getChildren()).filter((n) => n.run.analysed && n.run.id !== node.run.id);
+      if (others.length === 0) {
+        void vscode.window.showInformationMessage("Stepscope: there is no other analysed run to compare with.");
+        return;
+      }
+      const choice = await vscode.window.showQuickPick(
+        others.map((n) => ({ label: String(n.label), description: String(n.description ?? ""), node: n })),
+        { title: `Compare ${node.label} with…` },
+      );
+      if (!choice) {
+        return;
+      }
+      pair = [node, choice.node];
+    }
+    if (pair.length !== 2) {
+      void vscode.window.showInformationMessage("Stepscope: select two analysed runs to compare.");
+      return;
+    }
+    const [a, b] = pair.map((n) => n.run.id).sort();  // older first: run ids start with their time
+    const uri = vscode.Uri.from({ scheme: REPORT_SCHEME, path: `/${a}..${b}/compare.md` });
+    await vscode.commands.executeCommand("markdown.showPreview", uri).then(undefined, async () => {
+      await vscode.window.showTextDocument(uri, { preview: true });
+    });
+  }
+
+  private async delete(node?: RunNode, selected?: RunNode[]): Promise<void> {
+    const client = this.client();
+    const nodes = selected && selected.length > 0 ? selected : node ? [node] : [];
+    if (!client || nodes.length === 0) {
+      return;
+    }
+    const what = nodes.length === 1 ? `run ${nodes[0].run.id}` : `${nodes.length} runs`;
+    const choice = await vscode.window.showWarningMessage(
+      `Delete ${what}? Its folder in .stepscope/runs (trace, report, log) is removed for good.`,
+      { modal: true },
+      "Delete",
+    );
+    if (choice !== "Delete") {
+      return;
+    }
+    const deleted: string[] = [];
+    for (const n of nodes) {
+      try {
+        await client.sendRequest(DELETE_REQUEST, { runId: n.run.id });
+        this.log.info(`Deleted run ${n.run.id}.`);
+        deleted.push(n.run.id);
+      } catch (error) {
+        void vscode.window.showErrorMessage(`Stepscope: ${firstLine(error)}`);
+      }
+    }
+    this.onDeleted(deleted);
+    this.refresh();
+  }
+
+  private async openPanel(target?: unknown): Promise<void> {
+    const args = (Array.isArray(target) ? target[0] : target) as
+      { runId?: unknown; path?: unknown; line?: unknown } | undefined;
+    if (!args || typeof args.runId !== "string" || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(args.runId)) {
+      void vscode.window.showErrorMessage("Stepscope: Open Trace Panel needs a run (open one from a timed line's hover).");
+      return;
+    }
+    await this.openReport(args.runId, {
+      path: typeof args.path === "string" ? args.path : null,
+      line: Number.isInteger(args.line) ? (args.line as number) : null,
+    });
+  }
+}

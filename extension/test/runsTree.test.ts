@@ -1,0 +1,57 @@
+// How a run reads in the runs view (runsTree.ts) and how the server's runs list is checked (result.ts).
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { BadResult, parseFigures, parseRuns, RunSummary } from "../src/result";
+import { runItem } from "../src/runsTree";
+
+const RUN: RunSummary = {
+  id: "20261201T163831Z-train_cpu-0ec0", folder: "/ws/.stepscope/runs/20261201T163831Z-train_cpu-0ec0",
+  started: "2026-12-01T16:38:31Z", script: "train_cpu.py", stepLine: 69, stepFunction: null, status: "complete",
+  reason: null, analysed: true, msPerStep: 182.9, statusText: "183 ms/step",
+  summary: "183 ms/step on CPU only, host vm, from the scenario", machine: "CPU only, host vm, from the scenario",
+  problem: null,
+};
+
+describe("runItem", () => {
+  it("names a good run by when and where, with the server's ms/step", () => {
+    const item = runItem(RUN);
+    assert.equal(item.label, "2026-12-01 16:38 UTC · train_cpu.py:69");
+    assert.equal(item.description, "183 ms/step");
+    assert.equal(item.icon, "pass");
+    assert.equal(item.contextValue, "run.analysed");
+    assert.ok(item.tooltip.includes("183 ms/step on CPU only, host vm, from the scenario"));
+  });
+
+  it("says how a failed run ended, and offers only to delete it", () => {
+    const item = runItem({ ...RUN, status: "failed", analysed: false, msPerStep: null, statusText: null, summary: null,
+      reason: "the program raised AssertionError at train.py:12 before the window completed: Torch not compiled" });
+    assert.equal(item.description, "failed");
+    assert.equal(item.icon, "error");
+    assert.equal(item.contextValue, "run.ended");
+    assert.ok(item.tooltip.includes("failed: the program raised AssertionError at train\\.py:12"));
+  });
+
+  it("never lets a script name or a reason become markup", () => {
+    const item = runItem({ ...RUN, script: "<img src=x onerror=alert(1)>.py", reason: "[x](http://evil)" });
+    assert.ok(!/(?<!\\)[<>[\]()]/.test(item.tooltip.split("\n\n")[0]), item.tooltip);
+    assert.ok(item.tooltip.includes("\\[x\\]\\(http://evil\\)"));
+  });
+});
+
+describe("parseRuns and parseFigures", () => {
+  it("keeps the runs it can name and refuses a reply that is no list", () => {
+    const runs = parseRuns({ schemaVersion: 1, runs: [RUN, { id: "" }, "x", { ...RUN, id: "b", msPerStep: "1" }] });
+    assert.deepEqual(runs.map((r) => r.id), [RUN.id, "b"]);
+    assert.equal(runs[1].msPerStep, null);
+    assert.throws(() => parseRuns({ runs: "many" }), BadResult);
+  });
+
+  it("reads a document's figures, and anything odd as no run shown", () => {
+    const figures = parseFigures({ runId: "r1", hidden: 2, stale: true, notes: ["a", 3],
+      lines: [{ uri: "file:///a.py", line: 3, label: "1.00 ms/step · 2%", fraction: 0.02 }] }, "file:///a.py");
+    assert.deepEqual([figures.runId, figures.hidden, figures.stale, figures.notes], ["r1", 2, true, ["a"]]);
+    assert.equal(figures.lines[0].line, 3);
+    assert.equal(parseFigures(null, "file:///a.py").runId, null);
+    assert.equal(parseFigures({ runId: 7 }, "file:///a.py").lines.length, 0);
+  });
+});
