@@ -79,7 +79,10 @@ log "packaging $VSIX"
 mkdir -p dist
 license_flag=()
 ls LICENSE* >/dev/null 2>&1 || license_flag=(--skip-license)
+# The readme is docs/extension.md: its relative images and links point into the repository's docs/.
+DOCS_URL="https://github.com/stepscope/stepscope"
 "$VSCE" package --target "$TARGET" --no-dependencies --allow-missing-repository \
-  --readme-path docs/extension.md "${license_flag[@]}" -o "$VSIX" >&2
+  --readme-path docs/extension.md --baseImagesUrl "$DOCS_URL/raw/HEAD/docs" \
+  --baseContentUrl "$DOCS_URL/blob/HEAD/docs" "${license_flag[@]}" -o "$VSIX" >&2
 log "built $ROOT/$VSIX"
 echo "$ROOT/$VSIX"

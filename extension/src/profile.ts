@@ -10,6 +10,7 @@ import {
   LanguageClient,
   ResponseError,
   WorkDoneProgress,
+  WorkDoneProgressCancelNotification,
 } from "vscode-languageclient/node";
 import { FigureSync } from "./figures";
 import { LaunchOptions, launchFor } from "./launch";
@@ -213,6 +214,9 @@ export class ProfileCommand {
         const cancelled = new Promise<"cancelled">((resolve) => {
           cancellation.onCancellationRequested(() => {
             this.log.info("Profile cancelled; asking the server to stop the program.");
+            // $/cancelRequest does not reach a running command's handler; the progress's own cancel
+            // does (the server watches its token and stops the program).
+            void client.sendNotification(WorkDoneProgressCancelNotification.type, { token: workDoneToken });
             setTimeout(() => resolve("cancelled"), CANCEL_GRACE_MS);
           });
         });

@@ -4,9 +4,9 @@ import { RunSummary } from "./result";
 
 export interface RunItem {
   id: string;
-  /** `2026-12-01 16:38 UTC · train.py:69` */
+  /** `train.py:69` */
   label: string;
-  /** `51.4 ms/step`, or how the run ended */
+  /** `51.4 ms/step · 2026-12-01 16:38 UTC`, or how the run ended and when */
   description: string;
   /** Markdown, shown untrusted. */
   tooltip: string;
@@ -56,8 +56,8 @@ export function runItem(run: RunSummary): RunItem {
   ].filter((part) => part !== "").join("\n\n");
   return {
     id: run.id,
-    label: `${when(run.started)} · ${where}`,
-    description,
+    label: where,
+    description: `${description} · ${when(run.started)}`,
     tooltip,
     icon: run.problem ? "warning" : ICONS[run.status] ?? "question",
     contextValue: run.analysed ? "run.analysed" : "run.ended",

@@ -15,8 +15,8 @@ const RUN: RunSummary = {
 describe("runItem", () => {
   it("names a good run by when and where, with the server's ms/step", () => {
     const item = runItem(RUN);
-    assert.equal(item.label, "2026-12-01 16:38 UTC · train_cpu.py:69");
-    assert.equal(item.description, "183 ms/step");
+    assert.equal(item.label, "train_cpu.py:69");
+    assert.equal(item.description, "183 ms/step · 2026-12-01 16:38 UTC");
     assert.equal(item.icon, "pass");
     assert.equal(item.contextValue, "run.analysed");
     assert.ok(item.tooltip.includes("183 ms/step on CPU only, host vm, from the scenario"));
@@ -25,7 +25,7 @@ describe("runItem", () => {
   it("says how a failed run ended, and offers only to delete it", () => {
     const item = runItem({ ...RUN, status: "failed", analysed: false, msPerStep: null, statusText: null, summary: null,
       reason: "the program raised AssertionError at train.py:12 before the window completed: Torch not compiled" });
-    assert.equal(item.description, "failed");
+    assert.equal(item.description, "failed · 2026-12-01 16:38 UTC");
     assert.equal(item.icon, "error");
     assert.equal(item.contextValue, "run.ended");
     assert.ok(item.tooltip.includes("failed: the program raised AssertionError at train\\.py:12"));

@@ -164,3 +164,14 @@ def test_two_runs_side_by_side_line_by_line() -> None:
     assert "different machines" not in text
     other = {**b, "machine": {**MACHINE, "host": "gpu-9"}}
     assert "different machines" in present.compare_runs(("A1", a), ("B2", other), "/ws")
+
+
+@pytest.mark.parametrize(("cli", "editor"), [
+    ("give it more data or lower --wait/--warmup",
+     "give it more data or lower the `stepscope.profile.wait` or `stepscope.profile.warmup` setting"),
+    ("too few for a distribution (use --active 5 or more)",
+     "too few for a distribution (set `stepscope.profile.active` to 5 or more)"),
+])
+def test_a_run_s_reason_in_the_editor_names_the_setting(cli: str, editor: str) -> None:
+    assert present.for_surface(cli, "editor") == editor
+    assert present.for_surface(cli, "cli") == cli

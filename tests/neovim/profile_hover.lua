@@ -1,9 +1,24 @@
 -- Headless Neovim runs "Profile this step" through Stepscope's server, then asks for the hover and
--- the inlay hints of the loop's lines, writes what came back as JSON, and quits.
+-- the inlay hints of the loop's lines; then edits the buffer (one line changed, two lines inserted
+-- above the loop) and asks for the inlay hints again; writes what came back as JSON, and quits.
 local out_path = os.getenv("STEPSCOPE_NVIM_OUT")
 local server_cmd = vim.fn.json_decode(os.getenv("STEPSCOPE_SERVER_CMD"))
 local step_line = tonumber(os.getenv("STEPSCOPE_STEP_LINE"))  -- 0-based line inside the loop
 local hover_line = tonumber(os.getenv("STEPSCOPE_HOVER_LINE"))
+local edit_line = tonumber(os.getenv("STEPSCOPE_EDIT_LINE"))  -- 0-based line whose code changes
+local insert_at = tonumber(os.getenv("STEPSCOPE_INSERT_AT"))  -- 0-based line two lines go above
+
+local function hints_of(client, uri, buf)
+  local hints = client.request_sync("textDocument/inlayHint", {
+    textDocument = { uri = uri },
+    range = { start = { line = 0, character = 0 }, ["end"] = { line = 500, character = 0 } },
+  }, 10000, buf)
+  local out = {}
+  for _, hint in ipairs((hints and hints.result) or {}) do
+    table.insert(out, { line = hint.position.line, label = hint.label })
+  end
+  return out
+end
 
 local function write(result)
   local f = io.open(out_path, "w")
@@ -34,16 +49,16 @@ vim.api.nvim_create_autocmd("VimEnter", {
         textDocument = { uri = uri }, position = { line = hover_line, character = 6 },
       }, 10000, buf)
       result.hover = hover and hover.result and hover.result.contents.value or vim.NIL
-      local hints = client.request_sync("textDocument/inlayHint", {
-        textDocument = { uri = uri },
-        range = { start = { line = 0, character = 0 }, ["end"] = { line = 500, character = 0 } },
-      }, 10000, buf)
-      result.hints = {}
-      for _, hint in ipairs((hints and hints.result) or {}) do
-        table.insert(result.hints, { line = hint.position.line, label = hint.label })
-      end
-      write(result)
-      vim.cmd("qall!")
+      result.hints = hints_of(client, uri, buf)
+      -- the user edits: one line's code changes, two lines go in above the loop
+      local old = vim.api.nvim_buf_get_lines(buf, edit_line, edit_line + 1, false)[1]
+      vim.api.nvim_buf_set_lines(buf, edit_line, edit_line + 1, false, { old .. "  # edited" })
+      vim.api.nvim_buf_set_lines(buf, insert_at, insert_at, false, { "    # a note", "    # another" })
+      vim.defer_fn(function()
+        result.hints_after_edit = hints_of(client, uri, buf)
+        write(result)
+        vim.cmd("qall!")
+      end, 1500)
     end, 500)
   end,
 })

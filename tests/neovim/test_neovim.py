@@ -40,17 +40,20 @@ def test_neovim_shows_the_sync_diagnostic_and_the_profile_lens(tmp_path: Path):
 
 
 @pytest.mark.torch
-def test_neovim_profiles_the_step_and_gets_the_hover_and_inlay_hints_of_its_lines(tmp_path: Path):
+def test_neovim_profiles_the_step_and_gets_the_hover_and_inlay_hints_of_its_lines_also_after_an_edit(
+        tmp_path: Path):
     nvim = _nvim()
     shutil.copy(REPO / "examples" / "train_cpu.py", tmp_path / "train.py")
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     text = (tmp_path / "train.py").read_text().splitlines()
     backward = next(i for i, line in enumerate(text) if "loss.backward()" in line)
+    loop_line = next(i for i, line in enumerate(text) if "for x, y in loader:" in line)
     out = tmp_path / "got.json"
     env = {**os.environ, "HOME": str(tmp_path), "TMPDIR": str(tmp_path), "STEPSCOPE_NVIM_OUT": str(out),
            "STEPSCOPE_SERVER_CMD": json.dumps([sys.executable, "-m", "stepscope", "serve"]),
            "STEPSCOPE_TORCH_PYTHON": sys.executable,
-           "STEPSCOPE_STEP_LINE": str(backward), "STEPSCOPE_HOVER_LINE": str(backward)}
+           "STEPSCOPE_STEP_LINE": str(backward), "STEPSCOPE_HOVER_LINE": str(backward),
+           "STEPSCOPE_EDIT_LINE": str(loop_line), "STEPSCOPE_INSERT_AT": str(loop_line)}
     r = subprocess.run([nvim, "--headless", "--clean", "-u", str(HERE / "profile_hover.lua"), "train.py"],
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert out.exists(), f"Neovim wrote nothing (exit {r.returncode}): {r.stderr[-2000:]}"
@@ -63,3 +66,8 @@ def test_neovim_profiles_the_step_and_gets_the_hover_and_inlay_hints_of_its_line
     hinted = {hint["line"]: hint["label"] for hint in got["hints"]}
     assert backward in hinted and "ms/step" in hinted[backward]
     assert hinted[backward].strip().split(" ms/step")[0] in got["hover"]  # the label's figure is the hover's
+    # After the edit (the loop's header changed, two lines inserted above it): the header has no hint,
+    # every other line keeps its own, those below the inserted lines two lines down.
+    after = {hint["line"]: hint["label"] for hint in got["hints_after_edit"]}
+    expected = {line + 2 if line > loop_line else line: label for line, label in hinted.items() if line != loop_line}
+    assert loop_line in hinted and backward in hinted and after == expected, (hinted, after)

@@ -1,10 +1,15 @@
 // Drives code-server in headless Chromium like a person would, for one scenario, and writes what
 // it saw to a JSON file. Usage: node driver.cjs CONFIG.json
 // Every scenario opens the file, waits for the Stepscope squiggle and reads the Problems view; then
-//   "profile":     starts a profile from the CodeLens and cancels it, runs "Stepscope: Profile This
-//                  Step" from the command palette, waits for the inline ms/step timings, then edits
-//                  the file and checks that its timings are gone.
-//   "restricted":  runs the command and waits for the refusal notification.
+//   "profile":     starts a profile from the CodeLens (confirming the first real run in the modal
+//                  dialog) and cancels it, runs "Stepscope: Profile This Step" from the command
+//                  palette, waits for the inline ms/step timings, hovers a timed line, opens the runs
+//                  view, edits one line (the others keep their timings), saves, closes and reopens
+//                  the file (the timings come back), then runs a profile that fails (the last good
+//                  timings stay, marked, and the status item says so).
+//   "restricted":  runs the command and waits for the refusal notification; no CodeLens is
+//                  offered; the runs view lists a run made earlier and opens it (its timings are
+//                  painted: viewing needs no trust).
 //   "failures":    runs the command with an interpreter that has no torch (the server's error is
 //                  shown, and its Open Logs opens the log), then the workspace settings point
 //                  stepscope.interpreter at a missing file, and at a Python older than 3.10 when the
@@ -43,12 +48,12 @@ async function runCommand(page, title) {
   await row.click();
 }
 
-async function openFile(page, name) {
+async function openFile(page, name, showing = "import torch") {
   await quickInput(page, name);
   const row = page.locator(".quick-input-widget .monaco-list-row", { hasText: name }).first();
   await row.waitFor({ timeout: 60_000 });
   await row.click();
-  await page.locator(".monaco-editor .view-lines", { hasText: "import torch" }).first().waitFor({ timeout: 60_000 });
+  await page.locator(".monaco-editor .view-lines", { hasText: showing }).first().waitFor({ timeout: 60_000 });
 }
 
 async function goToLine(page, line) {
@@ -118,15 +123,53 @@ async function toast(page, what, predicate, timeoutMs) {
   );
 }
 
+async function confirmFirstRun(page) {
+  const dialog = page.locator(".monaco-dialog-box").first();
+  await dialog.waitFor({ timeout: 30_000 });
+  result.confirmDialog = (await dialog.innerText()).replace(/\s*\n\s*/g, " | ");
+  await shot(page, "confirm-first-run");
+  await dialog.getByRole("button", { name: "Profile" }).click();
+}
+
+/** The texts of the Stepscope progress notification, seen every `intervalMs` until `until` says stop. */
+async function watchProgress(page, seen, until, timeoutMs, intervalMs = 250) {
+  return waitFor(
+    "the profile to finish",
+    async () => {
+      for (const text of await notifications(page)) {
+        if (text.includes("Stepscope: profiling")) {
+          seen.add(text.replace(/\s*\n\s*/g, " | "));
+        }
+      }
+      return until();
+    },
+    timeoutMs,
+    intervalMs,
+  );
+}
+
+async function runsView(page) {
+  await runCommand(page, "Stepscope: Focus on Runs View");
+  const rows = page.locator(".part.sidebar .monaco-list-row");
+  await rows.first().waitFor({ timeout: 30_000 });
+  await page.waitForTimeout(500);
+  return rows.allInnerTexts();
+}
+
 async function profileScenario(page) {
-  step("start a profile from the CodeLens, then cancel it");
+  result.lensesOffered = await page.locator(".monaco-editor .codelens-decoration a", { hasText: "Profile this step" }).count();
+  step("start a profile from the CodeLens, confirm the first real run, then cancel it");
   const lens = page.locator(".monaco-editor .codelens-decoration a", { hasText: "Profile this step" }).first();
   await lens.waitFor({ timeout: 30_000 });
   await lens.click();
+  await confirmFirstRun(page);
   const progress = page.locator(".notification-toast", { hasText: "Stepscope: profiling" }).first();
   await progress.waitFor({ timeout: 30_000 });
   result.runningStatus = (await statusTexts(page)).filter((t) => t.includes("Stepscope"));
-  await page.waitForTimeout(1500);
+  const early = new Set();
+  // Phase text from the start: the program's start-up is said before its first step.
+  await watchProgress(page, early, () => [...early].some((t) => /starting train_cpu\.py/.test(t)), 30_000);
+  result.startupProgress = [...early];
   await shot(page, "progress");
   await progress.getByRole("button", { name: "Cancel" }).click();
   const cancelledAt = Date.now();
@@ -134,49 +177,77 @@ async function profileScenario(page) {
   result.cancelClosedAfterMs = Date.now() - cancelledAt;
   result.timingsAfterCancel = await inlineTimings(page);
   result.errorsAfterCancel = await errorNotifications(page);
+  result.cancelNotice = await toast(page, "the cancel notice", (t) => t.includes("cancelled"), 30_000);
+  await closeNotifications(page);
 
   step("run Stepscope: Profile This Step from the command palette");
   await goToLine(page, config.cursorLine);
   await runCommand(page, "Stepscope: Profile This Step");
+  result.dialogsOnSecondRun = await page.locator(".monaco-dialog-box").count();
   const progressTexts = new Set();
-  result.timings = await waitFor(
-    "inline ms/step timings",
-    async () => {
-      for (const text of await notifications(page)) {
-        if (text.includes("Stepscope: profiling")) {
-          progressTexts.add(text.replace(/\s*\n\s*/g, " | "));
-        }
-      }
-      const errors = await errorNotifications(page);
-      if (errors.length > 0) {
-        throw new Error(`an error appeared instead of timings: ${errors.join(" | ")}`);
-      }
-      const timings = await inlineTimings(page);
-      return timings.length > 0 ? timings : undefined;
-    },
-    config.profileTimeoutMs ?? 240_000,
-    250,
-  );
+  result.timings = await watchProgress(page, progressTexts, async () => {
+    const errors = await errorNotifications(page);
+    if (errors.length > 0) {
+      throw new Error(`an error appeared instead of timings: ${errors.join(" | ")}`);
+    }
+    const timings = await inlineTimings(page);
+    return timings.length > 0 ? timings : undefined;
+  }, config.profileTimeoutMs ?? 240_000);
   result.progressTexts = [...progressTexts];
-  await page.waitForTimeout(500);
+  await page.waitForTimeout(1000);
+  result.timings = await inlineTimings(page);
   result.status = (await statusTexts(page)).filter((t) => t.includes("Stepscope"));
   await shot(page, "timings");
 
   step("hover a timed line");
-  await page.locator(".monaco-editor .view-line span", { hasText: "backward" }).last().hover();
+  await page.locator(".monaco-editor .view-line span", { hasText: "model(x)" }).last().hover();
   const hover = page.locator(".monaco-hover:visible", { hasText: "share of the step" }).first();
   await hover.waitFor({ timeout: 15_000 });
   result.hover = await hover.innerText();
+  result.hoverLinks = await hover.locator("a").allInnerTexts();
   await shot(page, "hover");
   await page.mouse.move(5, 5);
   await page.keyboard.press("Escape");
 
-  step("edit the file: its timings go away");
+  step("the runs view lists the run");
+  result.runs = await runsView(page);
+  await shot(page, "runs-view");
+
+  step("edit one line: the other lines keep their timings");
+  await goToLine(page, config.cursorLine);
   await page.keyboard.press("End");
   await page.keyboard.type("  # edited");
-  await page.waitForTimeout(1000);
+  await page.waitForTimeout(1500);
   result.timingsAfterEdit = await inlineTimings(page);
   await shot(page, "edited");
+
+  step("save, close and reopen the file: the timings come back");
+  await page.keyboard.press("Control+S");
+  await page.waitForTimeout(800);
+  await runCommand(page, "View: Close All Editors");
+  await page.waitForTimeout(800);
+  await openFile(page, config.file, "for x, y in loader");  // reopened where it was scrolled to
+  await goToLine(page, config.cursorLine);
+  result.timingsAfterReopen = await waitFor("the timings after reopening", async () => {
+    const timings = await inlineTimings(page);
+    return timings.length > 0 ? timings : undefined;
+  }, 30_000);
+  await page.waitForTimeout(500);
+  result.timingsAfterReopen = await inlineTimings(page);
+  await shot(page, "reopened");
+
+  step("a profile that fails keeps the last good timings, marked");
+  fs.writeFileSync(path.join(config.folder, ".vscode", "launch.json"), JSON.stringify({ version: "0.2.0",
+    configurations: [{ name: "Too short", type: "debugpy", request: "launch", program: "${workspaceFolder}/train_cpu.py",
+      args: ["--steps", "1"], python: config.python }] }));
+  await runCommand(page, "Stepscope: Profile This Step");
+  const failure = page.locator(".notification-toast", { has: page.locator(".codicon-error") }).first();
+  await failure.waitFor({ timeout: config.profileTimeoutMs ?? 240_000 });
+  result.failureNotice = (await failure.innerText()).replace(/\s*\n\s*/g, " | ");
+  await page.waitForTimeout(1500);
+  result.timingsAfterFailure = await inlineTimings(page);
+  result.statusAfterFailure = (await statusTexts(page)).filter((t) => t.includes("Stepscope"));
+  await shot(page, "failed-run-keeps-timings");
 }
 
 async function restrictedScenario(page) {
@@ -186,7 +257,17 @@ async function restrictedScenario(page) {
   // Give a wrongly started run time to paint something, then look.
   await page.waitForTimeout(3000);
   result.timings = await inlineTimings(page);
+  result.lensesOffered = await page.locator(".monaco-editor .codelens-decoration a", { hasText: "Profile this step" }).count();
   await shot(page, "refused");
+
+  step("the runs view lists the run made earlier, and shows it");
+  result.runs = await runsView(page);
+  await page.locator(".part.sidebar .monaco-list-row").first().click();
+  result.timingsOfOpenedRun = await waitFor("the opened run's timings", async () => {
+    const timings = await inlineTimings(page);
+    return timings.length > 0 ? timings : undefined;
+  }, 30_000);
+  await shot(page, "restricted-runs-view");
 }
 
 function setWorkspaceInterpreter(interpreter) {

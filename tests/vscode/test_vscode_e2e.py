@@ -87,22 +87,36 @@ def test_profile_this_step_paints_inline_timings(code_server, workspace: Path) -
     server = code_server(settings={"stepscope.interpreter": str(TORCH_PYTHON)})
     result = server.drive(
         "profile", RESULTS / "profile", file=EXAMPLE.name, cursorLine=line_of("logits = model(x)"),
+        python=str(TORCH_PYTHON),
     )
     assert_driver_ok(result, server)
     assert_ss101_on_item_call(result["problems"])
     log = server.stepscope_log()
     assert f"at {TORCH_PYTHON} (stepscope.interpreter in the user settings)" in log, log[-2000:]
 
-    # The CodeLens run, cancelled: the notification closes, nothing is painted, no error shown.
+    # The first real run is confirmed in a modal dialog before it starts (once per workspace).
+    assert "runs your program for real" in result["confirmDialog"] and "STEPSCOPE_RUN=1" in result["confirmDialog"]
+    assert result["dialogsOnSecondRun"] == 0
+    assert not any("real updates" in text for text in result.get("progressTexts", []))
+    # The CodeLens run, cancelled: the progress named the loop and said the program was starting
+    # before its first step; the notification closes, nothing is painted, no error, a notice.
+    loop = line_of("for x, y in loader:")
+    assert any(f"the loop at train_cpu.py:{loop} (for x, y in loader:)" in t for t in result["startupProgress"]), \
+        result["startupProgress"]
+    assert any("starting train_cpu.py (imports, data, model)" in t for t in result["startupProgress"])
     assert any("profiling" in text for text in result["runningStatus"]), result["runningStatus"]
     assert result["cancelClosedAfterMs"] < 20_000
     assert result["timingsAfterCancel"] == []
     assert result["errorsAfterCancel"] == []
+    assert "last good run" in result["cancelNotice"]
     assert "Profile cancelled" in log
+    statuses = [json.loads((r / "status.json").read_text())["status"]
+                for r in sorted((workspace / ".stepscope").glob("runs/*"))]
+    assert statuses[0] == "cancelled", statuses  # the program was stopped, not left to finish
 
     # The command-palette run: the server's progress reports show in the notification, then
     # ms/step is painted on the statements of the training loop.
-    progress = [t for t in result["progressTexts"] if re.search(r"profiling train_cpu\.py:\d+: \S", t)]
+    progress = [t for t in result["progressTexts"] if re.search(r"profiling the loop at train_cpu\.py:\d+ .*: \S", t)]
     assert progress, f"no progress message reached the notification: {result['progressTexts']}"
     timings = result["timings"]
     assert all("ms/step" in t["label"] for t in timings), timings
@@ -111,18 +125,49 @@ def test_profile_this_step_paints_inline_timings(code_server, workspace: Path) -
     assert any("ms/step" in text for text in result["status"]), result["status"]
     runs = sorted((workspace / ".stepscope").glob("runs/*"))
     assert runs, "the profile left no run folder"
-    assert json.loads((runs[-1] / "spec.json").read_text())["argv"] == ["--steps", "24"]
+    good_run = next(r for r in runs if (r / "report.json").exists())
+    assert json.loads((good_run / "spec.json").read_text())["argv"] == ["--steps", "24"]
     assert 'launch configuration "Train (short)"' in log and "DDP (torchrun)" not in log
-    # The hover comes from the server (textDocument/hover): the line's figures, its run and machine.
+    # Server INFO lines are info in the log, not errors; the profiler's USDT lines are not there.
+    assert re.search(r"\[info\] stepscope\.lsp: profiling ", log), log[-2000:]
+    assert not re.search(r"\[error\] stepscope\.lsp: profiling ", log)
+    assert "profiler_start" not in log
+    # The hover comes from the server (textDocument/hover): the line's figures, the operators it
+    # called, its run and machine, the share's basis, and a link into the trace panel.
     hover = result["hover"]
     assert "wall:" in hover and "share of the step" in hover and "CPU self:" in hover, hover
-    assert runs[-1].name in hover and "host" in hover, hover
+    assert "Operators it called" in hover and "aten::linear" in hover, hover
+    assert good_run.name in hover and "host" in hover, hover
+    assert "Open in the trace panel" in result["hoverLinks"], result["hoverLinks"]
+    # The runs view lists the run (and the cancelled one).
+    assert any("train_cpu.py:" in row and "ms/step" in row for row in result["runs"]), result["runs"]
+    assert any("cancelled" in row for row in result["runs"]), result["runs"]
 
-    # An edit makes the timings stale: they are cleared.
-    assert result["timingsAfterEdit"] == []
+    # An edit changes one line: that line's timing goes, every other line keeps its own.
+    before = {t["line"].strip(): t["label"] for t in timings}
+    after = {t["line"].strip(): t["label"] for t in result["timingsAfterEdit"]}
+    assert after == {line: label for line, label in before.items() if line != "logits = model(x)"}, (before, after)
+    # Saved, closed and reopened: the timings come back on the same lines.
+    reopened = {t["line"].strip(): t["label"] for t in result["timingsAfterReopen"]}
+    assert reopened == after, (after, reopened)
+
+    # A profile that fails: the reason names the user's line or the cause, the last good timings stay
+    # (marked as from the earlier run), the status item keeps its figure with a warning.
+    assert "fewer than" in result["failureNotice"] and "last good run" in result["failureNotice"], result["failureNotice"]
+    assert str(workspace) not in result["failureNotice"]
+    assert "--wait" not in result["failureNotice"] and "stepscope.profile.warmup" in result["failureNotice"]
+    kept = {t["line"].strip(): t["label"] for t in result["timingsAfterFailure"]}
+    assert kept == {line: f"{label} · earlier run" for line, label in after.items()}, kept
+    assert any("ms/step" in text for text in result["statusAfterFailure"]), result["statusAfterFailure"]
 
 
 def test_restricted_mode_checks_code_but_does_not_run_it(code_server, workspace: Path) -> None:
+    # A run made earlier (by the CLI): viewing it needs no trust.
+    made = subprocess.run([str(TORCH_PYTHON), "-m", "stepscope", "profile", EXAMPLE.name, "--warmup", "1",
+                           "--active", "2", "--", "--steps", "8"], cwd=workspace, capture_output=True, text=True,
+                          timeout=300)
+    assert made.returncode == 0, made.stderr
+    (earlier,) = (workspace / ".stepscope" / "runs").iterdir()
     server = code_server(settings={"stepscope.interpreter": str(TORCH_PYTHON)}, trusted=False)
     result = server.drive(
         "restricted", RESULTS / "restricted", file=EXAMPLE.name, cursorLine=line_of("logits = model(x)"),
@@ -134,7 +179,11 @@ def test_restricted_mode_checks_code_but_does_not_run_it(code_server, workspace:
     assert "only in a trusted workspace" in result["refusal"], result["refusal"]
     assert "Manage Workspace Trust" in result["refusal"]
     assert result["timings"] == []
-    assert not (workspace / ".stepscope").exists(), "restricted mode ran the program"
+    assert [p.name for p in (workspace / ".stepscope" / "runs").iterdir()] == [earlier.name], \
+        "restricted mode ran the program"
+    assert result["lensesOffered"] == 0  # Profile this step cannot run here: not offered
+    assert any("train_cpu.py:" in row and "ms/step" in row for row in result["runs"]), result["runs"]
+    assert any("ms/step" in t["label"] for t in result["timingsOfOpenedRun"]), result["timingsOfOpenedRun"]
 
 
 def test_vsix_on_a_plain_python_checks_code_and_explains_failures(code_server, tmp_path: Path) -> None:

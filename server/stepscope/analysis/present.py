@@ -293,6 +293,11 @@ _EDITOR_WORDS = (
     ("profile again with GPU collection on (without --cpu-only)", "profile again with GPU collection on"),
     ("in ranks[] of the --json report", "in ranks[] of the run's report"),
     ("(pass --source-root, the folder the program ran from)", "(the folder the program ran from)"),
+    ("lower --wait/--warmup", "lower the `stepscope.profile.wait` or `stepscope.profile.warmup` setting"),
+    ("rerun with --cpu-only for a CPU-only trace",
+     "for a CPU-only trace, profile from a terminal with `stepscope profile --cpu-only`"),
+    ("(use --active 5 or more)", "(set `stepscope.profile.active` to 5 or more)"),
+    ("point --line at the loop that calls the one you mean", "put the cursor in the loop that calls the one you mean"),
     ("--shapes", "the `stepscope.profile.shapes` setting"),
     ("--stack", "the `stepscope.profile.stack` setting"),
     ("--memory", "the `stepscope.profile.memory` setting"),
@@ -314,8 +319,8 @@ def finding_doc_url(kind: str) -> str:
 
 
 def for_surface(text: str, surface: str) -> str:
-    """A sentence of a finding as `surface` ("cli" or "editor") says it: the editor names its
-    settings where the CLI names flags."""
+    """A sentence (of a finding, or a run's one-line reason) as `surface` ("cli" or "editor") says
+    it: the editor names its settings where the CLI names flags."""
     if surface != "editor":
         return text
     for cli, editor in _EDITOR_WORDS:

@@ -24,6 +24,7 @@ from lsprotocol import types
 
 from .. import errors, jsonio, workspace
 from ..agent import protocol
+from ..analysis import present
 from . import analysis_child, results
 
 FIRST_RUN_NOTICE = ("Stepscope ran your step for real: it performs real updates (optimizer steps, writes). "
@@ -293,7 +294,7 @@ async def profile_at(ls: "StepscopeServer", args: dict[str, Any]) -> dict[str, A
         progress.end(str(e))
         if e.run_dir:
             log.info("the failed run's folder: %s", e.run_dir)
-        ls.figures_changed(ls.runs.failed(req.target_file, str(e)))
+        ls.figures_changed(ls.runs.failed(req.target_file, present.for_surface(str(e), "editor")))
         raise
     finally:
         _IN_PROGRESS.pop(key, None)

@@ -7,8 +7,10 @@ Handlers stay thin: rules come from `stepscope.rules`, loops from `stepscope.sou
 from `stepscope.capture`, reports from an analysis child process (analysis_child.py), their words
 from `stepscope.analysis.present`. State has two owners: `documents` (the open documents' static
 checks) and `runs` (the runs by id, and which run each document shows). Anything slow (a capture,
-an analysis) runs in a worker thread or a child process; the event loop only waits on it, so
-`$/cancelRequest` reaches the handler at its next await and stops the program.
+an analysis) runs in a worker thread or a child process; the event loop only waits on it, so a
+cancel of the profile's progress (`window/workDoneProgress/cancel`, which the VS Code client sends
+when the user cancels: pygls does not pass a `$/cancelRequest` on to a running command) stops the
+program within a poll.
 """
 
 from __future__ import annotations
@@ -248,8 +250,8 @@ async def profile(ls: StepscopeServer, *arguments: Any) -> dict[str, Any]:
     try:
         return await profiling.profile_at(ls, arguments[0])
     except profiling.ProfileFailed as e:
-        raise JsonRpcServerError(str(e), -32001, data={"exit": e.exit_code, "runDir": e.run_dir,
-                                                       "runId": e.run_id}) from None
+        raise JsonRpcServerError(present.for_surface(str(e), "editor"), -32001,
+                                 data={"exit": e.exit_code, "runDir": e.run_dir, "runId": e.run_id}) from None
 
 
 class _ExpectedFailures(logging.Filter):
