@@ -11,14 +11,16 @@ Invariants:
   as autograd's, goes to the line the step's thread runs at that moment). An operator's children
   are its implementation, never listed beside it, so a line's entries never nest in each other.
 - Per name: `calls` per active step, and `ms`, the union of those calls' intervals per active step
-  (never a sum of overlapping events). The `MAX_NAMES` longest by `ms`, then by name.
+  (never a sum of overlapping events). The `MAX_NAMES` longest by `ms`, then by name, among the
+  `CANDIDATES` names with the longest summed duration (the union is taken for those only: calls of
+  one name on one thread or stream do not overlap, so there the two orders agree).
 - Kernels are the GPU rows of kind kernel the line launched, by name, with the same figures
   (`calls` is launches per step). Names are cut to `MAX_NAME_CHARS` (kernel names run to kB).
 """
 
 from __future__ import annotations
 
-from array import array
+import heapq
 from collections import defaultdict
 
 from ..trace import Kind, Trace
@@ -26,6 +28,7 @@ from .intervals import union_length
 from .nesting import nest_tracks
 
 MAX_NAMES = 5
+CANDIDATES = 3 * MAX_NAMES
 MAX_NAME_CHARS = 200
 US_PER_MS = 1000.0
 
@@ -62,16 +65,20 @@ def named_work(trace: Trace, rows, n_steps: int, w0: float, w1: float, kind: int
     """The rows grouped by name (of `kind` only, when given): the `MAX_NAMES` longest by union time
     inside the window [w0, w1]."""
     by_name: dict[int, list[int]] = defaultdict(list)
-    kinds: array = trace.kind
+    kinds, names = trace.kind, trace.name
     for r in rows:
         if kind is None or kinds[r] == kind:
-            by_name[trace.name[r]].append(r)
-    out = []
+            by_name[names[r]].append(r)
+    if not by_name:
+        return []
     ts, dur = trace.ts, trace.dur
-    for name_id, named in by_name.items():
-        us = union_length((max(w0, ts[r]), max(w0, min(w1, ts[r] + dur[r]))) for r in named)
+    summed = {nid: sum(map(dur.__getitem__, named)) for nid, named in by_name.items()}
+    out = []
+    for nid in heapq.nlargest(CANDIDATES, summed, key=summed.__getitem__):
+        named = by_name[nid]
+        us = union_length([(max(w0, ts[r]), max(w0, min(w1, ts[r] + dur[r]))) for r in named])
         out.append({
-            "name": trace.names[name_id][:MAX_NAME_CHARS],
+            "name": trace.names[nid][:MAX_NAME_CHARS],
             "calls": round(len(named) / n_steps, 2),
             "ms": round(us / US_PER_MS / n_steps, 4),
         })
