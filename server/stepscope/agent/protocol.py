@@ -65,10 +65,11 @@ SCENARIO = "scenario.json"  # what the run was: machine, schedule, what the step
 PROGRAM_LOG = "program.log"  # the program's stdout and stderr
 REPORT = "report.json"  # the analysis
 STATUS = "status.json"  # how the run ended (written by the capture side)
+SOURCES = "sources.json"  # the text of the files a run made in the editor measured (the editor writes it)
 # A measure mode's per-rank timings file goes here, named like the others (timings-rank1.json).
 
 #: The run folder's JSON records: never a trace, whatever folder they are found in.
-RECORDS = frozenset({SPEC, FILES, SCENARIO, REPORT, STATUS})
+RECORDS = frozenset({SPEC, FILES, SCENARIO, REPORT, STATUS, SOURCES})
 #: The names a trace of a run folder may have, before its rank and cycle suffixes.
 TRACE_NAMES = frozenset({TRACE, TRACE + ".gz"})
 

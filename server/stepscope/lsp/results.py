@@ -80,10 +80,11 @@ def panel_target(run: Run, line: dict[str, Any]) -> dict[str, Any]:
     (files.json, as the panel's timeline names files; null when the table does not have it), its
     workspace-relative path and its 1-based line."""
     from .. import workspace
+    from ..agent import protocol
     from .runs import _read_object
 
     path = workspace.relpath(line["file"], run.root) if line.get("file") else None
-    table = (_read_object(run.run_dir / workspace.FILES) or {}).get("files") or {}
+    table = (_read_object(run.run_dir / protocol.FILES) or {}).get("files") or {}
     file_id = next((fid for fid, rel in table.items() if rel == path), None) if isinstance(table, dict) else None
     return {"runId": run.run_id, "fileId": file_id, "path": path, "line": line.get("line")}
 

@@ -43,7 +43,7 @@ log = logging.getLogger("stepscope.lsp")
 MAX_REPORTS = 8
 #: a run folder's copy of the source files its figures point at, as they were when it ran (the editor
 #: writes it when its run ends): {"version": 1, "files": {"<workspace-relative path>": "<text>"}}
-SOURCES = "sources.json"
+SOURCES = protocol.SOURCES
 #: which run each file of a workspace shows: {"version": 1, "shown": {"<relative path>": "<run id>"}}
 EDITOR_STATE = "editor.json"
 #: the version of the `stepscope/runs` answer (its own contract, beside the report's schema_version)
@@ -87,14 +87,14 @@ class Run:
     def started_ns(self) -> int | None:
         """When the program started, as a file time: spec.json is written just before it starts."""
         try:
-            return (self.run_dir / workspace.SPEC).stat().st_mtime_ns
+            return (self.run_dir / protocol.SPEC).stat().st_mtime_ns
         except OSError:
             return None
 
     @property
     def script(self) -> Path | None:
         """The file whose step was profiled (spec.json's target)."""
-        target = (_read_object(self.run_dir / workspace.SPEC) or {}).get("target")
+        target = (_read_object(self.run_dir / protocol.SPEC) or {}).get("target")
         path = target.get("path") if isinstance(target, dict) else None
         return Path(path) if isinstance(path, str) else None
 
@@ -428,8 +428,8 @@ class RunRegistry:
         ended (no status.json) and started since `busy_since` (a profile in progress) is refused."""
         roots = list(roots)
         run_dir = self.folder_of(run_id, roots)
-        started = _stamp(run_dir / workspace.SPEC)
-        if busy_since is not None and not (run_dir / workspace.STATUS).exists() and \
+        started = _stamp(run_dir / protocol.SPEC)
+        if busy_since is not None and not (run_dir / protocol.STATUS).exists() and \
                 (started is None or started[0] >= busy_since):
             raise errors.UsageError(f"run {run_dir.name} is still running; cancel it before deleting it")
         if run_dir.is_symlink() or not any(run_dir.parent == (Path(r) / workspace.STATE_DIR / workspace.RUNS_DIR)
