@@ -287,6 +287,7 @@ async function closeNotifications(page) {
 async function failuresScenario(page) {
   step("profile with an interpreter that has no torch");
   await runCommand(page, "Stepscope: Profile This Step");
+  await confirmFirstRun(page);
   const errorToast = page.locator(".notification-toast", { has: page.locator(".codicon-error") }).first();
   await errorToast.waitFor({ timeout: config.profileTimeoutMs ?? 240_000 });
   result.profileError = await errorToast.innerText();
