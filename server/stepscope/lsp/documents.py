@@ -97,7 +97,7 @@ class Documents:
         placed = ls.runs.placed_findings(uri, ls.roots())
         if placed is not None:
             run, findings = placed
-            stale = any(note.startswith("These figures are from run") for note in ls.runs.notes(uri, run))
+            stale = ls.runs.stale(run)
             for line, finding in findings:
                 diagnostics.append(lsp_diagnostics.finding_to_lsp(finding, run, line, stale=stale))
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
@@ -140,7 +140,7 @@ def figures(ls: "StepscopeServer", uri: str, min_share: float) -> dict:
     if placed is None:
         return {"uri": uri, "runId": None, "lines": [], "hidden": 0, "notes": []}
     run, lines, hidden = placed
-    return results.document_figures(run, uri, lines, hidden, ls.runs.notes(uri, run), min_share)
+    return results.document_figures(run, uri, lines, hidden, ls.runs.notes(uri, run), ls.runs.stale(run), min_share)
 
 
 def timing_hints(ls: "StepscopeServer", uri: str, wanted: types.Range, min_share: float) -> list[types.InlayHint]:

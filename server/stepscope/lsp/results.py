@@ -47,7 +47,7 @@ def editor_lines(run: Run, shown: set[str] | None = None, min_share: float = DEF
 
 
 def document_figures(run: Run, uri: str, placed: list[tuple[int, dict[str, Any]]], hidden: int,
-                     notes: tuple[str, ...], min_share: float = DEFAULT_MIN_SHARE) -> dict[str, Any]:
+                     notes: tuple[str, ...], stale: bool, min_share: float = DEFAULT_MIN_SHARE) -> dict[str, Any]:
     """`stepscope/figures`: a document's figures on its current lines (0-based), how many are hidden
     because their code changed, and the notes that go with them (an earlier run than one that failed)."""
     ms = run.report.get("ms_per_step")
@@ -57,7 +57,7 @@ def document_figures(run: Run, uri: str, placed: list[tuple[int, dict[str, Any]]
         "lines": [_line_entry(uri, number, line, ms, min_share) for number, line in placed],
         "hidden": hidden,
         "notes": list(notes),
-        "stale": any(note.startswith("These figures are from run") for note in notes),
+        "stale": stale,
     }
 
 

@@ -30,6 +30,7 @@ import re
 import shutil
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -91,7 +92,7 @@ class Run:
         except OSError:
             return None
 
-    @property
+    @cached_property
     def script(self) -> Path | None:
         """The file whose step was profiled (spec.json's target)."""
         target = (_read_object(self.run_dir / protocol.SPEC) or {}).get("target")
@@ -394,6 +395,10 @@ class RunRegistry:
         if measured_line is None or measured_line not in run.lines.get(uri, {}):
             return None
         return run, run.lines[uri][measured_line]
+
+    def stale(self, run: Run) -> bool:
+        """Whether a later run of the same script failed or was cancelled after `run`."""
+        return str(run.script) in self._failed
 
     def notes(self, uri: str, run: Run) -> tuple[str, ...]:
         """What a reader of this document's figures should know: they are from an earlier run than
