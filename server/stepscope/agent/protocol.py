@@ -64,11 +64,12 @@ FILES = "files.json"  # file table: file id -> workspace-relative path
 SCENARIO = "scenario.json"  # what the run was: machine, schedule, what the step is made of
 PROGRAM_LOG = "program.log"  # the program's stdout and stderr
 REPORT = "report.json"  # the analysis
+TIMELINE = "timeline.json"  # the trace panel's timeline of each trace (written by the analysis, named as its trace)
 STATUS = "status.json"  # how the run ended (written by the capture side)
 # A measure mode's per-rank timings file goes here, named like the others (timings-rank1.json).
 
 #: The run folder's JSON records: never a trace, whatever folder they are found in.
-RECORDS = frozenset({SPEC, FILES, SCENARIO, REPORT, STATUS})
+RECORDS = frozenset({SPEC, FILES, SCENARIO, REPORT, TIMELINE, STATUS})
 #: The names a trace of a run folder may have, before its rank and cycle suffixes.
 TRACE_NAMES = frozenset({TRACE, TRACE + ".gz"})
 
