@@ -11,7 +11,7 @@ VSIX   := dist/stepscope-0.1.0-linux-x64.vsix
 
 .PHONY: demo test venv tools vsix test-python test-client test-vscode clean
 
-$(DEPS): pyproject.toml setup.py server/stepscope/trace/_columns.c server/stepscope/trace/_rows.c server/stepscope/analysis/_nesting.c
+$(DEPS): pyproject.toml setup.py server/stepscope/trace/_columns.c server/stepscope/trace/_rows.c server/stepscope/analysis/_nesting.c server/stepscope/analysis/_timeline.c
 	$(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
 	# The CPU build of torch runs the examples; the stepscope package itself does not need it.

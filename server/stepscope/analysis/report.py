@@ -25,6 +25,7 @@ table and scenario record; the headline's `scenario` is the run's scenario.json.
 from __future__ import annotations
 
 import re
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,7 @@ from .labels import FileTable, load_file_table
 from .links import Links, build_links
 from .machine import describe_machine, gpu_observation
 from .model import attach_files
+from .panel import timeline_json
 from .ranks import order_by_rank, summarize_ranks
 from .steps import GPU_MARKERS_NOTE, Step, find_steps, gpu_marker_steps, ms_per_step, whole_window, window_note
 
@@ -97,8 +99,10 @@ def _records_of(trace: Path, run_dir: Path | None, file_table: FileTable | None,
     return own_table, _read_scenario(run_dir, run_file_name(SCENARIO, rank)) or scenario
 
 
-def analyze(paths: list[Path], *, source_root: Path | None = None, run_dir: Path | None = None) -> dict:
-    """Analyse one trace (or several per-rank traces of one run) into the report."""
+def analyze(paths: list[Path], *, source_root: Path | None = None, run_dir: Path | None = None,
+            timelines: dict[Path, bytes] | None = None) -> dict:
+    """Analyse one trace (or several per-rank traces of one run) into the report. With `timelines`,
+    also each trace's timeline document for the trace panel (panel.py), by trace path."""
     if not paths:
         raise UsageError("no trace given")
     files: list[Path] = []
@@ -124,7 +128,7 @@ def analyze(paths: list[Path], *, source_root: Path | None = None, run_dir: Path
         own_table, own_scenario = _records_of(f, run_dir, file_table, scenario)
         try:
             reports.append(_analyze_one(read_trace(f), file_table=own_table, source_root=root, scenario=own_scenario,
-                                        thresholds=thresholds))
+                                        thresholds=thresholds, timelines=timelines))
         except NotATraceError as e:
             if f not in from_folder:
                 raise
@@ -172,7 +176,8 @@ def _lines_not_split(scenario: dict[str, Any] | None, file_table: FileTable | No
 
 
 def _analyze_one(trace: Trace, *, file_table: FileTable | None, source_root: Path | None,
-                 scenario: dict[str, Any] | None, thresholds: Thresholds = Thresholds()) -> dict:
+                 scenario: dict[str, Any] | None, thresholds: Thresholds = Thresholds(),
+                 timelines: dict[Path, bytes] | None = None) -> dict:
     links = build_links(trace)
     steps = find_steps(trace, links)
     # markers only on a GPU stream (no CPU thread holds one): steps complete on the GPU (steps.py)
@@ -193,8 +198,13 @@ def _analyze_one(trace: Trace, *, file_table: FileTable | None, source_root: Pat
     # the rest: the evidence's operator half (the trace facts the findings read: operators,
     # kernels, copies, syncs), and, with a third core, the attribution, which needs no evidence.
     large = len(trace) >= parallel.MIN_EVENTS
-    with parallel.alongside(attribute, trace, links, steps, file_table=file_table, source_root=source_root,
-                            worth_it=large and parallel.cores() >= 3) as attribution:
+    # the trace panel's timeline (with `timelines`), in a child too on a large trace
+    timeline = parallel.alongside(timeline_json, trace, links, steps, per="window" if stepless else "step",
+                                  file_table=file_table, source_root=source_root,
+                                  batch_read_patterns=thresholds.batch_read_patterns,
+                                  worth_it=large) if timelines is not None else nullcontext()
+    with timeline, parallel.alongside(attribute, trace, links, steps, file_table=file_table, source_root=source_root,
+                                      worth_it=large and parallel.cores() >= 3) as attribution:
         win = evidence_window(trace, links, steps, file_table=file_table, source_root=source_root,
                               batch_read_patterns=thresholds.batch_read_patterns)
         with parallel.alongside(operator_evidence, trace, links, win, worth_it=large) as ops:
@@ -203,6 +213,8 @@ def _analyze_one(trace: Trace, *, file_table: FileTable | None, source_root: Pat
             report = _report(trace, links, steps, att, file_table=file_table, scenario=scenario,
                              stepless=stepless, gpu_marked=gpu_marked, window_us=window_us)
             report["evidence"] = merge_evidence(ops.result(), moments)
+        if timelines is not None:
+            timelines[trace.path] = timeline.result()
     return report
 
 
