@@ -119,8 +119,12 @@ def _cancel_on_signals() -> Iterator[threading.Event]:
 def _analyse_run(result) -> dict:
     from .. import jsonio
     from ..agent.protocol import REPORT
+    from ..analysis.panel import write_timelines
     from ..analysis.report import analyze
 
-    report = analyze(result.traces, run_dir=result.run_dir)
+    timelines: dict = {}
+    report = analyze(result.traces, run_dir=result.run_dir, timelines=timelines)
     jsonio.write_json(result.run_dir / REPORT, report, replace=False)
+    for problem in write_timelines(result.run_dir, timelines):  # the trace panel's; the report stands without
+        print(f"stepscope: {problem}", file=sys.stderr)
     return report
