@@ -25,7 +25,7 @@ from stepscope.analysis.op_tables import kernel_table, operator_table
 from stepscope.analysis.panel import SCHEMA, timeline_document, timeline_file_name, write_timelines
 from stepscope.analysis.report import analyze
 from stepscope.analysis.steps import find_steps
-from stepscope.analysis.timeline import CAT, MIN_CAP, NEVER_MERGED, build_spans, summarize
+from stepscope.analysis.timeline import CAT, MAX_NAME, MIN_CAP, NEVER_MERGED, build_spans, summarize
 from stepscope.errors import UsageError
 from stepscope.trace import read_trace
 
@@ -218,6 +218,11 @@ def _track_union(table, a: float, b: float) -> dict[int, float]:
     return out
 
 
+def shown_name(name: str) -> str:
+    """A name as a summary shows it: cut to MAX_NAME characters with an ellipsis."""
+    return name if len(name) <= MAX_NAME else name[: MAX_NAME - 1] + "…"
+
+
 def check_summary(table, doc: dict, cap: int, lo: float | None = None, hi: float | None = None) -> None:
     jsonschema.validate(doc, SCHEMA_DOC)
     spans = doc["spans"]
@@ -254,28 +259,30 @@ def check_summary(table, doc: dict, cap: int, lo: float | None = None, hi: float
         ivs.sort()
         assert all(b[0] >= a[1] - 2e-3 for a, b in zip(ivs, ivs[1:]))
     # names interned right: each span shown as is has a span of that name, track and extent in the table
-    original = defaultdict(list)
+    original = defaultdict(list)  # (track, name, start in ns) -> durations
     for i in range(len(table)):
         s, e = max(table.start[i], w0 + lo), min(table.end[i], w0 + hi)
-        original[(table.track[i], table.names[table.name[i]])].append((s - w0, e - s))
+        original[(table.track[i], shown_name(table.names[table.name[i]]), round((s - w0) * 1000))].append(e - s)
     for k in range(n):
         if k not in merged:
-            candidates = original[(spans["track"][k], doc["names"][spans["name"][k]])]
-            assert any(abs(s - spans["start_us"][k]) <= 1e-3 and abs(d - spans["dur_us"][k]) <= 2e-3
-                       for s, d in candidates)
+            key = (spans["track"][k], doc["names"][spans["name"][k]])
+            ns = round(spans["start_us"][k] * 1000)
+            durations = [d for near in (ns - 1, ns, ns + 1) for d in original.get((*key, near), ())]
+            assert any(abs(d - spans["dur_us"][k]) <= 2e-3 for d in durations)
         else:
             assert merged[k][1] <= spans["dur_us"][k] + 2e-3
     # regions are never merged (while they are at most half the cap)
     labelled = [i for i in range(len(table)) if table.category[i] in NEVER_MERGED
                 and table.end[i] > w0 + lo and table.start[i] < w0 + hi]
     if len(labelled) <= cap // 2:
-        plain = defaultdict(list)
+        plain = set()
         for k in range(n):
             if k not in merged:
-                plain[(spans["track"][k], doc["names"][spans["name"][k]])].append(spans["start_us"][k])
+                plain.add((spans["track"][k], doc["names"][spans["name"][k]], round(spans["start_us"][k] * 1000)))
         for i in labelled:
-            s = max(table.start[i], w0 + lo) - w0
-            assert any(abs(s - x) <= 1e-3 for x in plain[(table.track[i], table.names[table.name[i]])])
+            ns = round((max(table.start[i], w0 + lo) - w0) * 1000)
+            key = (table.track[i], shown_name(table.names[table.name[i]]))
+            assert any((*key, near) in plain for near in (ns - 1, ns, ns + 1))
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
