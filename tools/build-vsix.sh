@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the VS Code extension for this platform: dist/stepscope-<version>-<target>.vsix.
-# The .vsix carries the bundled client (extension/dist), the server bootstrap (bundled/tool),
+# The .vsix carries the bundled client (extension/dist), the trace panel's webview bundle
+# (panel/dist), the server bootstrap (bundled/tool),
 # the server and its pure-Python dependencies (bundled/libs; the server's compiled modules, the
 # trace column scanner and the nesting kernel, are built for CPython's stable ABI, so one build
 # serves every version) and
@@ -48,6 +49,10 @@ npm ci --no-audit --no-fund --loglevel=error
 node_modules/.bin/tsc -p .
 node esbuild.mjs --production
 
+log "trace panel: type check, bundle (panel/dist/panel.js + panel.css)"
+node_modules/.bin/tsc -p panel
+node panel/build.mjs --production
+
 log "server: wheel and dependencies into bundled/"
 rm -rf bundled
 mkdir -p bundled/tool bundled/libs bundled/native
@@ -59,7 +64,7 @@ cp extension/bundled_tool/server.py bundled/tool/server.py
   --target bundled/libs "$WORK"/wheel/stepscope-*.whl -r tools/bundled-requirements.txt
 rm -rf bundled/libs/bin   # console scripts point at the build interpreter; the editor never uses them
 [ -f bundled/libs/stepscope/trace/_columns.abi3.so ] && [ -f bundled/libs/stepscope/trace/_rows.abi3.so ] \
-  && [ -f bundled/libs/stepscope/analysis/_nesting.abi3.so ] \
+  && [ -f bundled/libs/stepscope/analysis/_nesting.abi3.so ] && [ -f bundled/libs/stepscope/analysis/_timeline.abi3.so ] \
   || log "warning: the compiled modules were not built (no C compiler?): traces will be analysed 2-3x slower"
 
 for minor in $PYTHON_MINORS; do

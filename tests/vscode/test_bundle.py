@@ -51,6 +51,8 @@ def test_vsix_carries_client_server_and_native_libraries_only(vsix: Path) -> Non
     assert package["capabilities"]["untrustedWorkspaces"]["supported"] == "limited"
     for required in (
         "extension/extension/dist/extension.js",
+        "extension/panel/dist/panel.js",  # the trace panel's webview, and its stylesheet
+        "extension/panel/dist/panel.css",
         "extension/bundled/tool/server.py",
         "extension/bundled/libs/stepscope/lsp/server.py",
         "extension/bundled/libs/pygls/__init__.py",
@@ -61,6 +63,8 @@ def test_vsix_carries_client_server_and_native_libraries_only(vsix: Path) -> Non
         "extension/bundled/libs/stepscope/trace/_rows.abi3.so",
         "extension/bundled/libs/stepscope/analysis/_nesting.abi3.so",
         "extension/bundled/libs/stepscope/analysis/report.schema.json",  # the report's contract, shipped
+        "extension/bundled/libs/stepscope/analysis/_timeline.abi3.so",
+        "extension/bundled/libs/stepscope/analysis/timeline.schema.json",  # the trace panel\'s, shipped
     ):
         assert required in names, f"{required} is not in the .vsix"
     for minor in SUPPORTED_MINORS:
