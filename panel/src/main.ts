@@ -134,6 +134,8 @@ class Panel {
   }
 
   private load(state: PanelState): void {
+    const started = performance.now();
+    const phase = (name: string, since: number) => performance.measure(`stepscope ${name}`, { start: since, end: performance.now() });
     this.banner.hidden = true;
     const problems: string[] = [];
     let report: PanelReport | null = state.report;
@@ -148,13 +150,19 @@ class Panel {
       if (parsed.ok) timeline = parsed.doc;
       else problems.push(`the timeline cannot be shown: ${parsed.reason}`);
     }
+    phase("check", started);
     const measure = state.measure && !measureProblem(state.measure) ? state.measure : null;
     if (state.measure && !measure) problems.push(measureProblem(state.measure)!);
     this.state = { ...state, report, timeline, measure };
     const fileIds = new FileIds(timeline?.files ?? {});
     const open = (fileId: string, line: number) => this.post({ type: "openSource", fileId, line });
+    let t = performance.now();
     renderOverview(this.panels.get("overview")!, { title: state.title, stale: state.stale, report, timeline, measure, fileIds, onOpen: open });
+    phase("overview", t);
+    t = performance.now();
     this.timeline.setModel(timeline ? new TimelineModel(timeline) : null);
+    phase("timeline model", t);
+    t = performance.now();
     if (!timeline) {
       const p = this.panels.get("timeline")!;
       p.querySelector(".empty")?.remove();
@@ -166,6 +174,7 @@ class Panel {
     this.fill("operators", timeline?.operators ? operatorsTable(timeline, open) : null);
     this.fill("kernels", timeline?.kernels ? kernelsTable(timeline, open) : null);
     this.fill("steps", stepsTable(report, timeline, open, (a, b) => this.showStep(a, b)));
+    phase("tables", t);
     if (problems.length) this.error(problems.join("; "));
     this.show(this.current);
     this.app.setAttribute("aria-busy", "false");

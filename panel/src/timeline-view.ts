@@ -85,6 +85,7 @@ export class TimelineView {
   private theme: ThemeKind = "dark";
   private colors = { background: BACKGROUND.dark, foreground: "#cccccc", muted: "#9d9d9d", grid: "#3c3c3c", accent: "#3794ff" };
   private readonly textCache = new Map<number, [number, string]>();
+  private batchArrays: number[][] = [];
 
   constructor(options: TimelineViewOptions) {
     this.options = options;
@@ -241,27 +242,32 @@ export class TimelineView {
     ctx.rect(this.gutter, RULER, plotW, this.height - RULER);
     ctx.clip();
     const charW = ctx.measureText("M").width * 0.62 || 7;
+    // rectangles are gathered per category and painted with one fill style each: setting a fill
+    // style costs more than the rectangle itself
+    const batches = this.batches(source.doc.categories.length);
+    const labels: [number, number, number, number, number][] = [];
     for (let r = 0; r < source.rows.length; r++) {
       const y = this.layout.rowY[r] - this.scrollY + RULER;
       if (y + ROW < RULER || y > this.height) continue;
-      const row = source.rows[r];
-      const labels: [number, number, number, number][] = [];
-      visited += binRow(row, source.category, this.t0, this.t1, plotW, (x0, x1, c, span, several) => {
-        const fill = colorOf(this.theme, source.doc.categories[c] ?? "mixed");
-        ctx.fillStyle = fill;
+      visited += binRow(source.rows[r], source.category, this.t0, this.t1, plotW, (x0, x1, c, span, several) => {
         const left = this.gutter + x0;
         const w = Math.max(1, x1 - x0 - (x1 - x0 > 3 ? 1 : 0));
-        ctx.fillRect(left, y + 1, w, ROW - 2);
-        if (!several && w >= LABEL_MIN_PX) labels.push([left, w, span, c]);
+        const batch = batches[c];
+        batch.push(left, y + 1, w);
+        if (!several && w >= LABEL_MIN_PX) labels.push([left, w, span, c, y]);
       });
-      for (const [left, w, span, c] of labels) {
-        const fill = colorOf(this.theme, source.doc.categories[c] ?? "mixed");
-        ctx.fillStyle = textOn(fill);
-        const x = Math.max(left, this.gutter) + 3;
-        const room = Math.min(left + w, this.width) - x - 3;
-        if (room < 20) continue;
-        ctx.fillText(this.fitted(source, span, room, charW), x, y + ROW / 2, room);
-      }
+    }
+    batches.forEach((batch, c) => {
+      if (!batch.length) return;
+      ctx.fillStyle = colorOf(this.theme, source.doc.categories[c] ?? "mixed");
+      for (let k = 0; k < batch.length; k += 3) ctx.fillRect(batch[k], batch[k + 1], batch[k + 2], ROW - 2);
+    });
+    for (const [left, w, span, c, y] of labels) {
+      ctx.fillStyle = textOn(colorOf(this.theme, source.doc.categories[c] ?? "mixed"));
+      const x = Math.max(left, this.gutter) + 3;
+      const room = Math.min(left + w, this.width) - x - 3;
+      if (room < 20) continue;
+      ctx.fillText(this.fitted(source, span, room, charW), x, y + ROW / 2, room);
     }
     // step boundaries across the rows
     ctx.strokeStyle = this.colors.muted;
@@ -314,6 +320,13 @@ export class TimelineView {
   }
 
   // ------------------------------------------------------------------ drawing helpers
+
+  /** One emptied array per category, kept from frame to frame. */
+  private batches(n: number): number[][] {
+    while (this.batchArrays.length < n) this.batchArrays.push([]);
+    for (const b of this.batchArrays) b.length = 0;
+    return this.batchArrays;
+  }
 
   private fitted(model: TimelineModel, span: number, room: number, charW: number): string {
     const chars = Math.max(1, Math.floor(room / charW));

@@ -372,3 +372,24 @@ def test_a_trace_without_step_markers_is_one_window(tmp_path: Path) -> None:
     assert doc["window"]["per"] == "window" and doc["window"]["steps"] == 0
     assert len(doc["steps"]) == 1 and doc["breakdown"]["steps"][0]["ms"] == 0.08
 
+
+
+@pytest.mark.torch
+def test_a_profile_run_writes_its_timeline(workspace: Path) -> None:
+    from ..conftest import run_stepscope
+
+    out = workspace / "run"
+    r = run_stepscope("profile", "train_cpu.py", "--out", str(out), "--json", cwd=workspace)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "no timeline" not in r.stderr
+    doc = json.loads((out / "timeline.json").read_text())
+    jsonschema.validate(doc, SCHEMA_DOC)
+    report = json.loads((out / "report.json").read_text())
+    assert len(doc["steps"]) == len(report["steps"]) == 5
+    assert [s["ms"] for s in doc["steps"]] == [s["ms"] for s in report["steps"]]
+    assert doc["files"] == {"f0": "train_cpu.py"}
+    assert {doc["lines"]["line"][k] for k in range(len(doc["lines"]["line"]))} >= {r["line"] for r in report["lines"]}
+    for step in doc["breakdown"]["steps"]:
+        assert step["parts"]["gpu_busy"] is None  # a CPU run: not observed, not 0
+        assert sum(v for v in step["parts"].values() if v is not None) == pytest.approx(step["ms"], abs=1e-3)
+    assert doc["operators"]["rows"] and doc["kernels"]["rows"] == []

@@ -78,21 +78,27 @@ def test_innermost_lines_match_the_reference(nodes, times) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(st.integers(-3, 3), TIMES, TIMES), max_size=40))
-def test_group_stats_match_the_reference(rows) -> None:
-    keys = array("q", [key for key, _, _ in rows])
-    starts = array("d", [s for _, s, _ in rows])
-    ends = array("d", [s + d for _, s, d in rows])
-    got = k.group_stats(keys, starts, ends)
-    want = k.group_stats_reference(keys, starts, ends)
+@given(st.lists(st.tuples(st.integers(-2, 3), st.integers(-1, 2), TIMES, TIMES, st.booleans()), max_size=40),
+       st.booleans(), st.booleans())
+def test_grouped_matches_the_reference(rows, with_key2, with_select) -> None:
+    key1 = array("i", [r[0] for r in rows])
+    key2 = array("i", [r[1] for r in rows]) if with_key2 else None
+    starts = array("d", [r[2] for r in rows])
+    ends = array("d", [r[2] + r[3] for r in rows])
+    select = bytes(int(r[4]) for r in rows) if with_select else None
+    got = k.grouped(key1, key2, 4, starts, ends, select)
+    want = k.grouped_reference(key1, key2, 4, starts, ends, select)
     assert [bits(x) for x in got] == [bits(x) for x in want]
 
 
-def test_group_stats_by_hand() -> None:
-    keys, counts, sums, unions = k.group_stats(array("q", [2, 1, 2, 2]), array("d", [0.0, 5.0, 1.0, 10.0]),
-                                               array("d", [3.0, 6.0, 2.0, 11.0]))
-    assert list(keys) == [1, 2] and list(counts) == [1, 3]
+def test_grouped_by_hand() -> None:
+    keys, counts, sums, unions = k.grouped(array("i", [2, 1, 2, 2, -1]), None, 0, array("d", [0.0, 5.0, 1.0, 10.0, 0.0]),
+                                           array("d", [3.0, 6.0, 2.0, 11.0, 9.0]))
+    assert list(keys) == [1, 2] and list(counts) == [1, 3]  # key -1 is left out
     assert list(sums) == [1.0, 5.0] and list(unions) == [1.0, 4.0]  # [0, 3] holds [1, 2]: counted once
+    keys, counts, _, _ = k.grouped(array("i", [2, 2, 2]), array("i", [-1, 0, 0]), 10, array("d", [0.0, 1.0, 2.0]),
+                                   array("d", [1.0, 2.0, 3.0]), bytes([1, 1, 0]))
+    assert list(keys) == [20, 21] and list(counts) == [1, 1]  # key1 * 10 + key2 + 1; the third not selected
 
 
 @settings(max_examples=300, deadline=None)
@@ -101,14 +107,16 @@ def test_group_stats_by_hand() -> None:
 def test_partition_matches_the_reference(rows, bounds) -> None:
     starts = array("d", [float(s) for s, _, _ in rows])
     ends = array("d", [float(s + d) for s, d, _ in rows])
-    levels = array("b", [lv for _, _, lv in rows])
+    levels = bytes(lv if lv < 3 else 255 for _, _, lv in rows)  # 255: not counted
     b = array("d", sorted(float(x) for x in bounds))
     assert bits(k.partition(starts, ends, levels, 4, b)) == bits(k.partition_reference(starts, ends, levels, 4, b))
 
 
 def test_partition_by_hand() -> None:
     # level 0 over [2, 6], level 1 over [0, 10]; periods [0, 5] and [5, 8]
-    out = k.partition(array("d", [2.0, 0.0]), array("d", [6.0, 10.0]), array("b", [0, 1]), 2, array("d", [0.0, 5.0, 8.0]))
+    # and a level beyond the last one, over [0, 10]: not counted
+    out = k.partition(array("d", [2.0, 0.0, 0.0]), array("d", [6.0, 10.0, 10.0]), bytes([0, 1, 255]), 2,
+                      array("d", [0.0, 5.0, 8.0]))
     assert list(out) == [3.0, 2.0, 1.0, 2.0]
 
 

@@ -69,8 +69,9 @@ async function open(name, { theme = "dark", width = 1280, height = 900 } = {}) {
 }
 
 async function load(page, statePath) {
-  const state = JSON.parse(readFileSync(statePath, "utf8"));
-  await page.evaluate((s) => window.postMessage({ type: "state", state: s }, "*"), state);
+  // as VS Code carries a webview message: JSON text, parsed on the page's side
+  const text = JSON.stringify({ type: "state", state: JSON.parse(readFileSync(statePath, "utf8")) });
+  await page.evaluate((t) => window.postMessage(JSON.parse(t), "*"), text);
   await page.waitForSelector("#app[data-state=ready]");
   await page.waitForTimeout(100);
 }
@@ -329,8 +330,8 @@ async function reducedScenario(s) {
   await page.evaluate(([a, b]) => window.stepscopePanel.timeline.setView(a, b), s.zoomTo);
   await page.waitForFunction(() => window.__harness.posted.some((m) => m.type === "requestRange"), null, { timeout: 10000 });
   r.request = (await posted(page)).find((m) => m.type === "requestRange");
-  const range = JSON.parse(readFileSync(s.range, "utf8"));
-  await page.evaluate(([runId, doc]) => window.postMessage({ type: "range", runId, timeline: doc }, "*"), [r.request.runId, range]);
+  const text = JSON.stringify({ type: "range", runId: r.request.runId, timeline: JSON.parse(readFileSync(s.range, "utf8")) });
+  await page.evaluate((t) => window.postMessage(JSON.parse(t), "*"), text);
   await page.waitForFunction(() => document.querySelector(".timeline-status").textContent.includes("finer level"), null, { timeout: 10000 });
   r.statusFine = await page.textContent(".timeline-status");
   r.screens = [await shot(page, `${s.name}-finer`)];

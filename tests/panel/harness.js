@@ -11,7 +11,7 @@
   window.acquireVsCodeApi = function () {
     return {
       postMessage: (message) => posted.push(JSON.parse(JSON.stringify(message))),
-      getState: () => state,
+      getState: () => (state === undefined ? window.__harnessInitialState : state),
       setState: (s) => {
         state = s;
       },

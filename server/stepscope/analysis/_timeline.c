@@ -60,12 +60,6 @@ static int32_t get_i(const char *data, Py_ssize_t i) {
 
 static void set_i(char *data, Py_ssize_t i, int32_t v) { memcpy(data + (size_t)i * sizeof(int32_t), &v, sizeof(int32_t)); }
 
-static int64_t get_q(const char *data, Py_ssize_t i) {
-    int64_t v;
-    memcpy(&v, data + (size_t)i * sizeof(int64_t), sizeof(int64_t));
-    return v;
-}
-
 /* A new bytes object of `size` bytes to fill (NULL with an exception on failure). */
 static PyObject *new_bytes(Py_ssize_t size, char **data) {
     PyObject *out = PyBytes_FromStringAndSize(NULL, size);
@@ -289,7 +283,7 @@ static PyObject *layout_track(PyObject *module, PyObject *args) {
                 double up = get_d(o_own, op_idx[n_ops - 1]) - d;
                 memcpy(o_own + op_idx[n_ops - 1] * 8, &up, 8);
             }
-            o_outer[k] = get_i(name_open, nid) ? 0 : 1;
+            o_outer[k] = get_i(name_open, nid) ? 1 : 2;
             op_end[n_ops] = e;
             op_idx[n_ops] = k;
             op_name[n_ops] = nid;
@@ -402,7 +396,7 @@ done:
     return out;
 }
 
-/* ---------------------------------------------------------------- group_stats */
+/* ---------------------------------------------------------------- grouped */
 
 typedef struct {
     int64_t key;
@@ -419,16 +413,19 @@ static int keyed_order(const void *pa, const void *pb) {
     return (a->i > b->i) - (a->i < b->i);
 }
 
-static PyObject *group_stats(PyObject *module, PyObject *args) {
-    PyObject *keys_o, *start_o, *end_o;
-    if (!PyArg_ParseTuple(args, "OOO", &keys_o, &start_o, &end_o))
+static PyObject *grouped(PyObject *module, PyObject *args) {
+    PyObject *key1_o, *key2_o, *start_o, *end_o, *select_o;
+    Py_ssize_t n2;
+    if (!PyArg_ParseTuple(args, "OOnOOO", &key1_o, &key2_o, &n2, &start_o, &end_o, &select_o))
         return NULL;
-    char *keys, *starts, *ends;
-    Py_ssize_t n, n_start, n_end;
-    if (column(keys_o, 0, 8, "keys", &keys, &n) || column(start_o, 0, 8, "starts", &starts, &n_start) ||
-        column(end_o, 0, 8, "ends", &ends, &n_end))
+    char *key1, *key2 = NULL, *starts, *ends, *select = NULL;
+    Py_ssize_t n, n_key2 = 0, n_start, n_end, n_select = 0;
+    if (column(key1_o, 0, 4, "key1", &key1, &n) || column(start_o, 0, 8, "starts", &starts, &n_start) ||
+        column(end_o, 0, 8, "ends", &ends, &n_end) ||
+        (key2_o != Py_None && column(key2_o, 0, 4, "key2", &key2, &n_key2)) ||
+        (select_o != Py_None && column(select_o, 0, 1, "select", &select, &n_select)))
         return NULL;
-    if (n_start != n || n_end != n) {
+    if (n_start != n || n_end != n || (key2 && n_key2 != n) || (select && n_select != n)) {
         PyErr_SetString(PyExc_ValueError, "the columns differ in length");
         return NULL;
     }
@@ -440,12 +437,18 @@ static PyObject *group_stats(PyObject *module, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
-    for (Py_ssize_t i = 0; i < n; i++)
-        order[i] = (Keyed){get_q(keys, i), get_d(starts, i), i};
-    qsort(order, (size_t)n, sizeof(Keyed), keyed_order);
+    Py_ssize_t m = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t k1 = get_i(key1, i);
+        if (k1 < 0 || (select && !select[i]))
+            continue;
+        int64_t key = key2 ? k1 * (int64_t)n2 + (int64_t)get_i(key2, i) + 1 : k1;
+        order[m++] = (Keyed){key, get_d(starts, i), i};
+    }
+    qsort(order, (size_t)m, sizeof(Keyed), keyed_order);
     Py_ssize_t g = 0;
     double covered = 0.0;
-    for (Py_ssize_t k = 0; k < n; k++) {
+    for (Py_ssize_t k = 0; k < m; k++) {
         Py_ssize_t i = order[k].i;
         double s = get_d(starts, i), e = get_d(ends, i);
         if (!g || o_keys[g - 1] != order[k].key) {
@@ -518,14 +521,8 @@ static PyObject *partition(PyObject *module, PyObject *args) {
     Py_ssize_t c = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         double s = get_d(starts, i), e = get_d(ends, i);
-        int level = (int)(signed char)levels[i];
-        if (level < 0 || level >= n_levels) {
-            free(changes);
-            Py_DECREF(out);
-            PyErr_SetString(PyExc_ValueError, "a level outside 0..n_levels-1");
-            return NULL;
-        }
-        if (e > s) {
+        int level = (int)(unsigned char)levels[i];
+        if (e > s && level < n_levels) { /* higher levels are not counted */
             changes[c++] = (Change){s, level, 1};
             changes[c++] = (Change){e, level, -1};
         }
@@ -868,7 +865,7 @@ static PyMethodDef methods[] = {
     {"layout_track", layout_track, METH_VARARGS, "One track's spans: order, times, depth, parent, line, category, own."},
     {"examples", examples, METH_VARARGS, "One row of each name among the rows."},
     {"innermost_lines", innermost_lines, METH_VARARGS, "The line of the innermost node open at each time."},
-    {"group_stats", group_stats, METH_VARARGS, "Per key: count, sum of lengths, union length."},
+    {"grouped", grouped, METH_VARARGS, "Per key: count, sum of lengths, union length."},
     {"partition", partition, METH_VARARGS, "Time per period at the lowest active level."},
     {"reduce_spans", reduce_spans, METH_VARARGS, "The spans of a range, clipped, reduced at a resolution."},
     {"rounded", rounded, METH_VARARGS, "Values less an origin (or less other values), rounded to 1/1000."},

@@ -20,7 +20,6 @@ no GPU events (their time is not observed, and the GPU parts of the rest are the
 from __future__ import annotations
 
 from array import array
-from itertools import compress
 
 from .timeline import CAT, GPU_COMPUTE, GPU_COPY, SpanTable
 from .timeline_kernels import partition
@@ -50,12 +49,8 @@ def step_breakdown(spans: SpanTable) -> list[dict]:
     first_gpu = spans.track.index(gpu_track) if gpu_track is not None else len(spans.track)
     categories = spans.category.tobytes()
     levels = categories[:first_gpu].translate(_CPU_TABLE) + categories[first_gpu:].translate(_GPU_TABLE)
-    counted = list(map((255).__ne__, levels))
-    starts = array("d", compress(spans.start, counted))
-    ends = array("d", compress(spans.end, counted))
-    kept = array("b", compress(levels, counted))
     bounds = array("d", [steps[0].cpu_start] + [s.completion for s in steps])
-    times = partition(starts, ends, kept, len(PARTS) - 1, bounds)
+    times = partition(spans.start, spans.end, levels, len(PARTS) - 1, bounds)  # level 255: not counted
     out = []
     n_levels = len(PARTS) - 1
     for k, step in enumerate(steps):

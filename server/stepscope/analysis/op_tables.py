@@ -26,13 +26,14 @@ trace without step markers).
 from __future__ import annotations
 
 from array import array
-from itertools import compress, repeat
-from operator import add, mul
 
 from .timeline import GPU_COMPUTE, SpanTable
-from .timeline_kernels import group_stats
+from .timeline_kernels import grouped
 
 MAX_ROWS = 500
+_OPERATORS = bytes([0, 1, 1] + [0] * 253)  # `outer` -> 1 for every operator
+_OUTERMOST = bytes([0, 0, 1] + [0] * 253)  # `outer` -> 1 for operators no same-named one holds
+_KERNELS = bytes(1 if c in GPU_COMPUTE else 0 for c in range(256))  # category -> 1 for kernels
 
 
 def _per_step(spans: SpanTable) -> int:
@@ -46,46 +47,40 @@ def _where(spans: SpanTable, line: int) -> dict:
     return {"file": fid, "line": number}
 
 
-def _best_lines(spans: SpanTable, idx: list[int], values: array) -> dict[int, int]:
-    """For each name among spans `idx`, the line (index, -1 for none) with the most of `values`."""
+def _by_name_and_line(spans: SpanTable, starts: array, ends: array, select: bytes) -> dict[int, tuple[int, float, int]]:
+    """For each name among the selected spans: how many, the sum of their (end - start), and the line
+    (index, -1 for none) with the most of it."""
     n_lines = len(spans.lines) + 1
-    names = list(map(spans.name.__getitem__, idx))
-    keys = array("q", map(add, map(mul, names, repeat(n_lines)), map((1).__add__, map(spans.line.__getitem__, idx))))
-    ukeys, _, sums, _ = group_stats(keys, array("d", [0.0]) * len(values), values)
-    best: dict[int, tuple[float, int]] = {}
-    for key, us in zip(ukeys, sums):
+    keys, counts, sums, _ = grouped(spans.name, spans.line, n_lines, starts, ends, select)
+    out: dict[int, list] = {}
+    for key, count, us in zip(keys, counts, sums):
         nid, line = divmod(key, n_lines)
-        if nid not in best or us > best[nid][0]:
-            best[nid] = (us, line - 1)
-    return {nid: line for nid, (_, line) in best.items()}
+        entry = out.get(nid)
+        if entry is None:
+            out[nid] = [count, us, line - 1, us]
+        else:
+            entry[0] += count
+            entry[1] += us
+            if us > entry[3]:
+                entry[2], entry[3] = line - 1, us
+    return {nid: (count, us, line) for nid, (count, us, line, _) in out.items()}
 
 
 def operator_table(spans: SpanTable) -> tuple[list[dict], int]:
     n = _per_step(spans)
-    idx = list(compress(range(len(spans)), map(spans.is_operator.__getitem__, spans.name))) if spans.is_operator \
-        else []
-    if not idx:
+    ops = spans.outer.tobytes().translate(_OPERATORS)
+    if 1 not in ops:
         return [], 0
-    own = array("d", map(spans.own.__getitem__, idx))
-    zeros = array("d", [0.0]) * len(idx)
-    names = array("q", map(spans.name.__getitem__, idx))
-    ukeys, calls, self_us, _ = group_stats(names, zeros, own)
-    outer = list(compress(idx, map(spans.outer.__getitem__, idx)))
-    t_keys, _, total_us, _ = group_stats(array("q", map(spans.name.__getitem__, outer)),
-                                         array("d", map(spans.start.__getitem__, outer)),
-                                         array("d", map(spans.end.__getitem__, outer)))
+    zeros = array("d", bytes(8 * len(spans)))
+    figures = _by_name_and_line(spans, zeros, spans.own, ops)
+    t_keys, _, total_us, _ = grouped(spans.name, None, 0, spans.start, spans.end, spans.outer.tobytes().translate(_OUTERMOST))
     totals = dict(zip(t_keys, total_us))
     gpu: dict[int, float] = {}
-    if spans.gpu_observed:
-        launched = list(compress(range(len(spans)), map((-1).__ne__, spans.launch_op)))
-        g_keys, _, _, g_union = group_stats(array("q", map(spans.launch_op.__getitem__, launched)),
-                                            array("d", map(spans.start.__getitem__, launched)),
-                                            array("d", map(spans.end.__getitem__, launched)))
+    if spans.gpu_observed:  # GPU spans by the operator that launched them (-1 elsewhere: left out)
+        g_keys, _, _, g_union = grouped(spans.launch_op, None, 0, spans.start, spans.end)
         gpu = dict(zip(g_keys, g_union))
-    lines = _best_lines(spans, idx, own)
     rows = []
-    for nid, count, us in zip(ukeys, calls, self_us):
-        gpu_us = gpu.get(nid, 0.0)
+    for nid, (count, us, line) in figures.items():
         shapes = spans.shapes.get(nid)
         shape_text = None
         if shapes:
@@ -96,9 +91,9 @@ def operator_table(spans: SpanTable) -> tuple[list[dict], int]:
             "calls": round(count / n, 2),
             "self_ms": round(max(0.0, us) / 1000.0 / n, 4),
             "total_ms": round(totals.get(nid, 0.0) / 1000.0 / n, 4),
-            "gpu_ms": round(gpu_us / 1000.0 / n, 4) if spans.gpu_observed else None,
+            "gpu_ms": round(gpu.get(nid, 0.0) / 1000.0 / n, 4) if spans.gpu_observed else None,
             "shapes": shape_text,
-            **_where(spans, lines.get(nid, -1)),
+            **_where(spans, line),
         })
     rows.sort(key=lambda r: (-max(r["total_ms"], r["gpu_ms"] or 0.0), r["name"]))
     return rows[:MAX_ROWS], max(0, len(rows) - MAX_ROWS)
@@ -108,22 +103,20 @@ def kernel_table(spans: SpanTable) -> tuple[list[dict], int]:
     if not spans.gpu_observed:
         return [], 0
     n = _per_step(spans)
-    idx = list(compress(range(len(spans)), map(GPU_COMPUTE.__contains__, spans.category)))
-    if not idx:
+    kernels = spans.category.tobytes().translate(_KERNELS)
+    if 1 not in kernels:
         return [], 0
-    durations = array("d", map(spans.end.__getitem__, idx))
-    starts = array("d", map(spans.start.__getitem__, idx))
-    ukeys, counts, sums, unions = group_stats(array("q", map(spans.name.__getitem__, idx)), starts, durations)
-    lines = _best_lines(spans, idx, array("d", map(float.__sub__, durations, starts)))
+    names, _, _, unions = grouped(spans.name, None, 0, spans.start, spans.end, kernels)
+    figures = _by_name_and_line(spans, spans.start, spans.end, kernels)
     rows = []
-    for nid, count, total, union in zip(ukeys, counts, sums, unions):
+    for nid, union in zip(names, unions):
+        count, total, line = figures[nid]
         rows.append({
             "name": spans.names[nid],
             "launches": round(count / n, 2),
             "total_ms": round(union / 1000.0 / n, 4),
             "mean_us": round(total / count, 3),
-            **_where(spans, lines.get(nid, -1)),
+            **_where(spans, line),
         })
     rows.sort(key=lambda r: (-r["total_ms"], r["name"]))
     return rows[:MAX_ROWS], max(0, len(rows) - MAX_ROWS)
-

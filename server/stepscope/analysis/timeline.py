@@ -119,13 +119,13 @@ class SpanTable:
     depth: array = field(default_factory=lambda: array("i"))
     parent: array = field(default_factory=lambda: array("i"))  # span index, -1 at depth 0
     line: array = field(default_factory=lambda: array("i"))  # index into `lines`, -1 for none
-    #: operators: self time (as nesting.py defines it, over operators only; 0 for other spans) and
-    #: whether no operator of the same name holds it (1), so inclusive times never add recursion twice
+    #: operators: self time (as nesting.py defines it, over operators only; 0 for other spans), and 2
+    #: where no operator of the same name holds it, 1 where one does (0: not an operator), so inclusive
+    #: times never add recursion twice
     own: array = field(default_factory=lambda: array("d"))
     outer: array = field(default_factory=lambda: array("b"))
     #: GPU spans: the name id of the operator whose call launched it (-1 unknown, and for CPU spans)
     launch_op: array = field(default_factory=lambda: array("i"))
-    is_operator: bytes = b""  # one byte per name id: 1 for operators
     #: input shapes recorded per operator name (only with --shapes): name id -> Counter of shape texts
     shapes: dict[int, Counter] = field(default_factory=dict)
 
@@ -296,14 +296,13 @@ def build_spans(trace: Trace, links: Links, steps: list[Step], *, file_table: Fi
     gpu_meaning, _ = meanings.table(list(chain.from_iterable(gpu_rows.values())))
     # lines are placed by Stepscope's regions when the window holds any, else by user-code frames
     node_kind = 1 if 1 in cpu_nodes else 2
-    is_operator = bytes(array("b", [(m >> 29) & 1 for m in cpu_meaning]))
 
     main = links.main_track
     several = len({trace.tracks[t][0] for t in cpu_rows}) > 1
     cpu_order = sorted(cpu_rows, key=lambda t: (t != main, *map(_sortable, trace.tracks[t])))
     gpu_order = sorted(gpu_rows, key=lambda t: tuple(map(_sortable, trace.tracks[t])))
     table = SpanTable(window=(w0, w1), steps=steps, per=per, gpu_observed=bool(links.gpu_rows), names=names,
-                      tracks=[], files=file_ids.used, lines=meanings.lines, is_operator=is_operator)
+                      tracks=[], files=file_ids.used, lines=meanings.lines)
     columns = Columns(trace.ts, trace.dur, trace.name)
     row_line = int_column(len(trace) + 1)  # one more, always -1: what row -1 (no launch call) reads
     row_op = int_column(len(trace) + 1)
@@ -340,7 +339,7 @@ def build_spans(trace: Trace, links: Links, steps: list[Step], *, file_table: Fi
 
 def _shapes(table: SpanTable, trace: Trace) -> None:
     shapes = trace.shapes
-    for i in compress(range(len(table.row)), map(table.is_operator.__getitem__, table.name)):
+    for i in compress(range(len(table.row)), table.outer):
         shape = shapes[table.row[i]]
         if shape >= 0:
             table.shapes.setdefault(table.name[i], Counter())[shape] += 1

@@ -3,7 +3,7 @@ per-step partition of time. timeline.py and breakdown.py call them; they know no
 
     layout = layout_track(rows, columns, meaning, node_kind, w0, w1, launch, row_line, row_op, name_open)
     entries = reduce_spans(table_columns, a, b, resolution, keep_labelled, mixed)
-    keys, counts, sums, unions = group_stats(keys, starts, ends)
+    keys, counts, sums, unions = grouped(key1, key2, n2, starts, ends, select)
     times = partition(starts, ends, levels, n_levels, bounds)
 
 Invariants:
@@ -66,7 +66,7 @@ class TrackLayout:
     line: array  # "i"
     category: array  # "b"
     own: array  # "d": an operator's self time (its duration less that of the operators it holds), else 0
-    outer: array  # "b": 1 for an operator no operator of the same name holds
+    outer: array  # "b": operators: 2 where no operator of the same name holds it, else 1; 0 for other spans
     node: array  # "b": 1 for a line node (of `node_kind`, with a line)
     name: array  # "i": the name id of each span
     launch_op: array  # "i": GPU spans: the name id of the operator holding their launch call, else -1
@@ -185,7 +185,7 @@ def layout_track_reference(rows: list[int], columns: Columns, meaning: array, no
             out.own[k] = d
             if op_end and op_end[-1] >= e:  # held by the enclosing operator: not that one's own time
                 out.own[op_idx[-1]] -= d
-            out.outer[k] = 0 if open_names[nid] else 1
+            out.outer[k] = 1 if open_names[nid] else 2
             op_end.append(e)
             op_idx.append(k)
             op_name.append(nid)
@@ -241,21 +241,32 @@ def innermost_lines_reference(node_start: array, node_end: array, node_line: arr
     return out
 
 
-def group_stats(keys: array, starts: array, ends: array) -> tuple[array, array, array, array]:
-    """Per distinct key (ascending): how many intervals, the sum of their lengths, and the length of
-    their union. `keys` is "q", `starts`/`ends` "d", aligned."""
+def grouped(key1: array, key2: array | None, n2: int, starts: array, ends: array,
+            select: bytes | None = None) -> tuple[array, array, array, array]:
+    """Figures of intervals by key, ascending: how many, the sum of their lengths, the length of their
+    union. The key of interval i is `key1[i]`, or `key1[i] * n2 + key2[i] + 1` with `key2` ("i" columns,
+    aligned with "d" `starts` and `ends`); intervals with a negative `key1`, or a zero byte in `select`,
+    are left out."""
     if _compiled is not None:
-        parts = _compiled.group_stats(keys.tobytes(), starts.tobytes(), ends.tobytes())
+        parts = _compiled.grouped(key1.tobytes(), key2.tobytes() if key2 is not None else None, n2, starts.tobytes(),
+                                  ends.tobytes(), select)
         return tuple(_array(code, data) for code, data in zip("qqdd", parts))  # type: ignore[return-value]
-    return group_stats_reference(keys, starts, ends)
+    return grouped_reference(key1, key2, n2, starts, ends, select)
 
 
-def group_stats_reference(keys: array, starts: array, ends: array) -> tuple[array, array, array, array]:
-    order = sorted(range(len(keys)), key=lambda i: (keys[i], starts[i], i))
+def grouped_reference(key1: array, key2: array | None, n2: int, starts: array, ends: array,
+                      select: bytes | None = None) -> tuple[array, array, array, array]:
+    rows = []
+    for i in range(len(key1)):
+        if key1[i] < 0 or (select is not None and not select[i]):
+            continue
+        key = key1[i] * n2 + key2[i] + 1 if key2 is not None else key1[i]
+        rows.append((key, starts[i], i))
+    rows.sort()
     out_keys, counts, sums, unions = array("q"), array("q"), array("d"), array("d")
     covered = 0.0
-    for i in order:
-        key, s, e = keys[i], starts[i], ends[i]
+    for key, _, i in rows:
+        s, e = starts[i], ends[i]
         if not out_keys or out_keys[-1] != key:
             out_keys.append(key)
             counts.append(0)
@@ -273,24 +284,25 @@ def group_stats_reference(keys: array, starts: array, ends: array) -> tuple[arra
     return out_keys, counts, sums, unions
 
 
-def partition(starts: array, ends: array, levels: array, n_levels: int, bounds: array) -> array:
+def partition(starts: array, ends: array, levels: bytes, n_levels: int, bounds: array) -> array:
     """The time of each of `len(bounds) - 1` consecutive periods (bounds ascending) at each level:
-    a moment counts at the lowest level of the intervals covering it (levels 0..n_levels-1), and
-    moments no interval covers count nowhere. Returns `periods * n_levels` figures, period-major."""
+    a moment counts at the lowest level of the intervals covering it (levels 0..n_levels-1; intervals
+    of a higher level are not counted), and moments no interval covers count nowhere. `levels` holds
+    one byte per interval. Returns `periods * n_levels` figures, period-major."""
     if _compiled is not None:
-        return _array("d", _compiled.partition(starts.tobytes(), ends.tobytes(), levels.tobytes(), n_levels,
+        return _array("d", _compiled.partition(starts.tobytes(), ends.tobytes(), bytes(levels), n_levels,
                                                bounds.tobytes()))
     return partition_reference(starts, ends, levels, n_levels, bounds)
 
 
-def partition_reference(starts: array, ends: array, levels: array, n_levels: int, bounds: array) -> array:
+def partition_reference(starts: array, ends: array, levels: bytes, n_levels: int, bounds: array) -> array:
     periods = max(0, len(bounds) - 1)
     out = array("d", [0.0]) * (periods * n_levels)
     if periods == 0:
         return out
     changes: dict[float, list[tuple[int, int]]] = {}  # time -> (level, +1 / -1)
     for s, e, level in zip(starts, ends, levels):
-        if e > s:
+        if e > s and level < n_levels:
             changes.setdefault(s, []).append((level, 1))
             changes.setdefault(e, []).append((level, -1))
     for bound in bounds:
