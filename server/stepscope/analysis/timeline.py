@@ -33,11 +33,14 @@ Invariants of a summary (`summarize`):
   Otherwise spans shorter than `resolution_us` are merged with their neighbours of the same track,
   depth, parent and category while the gaps between them are shorter than it too; the spans a
   merged span's members hold are folded into it. Regions, batch reads and annotations are never
-  merged (unless they alone exceed half the cap: then `notes` says so). The resolution starts where
-  a quarter of the cap is longer than it and doubles until the cap holds.
+  merged (unless they alone exceed half the cap: then `notes` says so). A merged span grows no
+  wider than MAX_MERGED_WIDTH resolutions. The resolution starts where a quarter of the cap is
+  longer than it and doubles until the cap holds (past the range's length, neighbours of different
+  categories merge too: category "mixed").
 - Reduction never invents or loses busy time: a merged span lists its member count and `busy_us`,
   the exact union of what it stands for; the union of each track's spans in the summary, less the
-  idle time merged spans declare (`dur - busy`), equals the union of the track's spans before.
+  idle time its merged spans of depth 0 declare (`dur - busy`; deeper ones lie inside their parent),
+  equals the union of the track's spans before.
 """
 
 from __future__ import annotations
@@ -62,7 +65,7 @@ from .timeline_kernels import (Columns, Entries, MainNodes, SpanColumns, example
                                longest_at, pack_meaning, reduce_spans, rounded)
 
 SCHEMA_VERSION = 1
-#: spans a summary may hold: about 7 MB of JSON, parsed by the panel in well under a second
+#: spans a summary may hold: about 6 MB of JSON
 DEFAULT_CAP = 200_000
 #: names are cut to this many characters (kernel names of several kB carry nothing more for a reader)
 MAX_NAME = 2000
@@ -86,8 +89,6 @@ _STEP = re.compile(r"^ProfilerStep#\d+$")
 _COLLECTIVE_OP = re.compile(r"^(c10d::|c10d_functional::|_c10d_functional::|gloo:|nccl:|record_param_comms$)")
 _COLLECTIVE_KERNEL = re.compile(r"^(nccl|rccl)", re.IGNORECASE)
 _COPY_CATEGORY = {"h2d": CAT["copy_h2d"], "d2h": CAT["copy_d2h"], "d2d": CAT["copy_d2d"], "other": CAT["copy_other"]}
-
-
 
 
 @dataclass
