@@ -154,7 +154,7 @@ class Panel {
     const measure = state.measure && !measureProblem(state.measure) ? state.measure : null;
     if (state.measure && !measure) problems.push(measureProblem(state.measure)!);
     this.state = { ...state, report, timeline, measure };
-    const fileIds = new FileIds(timeline?.files ?? {});
+    const fileIds = new FileIds(timeline?.files ?? {}, Array.isArray(report?.files) ? report!.files : []);
     const open = (fileId: string, line: number) => this.post({ type: "openSource", fileId, line });
     let t = performance.now();
     renderOverview(this.panels.get("overview")!, { title: state.title, stale: state.stale, report, timeline, measure, fileIds, onOpen: open });

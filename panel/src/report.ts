@@ -1,9 +1,10 @@
 // The part of the analysis report the panel reads (shared/PRODUCT.md's `--json` shape), and how a
 // report row finds its `{fileId, line}`. No DOM here.
 //
-// Report rows carry absolute `file` paths (the CLI contract). The panel opens sources by file id
-// only: a row's `file_id` when the report has one, else the timeline's file table matched against the
-// end of the row's path (workspace-relative paths there).
+// Report rows carry absolute `file` paths (the CLI contract) and `file_id`, an index into the report's
+// `files` table. The panel opens sources by the *timeline's* file ids only (`f0`, `x1`: its `files`
+// table of workspace-relative paths, which the host resolves): a report row finds its id through the
+// report's table (the same relative path), else by matching the end of its absolute path.
 
 export interface Copies {
   h2d: { count: number; bytes: number };
@@ -11,9 +12,14 @@ export interface Copies {
   d2d: { count: number; bytes: number };
 }
 
+export interface FileEntry {
+  path: string;
+  in_root: boolean;
+}
+
 export interface LineRow {
   file: string;
-  file_id?: string;
+  file_id?: number | null;
   line: number;
   precision: string;
   wall_ms: number;
@@ -29,7 +35,7 @@ export interface LineRow {
 export interface Finding {
   kind: string;
   file: string | null;
-  file_id?: string | null;
+  file_id?: number | null;
   line: number | null;
   observation: string;
   hypothesis: string;
@@ -47,6 +53,8 @@ export interface PanelReport {
   findings: Finding[];
   window?: { per?: string; steps?: number; ms?: number };
   notes?: string[];
+  /** the report's file table (`file_id` is an index into it) */
+  files?: FileEntry[];
   /** the profiler's distortion (measure issue): null until measured */
   unprofiled?: { ms_per_step: number; passes: number; iqr_ms: number } | null;
   distortion?: number | null;
@@ -68,20 +76,31 @@ export function reportProblem(value: unknown): string | null {
   return null;
 }
 
-/** Maps absolute report paths to file ids through a table of workspace-relative paths. */
+/** Maps report rows to the timeline's file ids (see above). */
 export class FileIds {
   private readonly byRel: [string, string][];
+  private readonly exact: Map<string, string>;
+  private readonly reportFiles: FileEntry[];
   private readonly cache = new Map<string, string | null>();
 
-  constructor(files: Record<string, string>) {
+  constructor(files: Record<string, string>, reportFiles: FileEntry[] = []) {
     // longest paths first: `pkg/model/net.py` wins over `net.py`
     this.byRel = Object.entries(files)
       .map(([id, rel]) => [rel, id] as [string, string])
       .sort((a, b) => b[0].length - a[0].length);
+    this.exact = new Map(this.byRel);
+    this.reportFiles = reportFiles;
   }
 
-  of(path: string | null | undefined, given?: string | null): string | null {
-    if (given) return given;
+  /** The timeline's id of a report row's file: by its `file_id` in the report's table, else by its path. */
+  of(path: string | null | undefined, fileId?: number | null): string | null {
+    if (typeof fileId === "number") {
+      const entry = this.reportFiles[fileId];
+      if (entry && entry.in_root) {
+        const id = this.exact.get(entry.path);
+        if (id) return id;
+      }
+    }
     if (!path) return null;
     const cached = this.cache.get(path);
     if (cached !== undefined) return cached;

@@ -112,8 +112,11 @@ test("report paths find their file ids through the timeline's table", () => {
   assert.equal(ids.of("/home/u/ws/train.py"), "f0");
   assert.equal(ids.of("C:\\ws\\pkg\\train.py"), "f1");
   assert.equal(ids.of("/home/u/ws/mytrain.py"), null);
-  assert.equal(ids.of("/x.py", "f7"), "f7");
   assert.equal(ids.of(null), null);
+  // the report's own table: file_id 1 is pkg/train.py relative to the run's root, whatever the absolute path
+  const both = new FileIds({ f0: "train.py", f1: "pkg/train.py" }, [{ path: "train.py", in_root: true }, { path: "pkg/train.py", in_root: true }, { path: "/elsewhere/x.py", in_root: false }]);
+  assert.equal(both.of("/moved/somewhere/else.py", 1), "f1");
+  assert.equal(both.of("/elsewhere/x.py", 2), null);
 });
 
 test("numbers read as a person writes them", () => {

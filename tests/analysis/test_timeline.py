@@ -393,3 +393,37 @@ def test_a_profile_run_writes_its_timeline(workspace: Path) -> None:
         assert step["parts"]["gpu_busy"] is None  # a CPU run: not observed, not 0
         assert sum(v for v in step["parts"].values() if v is not None) == pytest.approx(step["ms"], abs=1e-3)
     assert doc["operators"]["rows"] and doc["kernels"]["rows"] == []
+
+
+def test_analyze_writes_the_timeline_into_a_run_folder_only_when_asked(tmp_path: Path) -> None:
+    from ..conftest import run_stepscope
+
+    run = run_folder(tmp_path, one_step())
+    plain = run_stepscope("analyze", str(run), "--json", cwd=tmp_path)
+    assert plain.returncode == 0 and not (run / "timeline.json").exists()  # analyze writes nothing by itself
+    asked = run_stepscope("analyze", str(run), "--json", "--timeline", cwd=tmp_path)
+    assert asked.returncode == 0, asked.stderr
+    assert json.loads(asked.stdout)["ms_per_step"] == 1.0  # stdout still holds the report alone
+    jsonschema.validate(json.loads((run / "timeline.json").read_text()), SCHEMA_DOC)
+    before = (run / "timeline.json").read_bytes()
+    again = run_stepscope("analyze", str(run), "--json", "--timeline", cwd=tmp_path)
+    assert again.returncode == 0 and "no timeline for trace.json" in again.stderr  # never over an earlier one
+    assert (run / "timeline.json").read_bytes() == before
+    lone = run_stepscope("analyze", str(run / "trace.json"), "--timeline", cwd=tmp_path)
+    assert lone.returncode == 0  # a trace inside a run folder: the run folder is found
+    other = tmp_path / "loose"
+    other.mkdir()
+    one_step().write(other / "trace.json")
+    refused = run_stepscope("analyze", str(other / "trace.json"), "--timeline", cwd=tmp_path)
+    assert refused.returncode == 2 and "--timeline writes into a run folder" in refused.stderr
+    assert not (other / "timeline.json").exists()
+
+
+def test_the_language_servers_analysis_child_writes_the_timeline(tmp_path: Path) -> None:
+    from stepscope.lsp import analysis_child
+
+    run = run_folder(tmp_path, one_step())
+    report = analysis_child.analyse(run)
+    assert report["ms_per_step"] == 1.0
+    doc = json.loads((run / "timeline.json").read_text())
+    assert doc["breakdown"]["steps"][0]["ms"] == 1.0
