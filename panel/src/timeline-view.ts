@@ -42,6 +42,27 @@ export const CATEGORY_LABELS: Record<string, string> = {
   mixed: "merged, mixed",
 };
 
+/** One span's kind, in the tooltip. */
+const CATEGORY_ONE: Record<string, string> = {
+  region: "line region",
+  batch_read: "batch read",
+  annotation: "annotation",
+  operator: "operator",
+  python: "Python frame",
+  runtime: "runtime call",
+  sync: "synchronisation",
+  collective: "collective",
+  kernel: "kernel",
+  copy_h2d: "copy host→device",
+  copy_d2h: "copy device→host",
+  copy_d2d: "copy device→device",
+  copy_other: "copy",
+  memset: "memset",
+  gpu_annotation: "GPU annotation",
+  device_other: "device event",
+  mixed: "merged, mixed",
+};
+
 const RULER = 26;
 const ROW = 16;
 const TRACK_GAP = 10;
@@ -687,9 +708,9 @@ export function describe(model: TimelineModel, i: number): string[] {
   const count = model.mergedCount.get(i);
   const cat = CATEGORY_LABELS[model.categoryName(i)] ?? model.categoryName(i);
   if (count) {
-    out.push(`${count} ${cat} merged (each shorter than ${fmtUs(doc.resolution_us)}), busy ${fmtUs(model.mergedBusy.get(i) ?? dur)} of ${fmtUs(dur)}`);
+    out.push(`${count} spans (${cat}) merged (each shorter than ${fmtUs(doc.resolution_us)}), busy ${fmtUs(model.mergedBusy.get(i) ?? dur)} of ${fmtUs(dur)}`);
   } else {
-    out.push(`${cat} · ${fmtUs(dur)} · at ${fmtUs(model.start[i])}`);
+    out.push(`${CATEGORY_ONE[model.categoryName(i)] ?? model.categoryName(i)} · ${fmtUs(dur)} · at ${fmtUs(model.start[i])}`);
   }
   const src = model.source(i);
   out.push(src ? `${shorten(src.path, 200)}:${src.line}` : "no source line");

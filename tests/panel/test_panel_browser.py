@@ -273,7 +273,7 @@ def test_hovering_and_clicking_a_span_show_and_open_its_line(seen: dict) -> None
     fid, number = doc["lines"]["file"][line], doc["lines"]["line"][line]
     assert r["spanPoint"] is not None
     assert doc["names"][doc["spans"]["name"][i]] in r["tooltip"] and f"{doc['files'][fid]}:{number}" in r["tooltip"]
-    assert "kernels" in r["tooltip"]
+    assert "kernel ·" in r["tooltip"]
     assert r["spanPosted"] == {"type": "openSource", "fileId": fid, "line": number}
     # from the keyboard: a row, a span, Enter opens its line (or says it has none)
     assert r["announced"]
