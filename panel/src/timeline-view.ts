@@ -518,6 +518,11 @@ export class TimelineView {
   private bind(): void {
     const c = this.canvas;
     new ResizeObserver(() => this.resize()).observe(this.root);
+    // VS Code changes the body's class when the user switches theme: repaint in the new colours
+    new MutationObserver(() => {
+      this.readTheme();
+      this.schedule();
+    }).observe(document.body, { attributes: true, attributeFilter: ["class"] });
     c.addEventListener("wheel", (e) => {
       if (!this.model) return;
       const rect = c.getBoundingClientRect();
