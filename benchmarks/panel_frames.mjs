@@ -19,9 +19,14 @@ const files = {
   "/harness.js": [config.harness, "text/javascript"],
 };
 let page_html = "";
+let state_js = "";
 const server = createServer((req, res) => {
   const url = new URL(req.url, "http://localhost");
-  if (url.pathname === "/panel.html") {
+  if (url.pathname === "/state.js") {
+    // the state as the host posts it on the panel's `ready`, carried as a script of the page
+    res.writeHead(200, { "content-type": "text/javascript" });
+    res.end(state_js);
+  } else if (url.pathname === "/panel.html") {
     res.writeHead(200, { "content-type": "text/html" });
     res.end(page_html);
   } else if (files[url.pathname]) {
@@ -41,7 +46,7 @@ const browser = await chromium.launch({
     "--disable-component-update", "--disable-sync"],
 });
 
-const out = { interactive: [], host: [], draw: [], raf: [], inView: [] };
+const out = { interactive: [], host: [], transfer: [], panel: [], phases: [], draw: [], raf: [], inView: [] };
 try {
   for (let run = 0; run < config.runs; run++) {
     const context = await browser.newContext({ viewport: { width: 1600, height: 1000 }, deviceScaleFactor: 1 });
@@ -49,19 +54,26 @@ try {
     await page.addInitScript(() => {
       window.__harnessInitialState = { tab: "timeline" }; // the panel reopens on the timeline, as a user left it
     });
-    // the analysis has finished: its files are on disk. The host reads and parses them, and posts
-    // them (VS Code carries a webview message as JSON text: here too, then the page parses it)
+    // the analysis has finished: its files are on disk. The host reads and parses them, serialises
+    // its message (VS Code carries a webview message as JSON text), and answers the panel's `ready`
     const t0 = performance.now();
     const report = JSON.parse(readFileSync(config.report, "utf8"));
     const timeline = JSON.parse(readFileSync(config.timeline, "utf8"));
-    const message = JSON.stringify({ type: "state", state: { runId: "bench", title: "benchmark", report, timeline, measure: null, stale: false } });
+    state_js = `window.__pendingState = ${JSON.stringify({ runId: "bench", title: "benchmark", report, timeline, measure: null, stale: false })};`;
     out.host.push(performance.now() - t0);
-    page_html = panelHtml({ cspSource: origin, nonce: makeNonce(), scripts: [`${origin}/harness.js`, `${origin}/panel.js`], style: `${origin}/panel.css` });
+    page_html = panelHtml({ cspSource: origin, nonce: makeNonce(), scripts: [`${origin}/state.js`, `${origin}/harness.js`, `${origin}/panel.js`], style: `${origin}/panel.css` });
     await page.goto(`${origin}/panel.html`);
-    await page.waitForFunction(() => window.stepscopePanel);
-    await page.evaluate((text) => window.postMessage(JSON.parse(text), "*"), message);
-    await page.waitForFunction(() => document.querySelector("#app").dataset.state === "ready" && window.stepscopePanel.timeline.frameTimes.length > 0 && window.stepscopePanel.timeline.lastVisited > 0);
+    await page.waitForFunction(() => document.querySelector("#app").dataset.state === "ready" && window.stepscopePanel.timeline.frameTimes.length > 0 && window.stepscopePanel.timeline.lastVisited > 0, null, { polling: 10 });
     out.interactive.push(performance.now() - t0);
+    // in the page: from its start to the message's arrival, and from there to the first frame drawn
+    const inPage = await page.evaluate(() => {
+      const frame = performance.getEntriesByType("measure").find((m) => m.name === "stepscope frame");
+      const check = performance.getEntriesByType("measure").find((m) => m.name === "stepscope check");
+      return { page: check.startTime, panel: frame.startTime + frame.duration - check.startTime };
+    });
+    out.transfer.push(inPage.page);
+    out.panel.push(inPage.panel);
+    out.phases.push(await page.evaluate(() => Object.fromEntries(performance.getEntriesByType("measure").map((m) => [m.name.replace("stepscope ", ""), Math.round(m.duration)]))));
     if (run === config.runs - 1) {
       // scripted pan and zoom, each frame drawn as the panel draws it
       const frames = await page.evaluate(() => {

@@ -118,9 +118,10 @@ def main() -> int:
     print(f"trace: {trace} ({trace.stat().st_size / 1e6:.1f} MB on disk)")
 
     times = analysis_times(trace, args.repeat)
-    base, both = statistics.median(times["report only"]), statistics.median(times["report + timeline"])
-    print(f"analysis, {args.repeat} interleaved runs each (medians): report only {base:.3f} s, report + timeline "
-          f"{both:.3f} s: the timeline adds {both - base:+.3f} s ({(both / base - 1) * 100:+.0f}%)")
+    for label, pick in (("medians", statistics.median), ("fastest", min)):
+        base, both = pick(times["report only"]), pick(times["report + timeline"])
+        print(f"analysis, {args.repeat} interleaved runs each ({label}): report only {base:.3f} s, report + timeline "
+              f"{both:.3f} s: the timeline adds {both - base:+.3f} s ({(both / base - 1) * 100:+.0f}%)")
     print(f"  report only: {', '.join(f'{t:.3f}' for t in times['report only'])}")
     print(f"  report + timeline: {', '.join(f'{t:.3f}' for t in times['report + timeline'])}")
 
@@ -142,9 +143,13 @@ def main() -> int:
     started = time.perf_counter()
     subprocess.run([str(node), str(REPO / "benchmarks" / "panel_frames.mjs"), str(work / "config.json")], check=True)
     seen = json.loads((work / "frames.json").read_text())
-    print(f"time to interactive after the analysis (read + parse on the host side, page, state, first frame), "
-          f"{len(seen['interactive'])} runs: " + ", ".join(f"{t:.0f} ms" for t in seen["interactive"])
-          + f" (host side {', '.join(f'{t:.0f}' for t in seen['host'])} ms) — target < 2000 ms")
+    print(f"time to interactive after the analysis (the host reads and parses both files, a fresh page, the state "
+          f"posted, the panel shows the timeline's first frame), {len(seen['interactive'])} runs: "
+          + ", ".join(f"{t:.0f} ms" for t in seen["interactive"]) + " — target < 2000 ms")
+    for k, (host, page, panel) in enumerate(zip(seen["host"], seen["transfer"], seen["panel"])):
+        phases = ", ".join(f"{name} {ms}" for name, ms in seen["phases"][k].items())
+        print(f"  run {k + 1}: the host reads, parses, serialises {host:.0f} ms; the page loads (with the state) "
+              f"{page:.0f} ms; the panel, from the state's arrival to its first frame, {panel:.0f} ms ({phases} ms)")
     print(f"spans in view while scripted: min {min(seen['inView'])}, max {max(seen['inView'])}")
     print(f"frame drawing: {summary(seen['draw'])} — target < 50 ms")
     print(f"animation frames while panning and zooming (rAF intervals): {summary(seen['raf'])}")

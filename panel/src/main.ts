@@ -45,6 +45,7 @@ class Panel {
   private readonly timeline: TimelineView;
   private state: PanelState | null = null;
   private current: Tab = "overview";
+  private readonly pending = new Map<Tab, () => HTMLElement | null>();
   readonly posted: WebviewMessage[] = [];
 
   constructor(app: HTMLElement, api: VsCodeApi) {
@@ -97,6 +98,11 @@ class Panel {
 
   private show(tab: Tab): void {
     this.current = tab;
+    const build = this.pending.get(tab);
+    if (build) {
+      this.pending.delete(tab);
+      this.fill(tab, build());
+    }
     for (const t of TABS) {
       const selected = t === tab;
       this.tabs.get(t)!.setAttribute("aria-selected", selected ? "true" : "false");
@@ -170,10 +176,13 @@ class Panel {
     } else {
       this.panels.get("timeline")!.querySelector(".empty")?.remove();
     }
-    this.fill("lines", report ? linesTable(report, timeline, fileIds, open) : null);
-    this.fill("operators", timeline?.operators ? operatorsTable(timeline, open) : null);
-    this.fill("kernels", timeline?.kernels ? kernelsTable(timeline, open) : null);
-    this.fill("steps", stepsTable(report, timeline, open, (a, b) => this.showStep(a, b)));
+    // each table is built when its tab is first shown (a window of thousands of steps makes big ones)
+    this.pending.clear();
+    this.pending.set("lines", () => (report ? linesTable(report, timeline, fileIds, open) : null));
+    this.pending.set("operators", () => (timeline?.operators ? operatorsTable(timeline, open) : null));
+    this.pending.set("kernels", () => (timeline?.kernels ? kernelsTable(timeline, open) : null));
+    this.pending.set("steps", () => stepsTable(report, timeline, open, (a, b) => this.showStep(a, b)));
+    for (const tab of this.pending.keys()) clear(this.panels.get(tab)!);
     phase("tables", t);
     if (problems.length) this.error(problems.join("; "));
     this.show(this.current);

@@ -333,6 +333,7 @@ export class TimelineView {
     this.drawGutter(model);
     this.drawRuler(model);
     const took = performance.now() - started;
+    if (!this.frameTimes.length) performance.measure("stepscope frame", { start: started, end: started + took });
     this.lastVisited = visited;
     this.frameTimes.push(took);
     if (this.frameTimes.length > 500) this.frameTimes.shift();

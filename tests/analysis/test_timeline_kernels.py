@@ -79,16 +79,20 @@ def test_innermost_lines_match_the_reference(nodes, times) -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.integers(-2, 3), st.integers(-1, 2), TIMES, TIMES, st.booleans()), max_size=40),
-       st.booleans(), st.booleans())
-def test_grouped_matches_the_reference(rows, with_key2, with_select) -> None:
+       st.booleans(), st.booleans(), st.booleans())
+def test_grouped_matches_the_reference(rows, with_key2, with_select, unions) -> None:
     key1 = array("i", [r[0] for r in rows])
     key2 = array("i", [r[1] for r in rows]) if with_key2 else None
     starts = array("d", [r[2] for r in rows])
     ends = array("d", [r[2] + r[3] for r in rows])
     select = bytes(int(r[4]) for r in rows) if with_select else None
-    got = k.grouped(key1, key2, 4, starts, ends, select)
-    want = k.grouped_reference(key1, key2, 4, starts, ends, select)
+    got = k.grouped(key1, key2, 4, starts, ends, select, unions)
+    want = k.grouped_reference(key1, key2, 4, starts, ends, select, unions)
     assert [bits(x) for x in got] == [bits(x) for x in want]
+    if not unions:  # the same counts and sums (to rounding) as the sorted path
+        full = k.grouped_reference(key1, key2, 4, starts, ends, select, True)
+        assert list(got[0]) == list(full[0]) and list(got[1]) == list(full[1])
+        assert list(got[2]) == pytest.approx(list(full[2]))
 
 
 def test_grouped_by_hand() -> None:
@@ -110,6 +114,19 @@ def test_partition_matches_the_reference(rows, bounds) -> None:
     levels = bytes(lv if lv < 3 else 255 for _, _, lv in rows)  # 255: not counted
     b = array("d", sorted(float(x) for x in bounds))
     assert bits(k.partition(starts, ends, levels, 4, b)) == bits(k.partition_reference(starts, ends, levels, 4, b))
+    # the parents of a layout: skipping what they cover changes no figure
+    order = sorted(range(len(rows)), key=lambda i: (starts[i], -(ends[i] - starts[i]), i))
+    starts, ends = array("d", [starts[i] for i in order]), array("d", [ends[i] for i in order])
+    levels = bytes(levels[i] for i in order)
+    parent, stack = array("i"), []
+    for i in range(len(order)):
+        while stack and ends[stack[-1]] <= starts[i]:
+            stack.pop()
+        parent.append(stack[-1] if stack else -1)
+        stack.append(i)
+    skipped = k.partition(starts, ends, levels, 4, b, parent)
+    assert bits(skipped) == bits(k.partition_reference(starts, ends, levels, 4, b, parent))
+    assert list(skipped) == pytest.approx(list(k.partition_reference(starts, ends, levels, 4, b)), abs=1e-9)
 
 
 def test_partition_by_hand() -> None:

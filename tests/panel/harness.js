@@ -10,7 +10,15 @@
   });
   window.acquireVsCodeApi = function () {
     return {
-      postMessage: (message) => posted.push(JSON.parse(JSON.stringify(message))),
+      postMessage: (message) => {
+        posted.push(JSON.parse(JSON.stringify(message)));
+        // the host's side of the handshake, when a state was loaded beside the page (the benchmark's)
+        if (message.type === "ready" && window.__pendingState !== undefined) {
+          const state = window.__pendingState;
+          window.__pendingState = undefined;
+          setTimeout(() => window.postMessage({ type: "state", state }, "*"), 0);
+        }
+      },
       getState: () => (state === undefined ? window.__harnessInitialState : state),
       setState: (s) => {
         state = s;

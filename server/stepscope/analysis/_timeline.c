@@ -413,10 +413,84 @@ static int keyed_order(const void *pa, const void *pb) {
     return (a->i > b->i) - (a->i < b->i);
 }
 
+/* grouped without unions: sums in the order given, through an open-addressing table of keys */
+static PyObject *grouped_sums(const char *key1, const char *key2, Py_ssize_t n2, const char *starts, const char *ends,
+                              const char *select, Py_ssize_t n) {
+    Py_ssize_t cap = 16;
+    while (cap < 2 * n + 16)
+        cap *= 2;
+    int64_t *keys = malloc((size_t)cap * 8), *counts = calloc((size_t)cap, 8);
+    double *sums = calloc((size_t)cap, 8);
+    char *used = calloc((size_t)cap, 1);
+    Keyed *order = NULL;
+    PyObject *result = NULL;
+    if (!keys || !counts || !sums || !used) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t distinct = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t k1 = get_i(key1, i);
+        if (k1 < 0 || (select && !select[i]))
+            continue;
+        int64_t key = key2 ? k1 * (int64_t)n2 + (int64_t)get_i(key2, i) + 1 : k1;
+        size_t h = ((uint64_t)key * 0x9E3779B97F4A7C15ull) >> 17;
+        size_t slot = h & (size_t)(cap - 1);
+        while (used[slot] && keys[slot] != key)
+            slot = (slot + 1) & (size_t)(cap - 1);
+        if (!used[slot]) {
+            used[slot] = 1;
+            keys[slot] = key;
+            distinct++;
+        }
+        counts[slot] += 1;
+        sums[slot] += get_d(ends, i) - get_d(starts, i);
+    }
+    order = malloc((size_t)(distinct + 1) * sizeof(Keyed));
+    if (!order) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t m = 0;
+    for (Py_ssize_t slot = 0; slot < cap; slot++)
+        if (used[slot])
+            order[m++] = (Keyed){keys[slot], 0.0, slot};
+    qsort(order, (size_t)m, sizeof(Keyed), keyed_order);
+    {
+        char *o_keys, *o_counts, *o_sums, *o_unions;
+        PyObject *parts[4] = {new_bytes(m * 8, &o_keys), new_bytes(m * 8, &o_counts), new_bytes(m * 8, &o_sums),
+                              new_bytes(m * 8, &o_unions)};
+        if (parts[0] && parts[1] && parts[2] && parts[3]) {
+            memset(o_unions, 0, (size_t)m * 8);
+            for (Py_ssize_t k = 0; k < m; k++) {
+                Py_ssize_t slot = order[k].i;
+                memcpy(o_keys + k * 8, &keys[slot], 8);
+                memcpy(o_counts + k * 8, &counts[slot], 8);
+                memcpy(o_sums + k * 8, &sums[slot], 8);
+            }
+            result = PyTuple_New(4);
+        }
+        for (int k = 0; k < 4; k++) {
+            if (result)
+                PyTuple_SetItem(result, k, parts[k]);
+            else
+                Py_XDECREF(parts[k]);
+        }
+    }
+done:
+    free(keys);
+    free(counts);
+    free(sums);
+    free(used);
+    free(order);
+    return result;
+}
+
 static PyObject *grouped(PyObject *module, PyObject *args) {
     PyObject *key1_o, *key2_o, *start_o, *end_o, *select_o;
     Py_ssize_t n2;
-    if (!PyArg_ParseTuple(args, "OOnOOO", &key1_o, &key2_o, &n2, &start_o, &end_o, &select_o))
+    int unions = 1;
+    if (!PyArg_ParseTuple(args, "OOnOOO|i", &key1_o, &key2_o, &n2, &start_o, &end_o, &select_o, &unions))
         return NULL;
     char *key1, *key2 = NULL, *starts, *ends, *select = NULL;
     Py_ssize_t n, n_key2 = 0, n_start, n_end, n_select = 0;
@@ -429,6 +503,8 @@ static PyObject *grouped(PyObject *module, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "the columns differ in length");
         return NULL;
     }
+    if (!unions)
+        return grouped_sums(key1, key2, n2, starts, ends, select, n);
     Keyed *order = malloc((size_t)(n + 1) * sizeof(Keyed));
     int64_t *o_keys = malloc((size_t)(n + 1) * 8), *o_counts = malloc((size_t)(n + 1) * 8);
     double *o_sums = malloc((size_t)(n + 1) * 8), *o_unions = malloc((size_t)(n + 1) * 8);
@@ -493,16 +569,17 @@ static int change_order(const void *pa, const void *pb) {
 }
 
 static PyObject *partition(PyObject *module, PyObject *args) {
-    PyObject *start_o, *end_o, *level_o, *bounds_o;
+    PyObject *start_o, *end_o, *level_o, *bounds_o, *parent_o = Py_None;
     int n_levels;
-    if (!PyArg_ParseTuple(args, "OOOiO", &start_o, &end_o, &level_o, &n_levels, &bounds_o))
+    if (!PyArg_ParseTuple(args, "OOOiO|O", &start_o, &end_o, &level_o, &n_levels, &bounds_o, &parent_o))
         return NULL;
-    char *starts, *ends, *levels, *bounds, *out_data;
-    Py_ssize_t n, n_end, n_level, n_bounds;
+    char *starts, *ends, *levels, *bounds, *parents = NULL, *out_data;
+    Py_ssize_t n, n_end, n_level, n_bounds, n_parent = 0;
     if (column(start_o, 0, 8, "starts", &starts, &n) || column(end_o, 0, 8, "ends", &ends, &n_end) ||
-        column(level_o, 0, 1, "levels", &levels, &n_level) || column(bounds_o, 0, 8, "bounds", &bounds, &n_bounds))
+        column(level_o, 0, 1, "levels", &levels, &n_level) || column(bounds_o, 0, 8, "bounds", &bounds, &n_bounds) ||
+        (parent_o != Py_None && column(parent_o, 0, 4, "parent", &parents, &n_parent)))
         return NULL;
-    if (n_end != n || n_level != n || n_levels < 1 || n_levels > 64) {
+    if (n_end != n || n_level != n || (parents && n_parent != n) || n_levels < 1 || n_levels > 64) {
         PyErr_SetString(PyExc_ValueError, "the columns differ in length, or the levels are not 1..64");
         return NULL;
     }
@@ -522,6 +599,18 @@ static PyObject *partition(PyObject *module, PyObject *args) {
     for (Py_ssize_t i = 0; i < n; i++) {
         double s = get_d(starts, i), e = get_d(ends, i);
         int level = (int)(unsigned char)levels[i];
+        if (parents) { /* covered whole by its parent at a level no higher: it changes nothing */
+            int32_t p = get_i(parents, i);
+            if (p >= n) {
+                free(changes);
+                Py_DECREF(out);
+                PyErr_SetString(PyExc_IndexError, "a parent outside the intervals");
+                return NULL;
+            }
+            if (p >= 0 && (unsigned char)levels[p] <= (unsigned char)levels[i] && get_d(starts, p) <= s &&
+                e <= get_d(ends, p))
+                continue;
+        }
         if (e > s && level < n_levels) { /* higher levels are not counted */
             changes[c++] = (Change){s, level, 1};
             changes[c++] = (Change){e, level, -1};

@@ -50,7 +50,8 @@ def step_breakdown(spans: SpanTable) -> list[dict]:
     categories = spans.category.tobytes()
     levels = categories[:first_gpu].translate(_CPU_TABLE) + categories[first_gpu:].translate(_GPU_TABLE)
     bounds = array("d", [steps[0].cpu_start] + [s.completion for s in steps])
-    times = partition(spans.start, spans.end, levels, len(PARTS) - 1, bounds)  # level 255: not counted
+    # level 255: not counted; a span its parent holds at a level no higher changes nothing: skipped
+    times = partition(spans.start, spans.end, levels, len(PARTS) - 1, bounds, spans.parent)
     out = []
     n_levels = len(PARTS) - 1
     for k, step in enumerate(steps):

@@ -51,7 +51,7 @@ def _by_name_and_line(spans: SpanTable, starts: array, ends: array, select: byte
     """For each name among the selected spans: how many, the sum of their (end - start), and the line
     (index, -1 for none) with the most of it."""
     n_lines = len(spans.lines) + 1
-    keys, counts, sums, _ = grouped(spans.name, spans.line, n_lines, starts, ends, select)
+    keys, counts, sums, _ = grouped(spans.name, spans.line, n_lines, starts, ends, select, unions=False)
     out: dict[int, list] = {}
     for key, count, us in zip(keys, counts, sums):
         nid, line = divmod(key, n_lines)
@@ -73,7 +73,8 @@ def operator_table(spans: SpanTable) -> tuple[list[dict], int]:
         return [], 0
     zeros = array("d", bytes(8 * len(spans)))
     figures = _by_name_and_line(spans, zeros, spans.own, ops)
-    t_keys, _, total_us, _ = grouped(spans.name, None, 0, spans.start, spans.end, spans.outer.tobytes().translate(_OUTERMOST))
+    t_keys, _, total_us, _ = grouped(spans.name, None, 0, spans.start, spans.end,
+                                     spans.outer.tobytes().translate(_OUTERMOST), unions=False)
     totals = dict(zip(t_keys, total_us))
     gpu: dict[int, float] = {}
     if spans.gpu_observed:  # GPU spans by the operator that launched them (-1 elsewhere: left out)

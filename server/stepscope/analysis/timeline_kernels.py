@@ -242,28 +242,38 @@ def innermost_lines_reference(node_start: array, node_end: array, node_line: arr
 
 
 def grouped(key1: array, key2: array | None, n2: int, starts: array, ends: array,
-            select: bytes | None = None) -> tuple[array, array, array, array]:
+            select: bytes | None = None, unions: bool = True) -> tuple[array, array, array, array]:
     """Figures of intervals by key, ascending: how many, the sum of their lengths, the length of their
     union. The key of interval i is `key1[i]`, or `key1[i] * n2 + key2[i] + 1` with `key2` ("i" columns,
     aligned with "d" `starts` and `ends`); intervals with a negative `key1`, or a zero byte in `select`,
-    are left out."""
+    are left out. Sums add in the order of the intervals given with `unions` false (the unions are
+    then all 0: no sort is needed, a table of keys is), in their order by (key, start) otherwise."""
     if _compiled is not None:
         parts = _compiled.grouped(key1.tobytes(), key2.tobytes() if key2 is not None else None, n2, starts.tobytes(),
-                                  ends.tobytes(), select)
+                                  ends.tobytes(), select, int(unions))
         return tuple(_array(code, data) for code, data in zip("qqdd", parts))  # type: ignore[return-value]
-    return grouped_reference(key1, key2, n2, starts, ends, select)
+    return grouped_reference(key1, key2, n2, starts, ends, select, unions)
 
 
 def grouped_reference(key1: array, key2: array | None, n2: int, starts: array, ends: array,
-                      select: bytes | None = None) -> tuple[array, array, array, array]:
+                      select: bytes | None = None, unions: bool = True) -> tuple[array, array, array, array]:
     rows = []
     for i in range(len(key1)):
         if key1[i] < 0 or (select is not None and not select[i]):
             continue
         key = key1[i] * n2 + key2[i] + 1 if key2 is not None else key1[i]
         rows.append((key, starts[i], i))
+    if not unions:
+        figures: dict[int, list] = {}
+        for key, _, i in rows:
+            entry = figures.setdefault(key, [0, 0.0])
+            entry[0] += 1
+            entry[1] += ends[i] - starts[i]
+        keys = sorted(figures)
+        return (array("q", keys), array("q", [figures[k][0] for k in keys]), array("d", [figures[k][1] for k in keys]),
+                array("d", [0.0]) * len(keys))
     rows.sort()
-    out_keys, counts, sums, unions = array("q"), array("q"), array("d"), array("d")
+    out_keys, counts, sums, unions_out = array("q"), array("q"), array("d"), array("d")
     covered = 0.0
     for key, _, i in rows:
         s, e = starts[i], ends[i]
@@ -271,37 +281,50 @@ def grouped_reference(key1: array, key2: array | None, n2: int, starts: array, e
             out_keys.append(key)
             counts.append(0)
             sums.append(0.0)
-            unions.append(0.0)
+            unions_out.append(0.0)
             covered = -float("inf")
         counts[-1] += 1
         sums[-1] += e - s
         if s >= covered:
-            unions[-1] += e - s
+            unions_out[-1] += e - s
             covered = e
         elif e > covered:
-            unions[-1] += e - covered
+            unions_out[-1] += e - covered
             covered = e
-    return out_keys, counts, sums, unions
+    return out_keys, counts, sums, unions_out
 
 
-def partition(starts: array, ends: array, levels: bytes, n_levels: int, bounds: array) -> array:
+def partition(starts: array, ends: array, levels: bytes, n_levels: int, bounds: array,
+              parent: array | None = None) -> array:
     """The time of each of `len(bounds) - 1` consecutive periods (bounds ascending) at each level:
     a moment counts at the lowest level of the intervals covering it (levels 0..n_levels-1; intervals
     of a higher level are not counted), and moments no interval covers count nowhere. `levels` holds
-    one byte per interval. Returns `periods * n_levels` figures, period-major."""
+    one byte per interval. Returns `periods * n_levels` figures, period-major.
+
+    With `parent` (a layout's: the interval holding each one at its start, -1 for none), an interval
+    its parent covers whole at a level no higher is skipped: it changes no moment's level, and most
+    spans of a trace are such children."""
     if _compiled is not None:
         return _array("d", _compiled.partition(starts.tobytes(), ends.tobytes(), bytes(levels), n_levels,
-                                               bounds.tobytes()))
-    return partition_reference(starts, ends, levels, n_levels, bounds)
+                                               bounds.tobytes(), parent.tobytes() if parent is not None else None))
+    return partition_reference(starts, ends, levels, n_levels, bounds, parent)
 
 
-def partition_reference(starts: array, ends: array, levels: bytes, n_levels: int, bounds: array) -> array:
+def _covered_by_parent(i: int, starts: array, ends: array, levels: bytes, parent: array) -> bool:
+    p = parent[i]
+    return p >= 0 and levels[p] <= levels[i] and starts[p] <= starts[i] and ends[i] <= ends[p]
+
+
+def partition_reference(starts: array, ends: array, levels: bytes, n_levels: int, bounds: array,
+                        parent: array | None = None) -> array:
     periods = max(0, len(bounds) - 1)
     out = array("d", [0.0]) * (periods * n_levels)
     if periods == 0:
         return out
     changes: dict[float, list[tuple[int, int]]] = {}  # time -> (level, +1 / -1)
-    for s, e, level in zip(starts, ends, levels):
+    for i, (s, e, level) in enumerate(zip(starts, ends, levels)):
+        if parent is not None and _covered_by_parent(i, starts, ends, levels, parent):
+            continue
         if e > s and level < n_levels:
             changes.setdefault(s, []).append((level, 1))
             changes.setdefault(e, []).append((level, -1))
