@@ -120,7 +120,10 @@ def analyze(paths: list[Path], *, source_root: Path | None = None, run_dir: Path
     root = Path(source_root).resolve() if source_root is not None else None
 
     shown_root = root or (file_table.root if file_table else None)
-    thresholds, config_notes = load_thresholds(shown_root)
+    # the pyproject.toml of the run's step file, within the workspace: the one its static checks use
+    step_file = ((scenario or {}).get("step") or {}).get("file")
+    config_start = Path(step_file) if isinstance(step_file, str) and Path(step_file).is_absolute() else shown_root
+    thresholds, config_notes = load_thresholds(config_start if shown_root else None, within=shown_root)
     reports: list[dict] = []
     skipped: list[str] = []
     errors: list[NotATraceError] = []
