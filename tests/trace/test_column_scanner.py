@@ -24,10 +24,11 @@ from stepscope.trace import Trace, read_trace, reader
 from stepscope.trace.model import ROW_COLUMNS
 from stepscope.trace.events import InvalidJSON, decode_events
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "traces" / "public"
-DATA = Path(__file__).resolve().parents[1] / "data" / "traces"
-TRACES = sorted(p for root in (CORPUS, DATA) if root.is_dir() for p in root.rglob("*.json*")
-                if p.name not in ("files.json", "scenario.json", "benchmark_simple_add_et.json.gz"))
+from tests import corpus
+
+DATA = corpus.DATA
+# the traces shipped with the tests, then the public ones: the same list wherever the checkout lies
+TRACES = sorted(p for p in DATA.rglob("*.json*") if p.name not in corpus.NOT_TRACES) + corpus.public_files()
 
 
 def test_the_scanner_is_built() -> None:
@@ -105,7 +106,7 @@ def slices(body: bytes, n: int) -> list[bytes]:
 
 
 @pytest.mark.skipif(reader.ColumnScanner is None, reason="covered by test_the_scanner_is_built")
-@pytest.mark.parametrize("path", TRACES, ids=lambda p: p.name if DATA in p.parents else str(p.relative_to(CORPUS)))
+@pytest.mark.parametrize("path", corpus.params(TRACES, lambda p: p.name if DATA in p.parents else str(p.relative_to(corpus.PUBLIC))))
 def test_every_trace_reads_the_same_as_the_reference(path: Path) -> None:
     data = path.read_bytes()
     if data[:2] == b"\x1f\x8b":
