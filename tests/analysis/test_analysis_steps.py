@@ -147,3 +147,32 @@ def test_a_run_folder_reads_only_its_trace(tmp_path: Path) -> None:
     report = analyze([run])
     assert report["traces"] == [str(run / "trace.json")]
     assert not any("left out" in n for n in report["notes"])
+
+
+def test_a_step_never_completes_before_the_step_before_it(tmp_path: Path) -> None:
+    # step 1's kernel runs long on stream 7; step 2's, on stream 8, ends long before it
+    s = Synth()
+    s.step(1, 0, 100)
+    s.launch(10, 150, 4850, stream=7)  # 150 .. 5000
+    s.step(2, 100, 100)
+    s.launch(110, 200, 100, stream=8)  # 200 .. 300
+    s.step(3, 200, 100)
+    s.launch(210, 5000, 100, stream=7)  # 5000 .. 5100
+    report = analyze([s.write(tmp_path / "t.json")])
+    # completions 5000, 5000 (not 300: a step completes after the one before it), 5100
+    assert [x["ms"] for x in report["steps"]] == [5.0, 0.0, 0.1]
+    assert report["ms_per_step"] == 0.1
+    assert sum(x["ms"] for x in report["steps"]) == pytest.approx(5.1)  # the steps tile the window
+
+
+def test_gpu_work_launched_between_two_steps_belongs_to_neither(tmp_path: Path) -> None:
+    s = Synth()
+    s.step(1, 0, 1000)
+    s.launch(100, 200, 500)  # 200 .. 700
+    s.launch(1500, 1600, 7400, stream=9)  # launched after step 1's span, before step 2's: 1600 .. 9000
+    s.step(2, 2000, 1000)
+    s.launch(2100, 2200, 500)  # 2200 .. 2700
+    report = analyze([s.write(tmp_path / "t.json")])
+    # step 1 completes with its span (1000), step 2 with its own (3000), from step 1's completion
+    assert [x["ms"] for x in report["steps"]] == [1.0, 2.0]
+    assert report["ms_per_step"] == 1.5
