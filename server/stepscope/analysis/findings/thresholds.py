@@ -8,8 +8,8 @@ batch-read-patterns = ["read_batch*", "ss:*:next", "my_loader*"]
 
 Which pyproject.toml applies, and reading it, is `stepscope.config`'s (shared with the static
 rules). Invariants: `load_thresholds` never raises for a bad file or value; it returns the defaults
-for what it cannot use and a one-line reason per problem, the file's own problems included. Patterns are shell-style (`fnmatch`), matched
-case-insensitively against whole event names.
+for what it cannot use and a one-line reason per problem, the file's own problems included.
+Patterns are shell-style (`fnmatch`), matched case-insensitively against whole event names.
 """
 
 from __future__ import annotations
