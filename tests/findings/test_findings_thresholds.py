@@ -1,8 +1,8 @@
 """Every finding's every threshold, just below, at and just above its default: each fires exactly on
 the side docs/findings.md says (≥ "at least", ≤ "at most", > "more than", "fewer than").
 
-The reports are the smallest that `find` reads (it is a pure function of the report), with a 1 ms
-step so that a share of the step is the threshold itself, and values on either side one float
+The reports are the smallest that `find` reads (it is a pure function of the report), with a 2 ms
+step (a share of it is then twice the threshold, exactly), and values on either side one float
 apart (`math.nextafter`) or one count apart.
 """
 
@@ -22,10 +22,13 @@ DEFAULTS = Thresholds()
 REPO = Path(__file__).resolve().parents[2]
 
 
+STEP_MS = 2.0
+
+
 def report(*, steps: list[float] | None = None, gpu: bool = True, **extra) -> dict:
-    """A steady window of four 1 ms steps, on a machine the report does not name."""
-    steps = [1.0, 1.0, 1.0, 1.0] if steps is None else steps
-    base = {"ms_per_step": 1.0, "steps": [{"name": f"ProfilerStep#{i}", "ms": ms} for i, ms in enumerate(steps, 1)],
+    """A steady window of four 2 ms steps, on a machine the report does not name."""
+    steps = [STEP_MS] * 4 if steps is None else steps
+    base = {"ms_per_step": STEP_MS, "steps": [{"name": f"ProfilerStep#{i}", "ms": ms} for i, ms in enumerate(steps, 1)],
             "gpu": {"observed": gpu}, "machine": {}, "regions": [], "evidence": {}}
     base.update(extra)
     return base
@@ -37,7 +40,7 @@ def batch_read(read_ms: float, *, gpu: bool) -> dict:
     return report(gpu=gpu, evidence={"batch_read": read})
 
 
-def kernels(*, count: int = 200, median_us: float = 5.0, busy_ms: float = 0.1) -> dict:
+def kernels(*, count: int = 200, median_us: float = 5.0, busy_ms: float = 0.2) -> dict:
     k = {"count": count, "median_us": median_us, "p90_us": median_us, "gpu_busy_ms": busy_ms, "launch_ms": 0.5,
          "top_line_kernels": count}
     return report(evidence={"kernels": k})
@@ -47,7 +50,7 @@ def dominant(self_ms: float) -> dict:
     return report(evidence={"ops": [{"name": "aten::mm", "self_ms": self_ms, "gpu_ms": None, "count": 1}]})
 
 
-def syncs(*, ms: float = 0.5, steps: int = 4) -> dict:
+def syncs(*, ms: float = 1.0, steps: int = 4) -> dict:
     return report(evidence={"syncs": {"count": 1, "ms": ms, "steps": steps, "calls": ["cudaStreamSynchronize"],
                                       "gpu_idle_after_ms": None}})
 
@@ -86,24 +89,25 @@ FIRES = {  # (just below, at, just above)
 # the compared one from, its value at the threshold is given, so that one float apart stays exact.
 T = DEFAULTS
 CASES: dict[str, tuple[str, str, Callable[[float], dict], float]] = {
-    "input_gpu_idle_share": ("input-bound", AT_LEAST, lambda v: batch_read(v, gpu=True), T.input_gpu_idle_share),
-    "input_cpu_share": ("input-bound", AT_LEAST, lambda v: batch_read(v, gpu=False), T.input_cpu_share),
+    "input_gpu_idle_share": ("input-bound", AT_LEAST, lambda v: batch_read(v, gpu=True),
+                             T.input_gpu_idle_share * STEP_MS),
+    "input_cpu_share": ("input-bound", AT_LEAST, lambda v: batch_read(v, gpu=False), T.input_cpu_share * STEP_MS),
     # a copy in v of the 4 active steps
     "repeated_copy_step_share": ("repeated-copy", AT_LEAST, lambda v: copies(int(v)), T.repeated_copy_step_share * 4),
     "small_launches_min_kernels": ("small-launches", AT_LEAST, lambda v: kernels(count=int(v)),
                                    T.small_launches_min_kernels),
     "small_kernel_us": ("small-launches", AT_MOST, lambda v: kernels(median_us=v), T.small_kernel_us),
     "small_launches_max_gpu_busy": ("small-launches", AT_MOST, lambda v: kernels(busy_ms=v),
-                                    T.small_launches_max_gpu_busy),
-    "dominant_op_share": ("dominant-op", AT_LEAST, dominant, T.dominant_op_share),
-    "sync_min_share": ("sync-in-step", AT_LEAST, lambda v: syncs(ms=v), T.sync_min_share),
+                                    T.small_launches_max_gpu_busy * STEP_MS),
+    "dominant_op_share": ("dominant-op", AT_LEAST, dominant, T.dominant_op_share * STEP_MS),
+    "sync_min_share": ("sync-in-step", AT_LEAST, lambda v: syncs(ms=v), T.sync_min_share * STEP_MS),
     # waits in v of the 4 active steps
     "sync_step_share": ("sync-in-step", AT_LEAST, lambda v: syncs(steps=int(v)), T.sync_step_share * 4),
     # ratio: a start-up step of v ms against 100 ms/step (more than 50 ms above it)
     "startup_ratio": ("startup-cost", AT_LEAST, lambda v: startup(v, 100.0), T.startup_ratio * 100.0),
     # extra: a start-up step of v ms against 10 ms/step (6 times as long: the ratio holds)
     "startup_min_extra_ms": ("startup-cost", AT_LEAST, lambda v: startup(v, 10.0), 10.0 + T.startup_min_extra_ms),
-    "min_active_steps": ("unsteady-window", FEWER_THAN, lambda v: report(steps=[1.0] * int(v)), T.min_active_steps),
+    "min_active_steps": ("unsteady-window", FEWER_THAN, lambda v: report(steps=[STEP_MS] * int(v)), T.min_active_steps),
     # spread: steps of 1, 1 and v ms (median 1, range v - 1 ms, over 0.25 ms)
     "max_step_spread": ("unsteady-window", MORE_THAN, unsteady, 1.0 + T.max_step_spread),
     # range: steps of 0.25, 0.25 and v ms (a spread of 1 at the threshold: well over 0.5)
@@ -160,3 +164,49 @@ def test_a_repeated_copy_needs_two_steps_at_least(active: int, in_steps: int, fi
     r = copies(in_steps)
     r["steps"] = r["steps"][:active]
     assert any(f["kind"] == "repeated-copy" for f in find(r, DEFAULTS)) is fires
+
+
+# -- what else each finding reads, beside its thresholds -------------------------------------------
+
+def _only(kind: str, r: dict) -> dict | None:
+    found = [f for f in find(r, DEFAULTS) if f["kind"] == kind]
+    assert len(found) <= 1
+    return found[0] if found else None
+
+
+def test_the_figures_of_a_finding_are_its_shares_and_ratios() -> None:
+    assert _only("dominant-op", dominant(1.5))["figures"]["share"] == 0.75  # 1.5 of the 2 ms step
+    assert _only("startup-cost", startup(500.0, 100.0))["figures"]["ratio"] == 5.0
+    assert _only("rank-imbalance", ranks(0.25, 1.0))["figures"]["extra_ms"] == 0.75
+    assert _only("unsteady-window", unsteady(1.75))["figures"]["spread"] == 0.75
+
+
+def test_a_small_gap_between_ranks_is_not_an_imbalance_however_large_the_ratio() -> None:
+    assert _only("rank-imbalance", ranks(0.03125, 0.09375)) is None  # 3 times as long, 0.0625 ms more
+
+
+def test_the_operator_named_dominant_is_the_one_with_the_most_time_of_its_own() -> None:
+    r = report(evidence={"ops": [{"name": "aten::small", "self_ms": 0.1, "gpu_ms": 0.2, "count": 1},
+                                 {"name": "aten::big", "self_ms": 1.5, "gpu_ms": None, "count": 1}]})
+    assert _only("dominant-op", r)["figures"]["op"] == "aten::big"
+
+
+def test_a_start_up_step_is_compared_with_the_slowest_step_after_the_first() -> None:
+    # the window's second step took 300 ms: a 500 ms start-up step is not twice the slowest
+    r = startup(500.0, 100.0)
+    r["steps"] = [{"name": f"ProfilerStep#{i}", "ms": ms} for i, ms in enumerate([100.0, 300.0, 100.0, 100.0], 1)]
+    assert _only("startup-cost", r) is None
+
+
+def test_copies_inside_the_batch_read_are_left_to_input_bound() -> None:
+    r = copies(4)
+    r["evidence"]["h2d_copies"][0]["in_batch_read"] = True
+    assert _only("repeated-copy", r) is None
+
+
+def test_a_copy_says_its_size_in_the_largest_unit_it_fills() -> None:
+    r = copies(4)
+    r["evidence"]["h2d_copies"][0]["bytes"] = 1 << 20
+    assert "A 1.0 MB host-to-device copy" in _only("repeated-copy", r)["observation"]
+    r["evidence"]["h2d_copies"][0]["bytes"] = 1536
+    assert "A 1.5 KB host-to-device copy" in _only("repeated-copy", r)["observation"]
