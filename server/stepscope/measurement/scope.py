@@ -66,3 +66,32 @@ def _step_words(step: dict) -> str:
     line = step.get("line")
     where = f"loop at line {line}" if line is not None else "loop"
     return f"{where} `{header}`" if header else where
+
+
+def step_device(observed: dict | None) -> str | None:
+    """The kind of device the step ran on ("cuda", "cpu", "mps", ...), from what the agent observed
+    of it: its models' parameters, else its batch's tensors. None when neither was seen."""
+    observed = observed or {}
+    for model in observed.get("models") or []:
+        if model.get("device"):
+            return str(model["device"]).split(":")[0]
+    for source in ("batch", "arguments"):
+        for tensor in (observed.get(source) or {}).get("tensors") or []:
+            if tensor.get("device"):
+                return str(tensor["device"]).split(":")[0]
+    return None
+
+
+def scope_of(scenario: dict, *, kind: str, script: str | None, warmup: int | None) -> dict:
+    """The scope record of a run from its scenario record (`script`: workspace-relative)."""
+    step = scenario.get("step") or {}
+    program = scenario.get("program") or {}
+    return {
+        "kind": kind,
+        "script": script,
+        "step": {"line": step.get("line"), "function": step.get("function"), "header": step.get("header")},
+        "args": list(program.get("args") or []),
+        "batch_size": scenario.get("batch_size"),
+        "device": step_device(scenario.get("observed")),
+        "warmup": warmup,
+    }
