@@ -20,6 +20,7 @@ from .errors import USAGE, StepscopeError
 COMMANDS = {
     "profile": "capture a step of a script under torch.profiler and attribute it to lines",
     "analyze": "analyse existing profiler traces (.json, .json.gz, or a folder of them)",
+    "runs": "the history of profile and measure runs: list, show, compare, delete",
     "check": "static checks for measurement and instrumentation mistakes",
     "redact": "write a copy of a trace that is safe to share (--check: only report what it holds)",
     "serve": "run the language server on stdio",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from stepscope import jsonio, workspace
+from stepscope.measurement.stats import samples_per_s, summarize
 
 MACHINE = {"host": "box", "cpu": "Xeon", "devices": [], "device": "CPU only", "driver": None,
            "torch": "2.13.0", "cuda_build": None, "hip_build": None, "python": "3.12.3"}
@@ -26,15 +27,13 @@ def measure_folder(root: Path, name: str, runs: list[list[float]], *, status: st
                                                       "reason": None})
     if status == "complete":
         raw = [v for r in runs for v in r]
-        ordered = sorted(raw)
         jsonio.write_json(folder / workspace.MEASURE, {
             "machine": MACHINE,
             "scope": {"kind": "measure", "script": "train.py", "step": {"line": 40, "function": None,
                                                                          "header": header},
                       "args": [], "batch_size": 64, "device": "cpu", "warmup": 2},
-            "raw_ms": raw, "warmup_ms": [50.0, 20.0], "median_ms": ordered[len(ordered) // 2],
-            "iqr_ms": 1.0, "p10_ms": ordered[0], "p90_ms": ordered[-1], "min_ms": ordered[0],
-            "max_ms": ordered[-1], "samples_per_s": 1000.0, "noisy": False,
+            "raw_ms": raw, "warmup_ms": [50.0, 20.0], **summarize(raw).as_dict(),
+            "samples_per_s": samples_per_s(summarize(raw).median_ms, 64),
             "values": values,
             "runs": [{"raw_ms": r, "warmup_ms": [50.0, 20.0], "values": values} for r in runs],
         })

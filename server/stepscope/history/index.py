@@ -126,7 +126,7 @@ def _measure_columns(m: dict) -> dict[str, Any]:
     out["processes"] = len(m.get("runs") or []) or None
     baseline = m.get("baseline") or {}
     ci = m.get("ci95") or [None, None]
-    out.update(baseline=baseline.get("run"), ratio=m.get("ratio"), ci_low=ci[0], ci_high=ci[1],
+    out.update(baseline=baseline.get("run"), interleaved=baseline.get("interleaved"), ratio=m.get("ratio"), ci_low=ci[0], ci_high=ci[1],
                verdict=m.get("verdict"), values_match=m.get("values_match"))
     return out
 

@@ -12,6 +12,9 @@ Tables (version 1):
 - `passes`: every timed pass or step of a run: `process` (0.. for `--runs`), `phase` ("warmup",
   "measured" for measure; "profiled", "unprofiled-warmup", "unprofiled" for profile), `idx` (its
   order within the phase), `ms`, and `value` (the loss or `--value`, when recorded).
+- A measure run compared with another has its `baseline` (that run's id), `interleaved` (whether
+  their processes alternated, as with `--against`), `ratio`, `ci_low`, `ci_high`, `verdict` and
+  `values_match`.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ MIGRATIONS: tuple[str, ...] = (
         unprofiled_ms REAL,
         distortion REAL,
         baseline TEXT,
+        interleaved INTEGER,
         ratio REAL,
         ci_low REAL,
         ci_high REAL,

@@ -15,11 +15,14 @@ import json
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from .. import workspace
 from ..errors import StepscopeError, UsageError
 from . import schema
+
+if TYPE_CHECKING:
+    from ..measurement.compare import Side
 
 DB_NAME = workspace.HISTORY_DB
 BUSY_TIMEOUT_S = 30.0
@@ -28,10 +31,10 @@ RUN_COLUMNS = (
     "id", "folder", "kind", "started_utc", "status", "exit", "reason", "script", "step_line", "step_function",
     "git_commit", "git_dirty", "host", "device", "torch", "batch_size", "ms_per_step", "iqr_ms", "p10_ms",
     "p90_ms", "min_ms", "max_ms", "samples_per_s", "noisy", "passes", "processes", "unprofiled_ms",
-    "distortion", "baseline", "ratio", "ci_low", "ci_high", "verdict", "values_match", "machine", "scope", "note",
+    "distortion", "baseline", "interleaved", "ratio", "ci_low", "ci_high", "verdict", "values_match", "machine", "scope", "note",
 )
 _JSON_COLUMNS = ("machine", "scope")
-_BOOL_COLUMNS = ("git_dirty", "noisy", "values_match")
+_BOOL_COLUMNS = ("git_dirty", "noisy", "interleaved", "values_match")
 
 
 @dataclass(frozen=True)
@@ -140,6 +143,24 @@ class History:
             "SELECT process, phase, idx, ms, value FROM passes WHERE run_id = ? ORDER BY process, phase, idx",
             (run_id,))
         return [Pass(*r) for r in rows]
+
+    def side(self, run_id: str) -> "Side":
+        """A run as one side of a comparison: a measure run's measured passes, or a profile run's
+        passes timed without the profiler after its window. UsageError when it has none."""
+        from ..measurement.compare import Side
+
+        row = self.get(run_id)
+        if row is None:
+            raise UsageError(f"no run {run_id!r} in the history")
+        phase = "measured" if row["kind"] == "measure" else "unprofiled"
+        per_process = list(iter_phase(self.passes(run_id), phase))
+        if not per_process:
+            what = "measured passes" if row["kind"] == "measure" else "steps timed without the profiler"
+            raise UsageError(f"run {run_id} has no {what} (status: {row['status']})")
+        values = [p.value for p in per_process[0]]
+        return Side(run_id, row["kind"], [[p.ms for p in process] for process in per_process],
+                    values if any(v is not None for v in values) else None,
+                    row.get("machine") or {}, row.get("scope") or {"kind": row["kind"]})
 
     def ids(self) -> list[str]:
         return [r[0] for r in self._conn.execute("SELECT id FROM runs")]

@@ -202,3 +202,49 @@ def check_values(baseline: Sequence[float | None] | None, candidate: Sequence[fl
     differences = [_relative_difference(float(x), float(y)) for x, y in pairs]
     beyond = [i for i, d in enumerate(differences) if d > tolerance]
     return ValuesCheck(not beyond, len(pairs), max(differences), beyond[0] if beyond else None, tolerance)
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a before/after comparison: a measurement's processes and what it measured."""
+
+    run: str  # the run's id
+    kind: str  # "measure" or "profile" (its passes timed without the profiler after the window)
+    runs_ms: Sequence[Sequence[float]]  # measured passes, per process
+    values: Sequence[float | None] | None  # the first process's values per pass, or None
+    machine: dict
+    scope: dict
+
+    def summary(self) -> dict:
+        pooled = [v for r in self.runs_ms for v in r]
+        return {"run": self.run, "kind": self.kind, "median_ms": median(pooled) if pooled else None,
+                "passes": len(pooled), "processes": len(self.runs_ms), "machine": self.machine}
+
+
+class NotComparable(ValueError):
+    """Two measurements that differ in what they measured (`differences`, in words)."""
+
+    def __init__(self, differences: list[str]):
+        super().__init__("; ".join(differences))
+        self.differences = differences
+
+
+def compare_sides(baseline: Side, candidate: Side, *, paired: bool = False, tolerance: float = DEFAULT_TOLERANCE,
+                  force: bool = False) -> dict:
+    """The comparison document of two measurements: ratio, ci95, verdict, method, values_match
+    (and values_check), and, when `force` let differing measurements through, `differences`.
+    Raises NotComparable when they differ and `force` is not set."""
+    from .scope import differences as scope_differences
+
+    found = scope_differences(baseline.machine, baseline.scope, candidate.machine, candidate.scope)
+    if found and not force:
+        raise NotComparable(found)
+    result = compare(baseline.runs_ms, candidate.runs_ms, paired=paired)
+    values = check_values(baseline.values, candidate.values, tolerance)
+    if (baseline.scope.get("value") or "loss") != (candidate.scope.get("value") or "loss"):
+        values = ValuesCheck(None, 0, None, None, tolerance)  # different expressions: nothing to compare
+    doc = {"baseline": baseline.summary(), "candidate": candidate.summary(), **result.as_dict(),
+           "values_match": values.match, "values_check": values.as_dict()}
+    if found:
+        doc["differences"] = found
+    return doc
