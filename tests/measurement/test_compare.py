@@ -149,3 +149,11 @@ def test_values_that_cannot_be_compared_are_unknown_not_a_match():
     assert check_values([1.0], [math.nan]).match is False
     with pytest.raises(ValueError):
         check_values([1.0], [1.0], tolerance=-1)
+
+
+def test_interleaved_processes_alternate_which_side_goes_first():
+    from stepscope.measurement.compare import interleaved_order
+
+    assert interleaved_order(3) == [("A", 0), ("B", 0), ("B", 1), ("A", 1), ("A", 2), ("B", 2)]
+    order = interleaved_order(4)
+    assert [side for side, _ in order[::2]].count("A") == 2  # each side first in half the pairs

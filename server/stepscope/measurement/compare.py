@@ -248,3 +248,15 @@ def compare_sides(baseline: Side, candidate: Side, *, paired: bool = False, tole
     if found:
         doc["differences"] = found
     return doc
+
+
+def interleaved_order(pairs: int) -> list[tuple[str, int]]:
+    """The order in which `--against` runs its processes: pair i back to back, the side that goes
+    first alternating between pairs (A B, B A, A B, ...), so that each side goes first equally
+    often and a steady drift of the machine favours neither. ("A", i): the revision's process of
+    pair i; ("B", i): the working tree's."""
+    order: list[tuple[str, int]] = []
+    for i in range(pairs):
+        first, second = ("A", "B") if i % 2 == 0 else ("B", "A")
+        order += [(first, i), (second, i)]
+    return order
