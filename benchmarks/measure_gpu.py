@@ -92,7 +92,7 @@ PROGRAM = textwrap.dedent('''
 
         batches = range(args.steps)
     elif args.kind == "gpu":  # large matmuls: the device is the bottleneck
-        width, rows = (128, 64) if small else (4096, 4096)
+        width, rows = (64, 32) if small else (4096, 4096)
         dtype = torch.float32 if small else torch.bfloat16
         model = nn.Sequential(*[nn.Linear(width, width, bias=False) for _ in range(LAYERS)]).to(device, dtype)
         optimizer = torch.optim.SGD(model.parameters(), lr=1e-4)
@@ -108,7 +108,7 @@ PROGRAM = textwrap.dedent('''
 
         batches = range(args.steps)
     else:  # a DataLoader with workers feeds a small convnet
-        size, batch_size = (16, 8) if small else (64, 128)
+        size, batch_size = (8, 4) if small else (64, 128)
         model = nn.Sequential(nn.Conv2d(3, 64, 3, padding=1), nn.ReLU(), nn.Conv2d(64, 64, 3, padding=1), nn.ReLU(),
                               nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10)).to(device)
         optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
