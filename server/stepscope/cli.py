@@ -19,6 +19,7 @@ from .errors import USAGE, StepscopeError
 
 COMMANDS = {
     "profile": "capture a step of a script under torch.profiler and attribute it to lines",
+    "measure": "time a step without the profiler: passes, their spread, and before/after verdicts",
     "analyze": "analyse existing profiler traces (.json, .json.gz, or a folder of them)",
     "runs": "the history of profile and measure runs: list, show, compare, delete",
     "check": "static checks for measurement and instrumentation mistakes",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from stepscope import jsonio, workspace
+from stepscope.agent import protocol
 from stepscope.measurement.stats import samples_per_s, summarize
 
 MACHINE = {"host": "box", "cpu": "Xeon", "devices": [], "device": "CPU only", "driver": None,
@@ -19,15 +20,15 @@ def measure_folder(root: Path, name: str, runs: list[list[float]], *, status: st
     scenario = {"step": {"file": script, "line": 40, "function": None, "kind": "loop", "header": header},
                 "program": {"args": []}, "git": {"commit": "abc123", "dirty": True}, "machine": MACHINE,
                 "batch_size": 64}
-    jsonio.write_json(folder / workspace.SPEC, {"mode": "measure", "scenario": scenario})
-    jsonio.write_json(folder / workspace.FILES, {"root": str(root), "files": {"f0": "train.py"}})
-    jsonio.write_json(folder / workspace.SCENARIO, scenario)
+    jsonio.write_json(folder / protocol.SPEC, {"mode": "measure", "scenario": scenario})
+    jsonio.write_json(folder / protocol.FILES, {"root": str(root), "files": {"f0": "train.py"}})
+    jsonio.write_json(folder / protocol.SCENARIO, scenario)
     if status != "incomplete":
-        jsonio.write_json(folder / workspace.STATUS, {"status": status, "exit": 0 if status == "complete" else 3,
+        jsonio.write_json(folder / protocol.STATUS, {"status": status, "exit": 0 if status == "complete" else 3,
                                                       "reason": None})
     if status == "complete":
         raw = [v for r in runs for v in r]
-        jsonio.write_json(folder / workspace.MEASURE, {
+        jsonio.write_json(folder / protocol.MEASURE, {
             "machine": MACHINE,
             "scope": {"kind": "measure", "script": "train.py", "step": {"line": 40, "function": None,
                                                                          "header": header},

@@ -85,7 +85,7 @@ def test_a_value_the_frame_cannot_evaluate_is_a_one_line_error(workspace: Path):
 def test_the_programs_failure_is_exit_3_with_its_own_traceback(workspace: Path):
     write(workspace, "crash.py", "import torch\nfor i in range(10):\n    x = torch.ones(2)\n"
                                  "    if i == 3:\n        raise RuntimeError('boom')\n")
-    r = measure(workspace, "crash.py", "--warmup", "1", "--passes", "5")
+    r = measure(workspace, "crash.py", "--line", "2", "--warmup", "1", "--passes", "5")
     assert r.returncode == 3
     assert 'crash.py", line 5' in r.stderr and "RuntimeError: boom" in r.stderr
     assert r.stderr.strip().splitlines()[-1].startswith("stepscope: ")
@@ -109,8 +109,9 @@ def test_a_loop_shorter_than_the_passes_reports_what_it_timed(workspace: Path):
 def test_compare_with_an_earlier_run_gives_a_verdict(workspace: Path):
     write(workspace, "sleepy.py", SLEEPY)
     first = json.loads(measure(workspace, "sleepy.py", "--passes", "10", "--runs", "2", "--json").stdout)
+    write(workspace, "sleepy.py", SLEEPY.replace("default=0.004", "default=0.03"))  # the change under test
     r = measure(workspace, "sleepy.py", "--passes", "10", "--runs", "2", "--compare", Path(first["run_dir"]).name,
-                "--json", "--", "--pause", "0.03")
+                "--json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["verdict"] == "slower" and doc["ratio"] > 3

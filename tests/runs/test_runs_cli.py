@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from stepscope import jsonio, workspace
+from stepscope.agent import protocol
 from stepscope.history import index
 from tests.conftest import run_stepscope
 from tests.history.runfolders import measure_folder
@@ -80,10 +81,10 @@ def test_compare_gives_the_ratio_its_interval_and_the_verdict(history: Path):
 def test_runs_that_measured_different_things_are_not_compared_unless_forced(history: Path):
     other = measure_folder(history, "20260105T120000Z-train-cccc", [[9.0, 9.1, 9.2]] * 2,
                            header="for batch in eval_loader:")
-    measure = jsonio.read_json(other / workspace.MEASURE)
+    measure = jsonio.read_json(other / protocol.MEASURE)
     measure["scope"]["batch_size"] = 128
-    (other / workspace.MEASURE).unlink()
-    jsonio.write_json(other / workspace.MEASURE, measure)
+    (other / protocol.MEASURE).unlink()
+    jsonio.write_json(other / protocol.MEASURE, measure)
     index.record_run(history, other)
     refused = _runs(history, "compare", "aaaa", "cccc")
     assert refused.returncode == 5
@@ -113,7 +114,7 @@ def test_delete_never_removes_a_folder_outside_the_state_folder(history: Path, t
     r = _runs(history, "delete", "kept-elsewhere")
     assert r.returncode == 0, r.stderr
     assert "left in place" in r.stdout
-    assert (outside / workspace.SPEC).exists()
+    assert (outside / protocol.SPEC).exists()
 
 
 def test_delete_of_a_linked_run_folder_removes_the_link_only(history: Path, tmp_path: Path):

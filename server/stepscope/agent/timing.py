@@ -27,9 +27,13 @@ pure parts stay importable without it.
 
 from __future__ import annotations
 
+import os
+import sys
 import time
+from contextlib import nullcontext
 from typing import Any
 
+_NULL = nullcontext()
 HOST_CLOCK = "host clock (time.perf_counter), boundary to boundary"
 CUDA_CLOCK = "CUDA events on the current stream, boundary to boundary (completion to completion)"
 
@@ -87,8 +91,10 @@ def _record_cuda_event() -> Any:
     return event
 
 
-class BadValueExpression(Exception):
-    """`--value EXPR` could not be evaluated in the step's frame (a one-line reason)."""
+class BadValueExpression(BaseException):
+    """`--value EXPR` could not be evaluated in the step's frame (a one-line reason). A
+    BaseException, like steps.WindowComplete, so that the program's own `except Exception:`
+    blocks let it through to the agent."""
 
 
 class ValueProbe:
@@ -143,3 +149,114 @@ def _read(kept: Any) -> float | None:
         return float(tensor.double().sum()) if tensor.numel() != 1 else float(tensor)
     except (RuntimeError, TypeError, ValueError):
         return None
+
+
+_AGENT_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def user_frame() -> Any:
+    """The innermost frame of the user's program (the step loop's frame, or the step function's
+    caller at a boundary): the first frame, going out, that is not the agent's own."""
+    frame = sys._getframe(1)
+    while frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == _AGENT_DIR:
+        frame = frame.f_back
+    return frame
+
+
+class TimingRecorder:
+    """The measure mode's recorder (steps.Recorder): no profiler, no regions; a timer mark at every
+    step boundary and the value of the step that just ended. Its one "cycle" is saved when the
+    warm-up and the timed passes have all ended."""
+
+    def __init__(self, *, warmup: int, passes: int, value: str | None, capture_values: bool = True) -> None:
+        self.warmup, self.passes = warmup, passes
+        self.timer = StepTimer()
+        self.probe = ValueProbe(value)
+        # A function step's locals are gone when the next call begins: its values are not kept.
+        self.capture_values = capture_values
+
+    # -- steps.Recorder ------------------------------------------------------------------------
+    def start(self) -> None:
+        self.timer.mark()
+
+    def next_step(self) -> int:
+        if self.capture_values:
+            frame = user_frame()
+            if frame is not None:
+                self.probe.capture(frame)  # BadValueExpression ends the run (main.py says why)
+        self.timer.mark()
+        return 1 if self.timer.marks >= self.warmup + self.passes + 1 else 0
+
+    def stop(self) -> int:
+        return 1 if self.timer.marks >= self.warmup + self.passes + 1 else 0
+
+    def step_begins(self, index: int, phase: str) -> bool:
+        return False
+
+    def window_begins(self, previous_step_s: float | None) -> dict[str, Any]:
+        return {}
+
+    def at_boundary(self) -> None:
+        pass
+
+    def region(self, label: str) -> None:
+        return None  # no regions: the rewrite adds none either (ProgramFiles(regions=False))
+
+    def frame(self, label: str) -> Any:
+        return _NULL
+
+    def line(self, label: str) -> Any:
+        return _NULL
+
+    def outputs(self) -> list[str]:
+        return []
+
+    # -- the record ----------------------------------------------------------------------------
+    def record(self) -> dict[str, Any]:
+        """The timings record (protocol.TIMINGS), read now: after the passes."""
+        durations, clocks = self.timer.durations()
+        values = self.probe.values()  # one per pass that ended, warm-up ones first
+        return {
+            "warmup_ms": durations[: self.warmup],
+            "raw_ms": durations[self.warmup:],
+            "values": values[self.warmup:] if values is not None else None,
+            "value": self.probe.expression if self.capture_values else None,
+            "clock": clock_words(clocks[self.warmup:] or clocks),
+            "warmup_asked": self.warmup,
+            "passes_asked": self.passes,
+        }
+
+
+class UnprofiledTail:
+    """The steps a profile run times after its window, without the profiler: `warmup` steps, then
+    `passes` timed ones (the same counts as before and inside the window)."""
+
+    def __init__(self, *, warmup: int, passes: int) -> None:
+        self.warmup, self.passes = warmup, passes
+        self.timer = StepTimer()
+
+    def boundary(self) -> bool:
+        """A step boundary after the window; True while more steps are wanted."""
+        if self.timer.marks < self.warmup + self.passes + 1:
+            self.timer.mark()
+        return self.timer.marks < self.warmup + self.passes + 1
+
+    def record(self) -> dict[str, Any] | None:
+        if self.timer.marks < 2:
+            return None
+        durations, clocks = self.timer.durations()
+        return {"warmup_ms": durations[: self.warmup], "raw_ms": durations[self.warmup:],
+                "values": None, "clock": clock_words(clocks[self.warmup:] or clocks),
+                "warmup_asked": self.warmup, "passes_asked": self.passes}
+
+    def note(self) -> str | None:
+        """Why the unprofiled figure is missing or short, or None when every step was timed."""
+        timed = max(0, self.timer.marks - 1 - self.warmup)
+        if timed >= self.passes:
+            return None
+        if timed == 0:
+            return (f"the loop ended before any step could be timed without the profiler after the window "
+                    f"({self.warmup} warm-up + {self.passes} timed steps wanted): no unprofiled figure, so the "
+                    "profiler's distortion is unknown; give the loop more steps")
+        return (f"the loop ended after {timed} of the {self.passes} steps timed without the profiler after the "
+                "window: the unprofiled figure is over those")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import jsonio, workspace
+from ..agent import protocol
 from ..measurement.scope import scope_of
 from .store import History, Pass, RunRows
 
@@ -35,7 +36,7 @@ def _started(run_dir: Path) -> str | None:
         y, mo, d, h, mi, s = match.groups()
         return f"{y}-{mo}-{d}T{h}:{mi}:{s}Z"
     try:
-        mtime = (run_dir / workspace.SPEC).stat().st_mtime
+        mtime = (run_dir / protocol.SPEC).stat().st_mtime
     except OSError:
         return None
     return _dt.datetime.fromtimestamp(mtime, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -72,16 +73,16 @@ def _script(step_file: str | None, root: str | None) -> str | None:
 def rows_for(run_dir: Path, root: Path) -> RunRows | None:
     """The history rows of the run folder `run_dir` (None: not a run folder)."""
     run_dir = Path(run_dir)
-    spec = _read(run_dir / workspace.SPEC)
+    spec = _read(run_dir / protocol.SPEC)
     if not isinstance(spec, dict):
         return None
-    status = _read(run_dir / workspace.STATUS)
+    status = _read(run_dir / protocol.STATUS)
     status = status if isinstance(status, dict) else {}
-    measured = _read(run_dir / workspace.MEASURE)
+    measured = _read(run_dir / protocol.MEASURE)
     kind = "measure" if isinstance(measured, dict) or spec.get("mode") == "measure" else "profile"
-    scenario = _read(run_dir / workspace.SCENARIO)
+    scenario = _read(run_dir / protocol.SCENARIO)
     scenario = scenario if isinstance(scenario, dict) else spec.get("scenario") or {}
-    files = _read(run_dir / workspace.FILES)
+    files = _read(run_dir / protocol.FILES)
     ws_root = (files or {}).get("root") if isinstance(files, dict) else None
     step = scenario.get("step") or {}
     git = scenario.get("git") or {}
@@ -104,7 +105,7 @@ def rows_for(run_dir: Path, root: Path) -> RunRows | None:
             run["scope"] = scope
             passes = _measure_passes(measured)
     else:
-        report = _read(run_dir / workspace.REPORT)
+        report = _read(run_dir / protocol.REPORT)
         if isinstance(report, dict):
             run.update(_profile_columns(report))
             passes = _profile_passes(report)
@@ -180,6 +181,6 @@ def rebuild(root: Path) -> int:
     all_rows = [rows for rows in (rows_for(d, root) for d in run_folders(root)) if rows is not None]
     with History.open(root) as history:
         keep = {r["id"] for r in history.runs()
-                if Path(r["folder"]).is_absolute() and (Path(r["folder"]) / workspace.SPEC).exists()}
+                if Path(r["folder"]).is_absolute() and (Path(r["folder"]) / protocol.SPEC).exists()}
         history.replace_all(all_rows, keep=keep - {rows.run["id"] for rows in all_rows})
     return len(all_rows)
