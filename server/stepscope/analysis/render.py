@@ -90,6 +90,9 @@ def render_text(report: dict) -> str:
     steps = report.get("steps", [])
     per = present.per(report)
     out.append(present.headline(report))
+    distortion = present.distortion_text(report)
+    if distortion:
+        out.append(distortion)
     out.append(f"measured on: {present.machine_label(report.get('machine', {}))}")
     compiled = render_torch_compile(report)
     if compiled:
@@ -126,6 +129,12 @@ def render_text(report: dict) -> str:
             )
         if len(lines) > MAX_ROWS:
             out.append(f"... {len(lines) - MAX_ROWS} more lines (see --json)")
+        costly = [row for row in lines[:MAX_ROWS] if (row.get("profiler_ms_estimate") or 0) > 0]
+        if costly:
+            top = max(costly, key=lambda row: row["profiler_ms_estimate"])
+            out.append(f"the profiler's own cost, an estimate per line from its operators and kernels (--json: "
+                       f"profiler_ms_estimate): most at {_short(top['file'], root)}:{top['line']}, "
+                       f"~{present.ms_short(top['profiler_ms_estimate'])} ms per {per}")
     else:
         out.append("no per-line figures")
     out.extend(render_op_details(report))

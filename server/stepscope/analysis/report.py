@@ -15,6 +15,8 @@ Invariants:
 - Bad input raises `NotATraceError` / `UsageError` with a one-line reason.
 - Beyond the contract's shape: `evidence` (the trace facts the findings read) and `missing_labels`
   (region labels written in the step's source but absent from the window); see docs/findings.md.
+- `unprofiled` / `distortion` come from the steps the agent timed without the profiler after the
+  window (the run folder's timings record; distortion.py); null for a trace without one.
 
 A folder of per-rank traces gives one report: the figures of the lowest rank (the headline), and
 `ranks` with every rank's own ms/step, GPU time and top lines, plus `slowest_rank` (ranks.py). In a
@@ -30,11 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from .. import jsonio
-from ..agent.protocol import FILES, RECORDS, SCENARIO, parse_label, parse_run_file_name, run_file_name
+from ..agent.protocol import FILES, RECORDS, SCENARIO, TIMINGS, parse_label, parse_run_file_name, run_file_name
 from ..errors import NotATraceError, UsageError
 from ..trace import Kind, Trace, read_trace
 from . import parallel
 from .attribution import Attribution, attribute
+from .distortion import add_line_estimates, distortion, unprofiled_figures
 from .findings import Thresholds, find, load_thresholds, missing_labels
 from .findings.evidence import evidence_window, merge_evidence, moment_evidence, operator_evidence
 from .intervals import clip, union_length
@@ -131,7 +134,8 @@ def analyze(paths: list[Path], *, source_root: Path | None = None, run_dir: Path
         own_table, own_scenario = _records_of(f, run_dir, file_table, scenario)
         try:
             reports.append(_analyze_one(read_trace(f), file_table=own_table, source_root=root, scenario=own_scenario,
-                                        thresholds=thresholds, timelines=timelines))
+                                        thresholds=thresholds, timelines=timelines,
+                                        timings=_timings_of(f, run_dir)))
         except NotATraceError as e:
             if f not in from_folder:
                 raise
@@ -178,9 +182,22 @@ def _lines_not_split(scenario: dict[str, Any] | None, file_table: FileTable | No
     return out
 
 
+def _timings_of(trace: Path, run_dir: Path | None) -> dict[str, Any] | None:
+    """The steps the agent that wrote `trace` timed without the profiler after its window
+    (timings.json, per rank timings-rank<r>.json), or None."""
+    if run_dir is None:
+        return None
+    path = run_dir / run_file_name(TIMINGS, parse_run_file_name(trace.name).rank)
+    try:
+        doc = jsonio.read_json(path) if path.is_file() else None
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
 def _analyze_one(trace: Trace, *, file_table: FileTable | None, source_root: Path | None,
                  scenario: dict[str, Any] | None, thresholds: Thresholds = Thresholds(),
-                 timelines: dict[Path, bytes] | None = None) -> dict:
+                 timelines: dict[Path, bytes] | None = None, timings: dict[str, Any] | None = None) -> dict:
     links = build_links(trace)
     steps = find_steps(trace, links)
     # markers only on a GPU stream (no CPU thread holds one): steps complete on the GPU (steps.py)
@@ -214,7 +231,7 @@ def _analyze_one(trace: Trace, *, file_table: FileTable | None, source_root: Pat
             moments = moment_evidence(trace, links, steps, win, file_table)
             att = attribution.result()
             report = _report(trace, links, steps, att, file_table=file_table, scenario=scenario,
-                             stepless=stepless, gpu_marked=gpu_marked, window_us=window_us)
+                             stepless=stepless, gpu_marked=gpu_marked, window_us=window_us, timings=timings)
             report["evidence"] = merge_evidence(ops.result(), moments)
         if timelines is not None:
             timelines[trace.path] = timeline.result()
@@ -223,7 +240,7 @@ def _analyze_one(trace: Trace, *, file_table: FileTable | None, source_root: Pat
 
 def _report(trace: Trace, links: Links, steps: list[Step], att: Attribution, *,
             file_table: FileTable | None, scenario: dict[str, Any] | None, stepless: bool, gpu_marked: bool,
-            window_us: tuple[float, float]) -> dict:
+            window_us: tuple[float, float], timings: dict[str, Any] | None = None) -> dict:
     """The report of one trace, but for its evidence (computed alongside: its key is held as None
     in its place)."""
     gpu = gpu_observation(trace, links, scenario)
@@ -252,6 +269,11 @@ def _report(trace: Trace, links: Links, steps: list[Step], att: Attribution, *,
     if not att.lines:
         notes.append("no figure could be attributed to a source line (no Stepscope labels and no user-code "
                      "Python frames; pass --source-root for traces recorded with stacks)")
+    unprofiled = None if stepless else unprofiled_figures(timings)
+    profiled = round(headline, 4) if headline is not None else None
+    ratio = distortion(profiled, unprofiled)
+    add_line_estimates(att.lines, profiled_ms=profiled, unprofiled=unprofiled,
+                       events_per_step=(att.ops_in_window + att.kernels_in_window) / max(1, len(steps)))
     return {
         "traces": [str(trace.path)],
         "machine": describe_machine(trace, scenario),
@@ -260,8 +282,10 @@ def _report(trace: Trace, links: Links, steps: list[Step], att: Attribution, *,
         "gpu": gpu,
         "startup": startup,
         "steps": [{"name": s.name, "ms": round(s.ms, 4), "cpu_ms": _cpu_ms(s)} for s in steps] if not stepless else [],
-        "ms_per_step": round(headline, 4) if headline is not None else None,
+        "ms_per_step": profiled,
         "samples_per_s": samples,
+        "unprofiled": unprofiled,
+        "distortion": round(ratio, 4) if ratio is not None else None,
         "lines": att.lines,
         "regions": att.regions,
         "findings": [],

@@ -49,6 +49,10 @@ _AGENT_EXIT_TO_CLI = {
 class Cancelled(StepscopeError):
     exit_code = 130
 
+    def __init__(self, message: str, run_dir: Path | None = None):
+        super().__init__(message)
+        self.run_dir = run_dir  # the run folder that says "cancelled"
+
 
 @dataclass
 class CaptureResult:
@@ -248,7 +252,8 @@ def _run_agents(req: CaptureRequest, run: workspace.RunFolder, *, first_run: boo
     everyone = f"all {nproc} ranks" if distributed else "the program"
     if ending.kind == "cancelled":
         _finish(run, "cancelled", 130, "cancelled", endings, distributed)
-        raise Cancelled(f"cancelled; {everyone} and {'their' if distributed else 'its'} workers were stopped")
+        raise Cancelled(f"cancelled; {everyone} and {'their' if distributed else 'its'} workers were stopped",
+                        run.path)
     if ending.kind == "timeout":
         reason = (f"time limit of {timeout_s:g} s reached; {everyone} and "
                   f"{'their' if distributed else 'its'} workers were stopped")

@@ -81,11 +81,20 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"stepscope: note: each of the {run_options.nproc} ranks runs with OMP_NUM_THREADS=1, as "
                          "under torchrun; set OMP_NUM_THREADS to choose another value\n")
     # With --json, stdout is reserved for the report: the program's output goes to stderr.
-    with _cancel_on_signals() as cancel:
-        result = run_capture(req, output=sys.stderr, cancel=cancel)
+    from ..capture.runner import Cancelled
+
+    try:
+        with _cancel_on_signals() as cancel:
+            result = run_capture(req, output=sys.stderr, cancel=cancel)
+    except Cancelled as e:
+        if e.run_dir is not None:
+            record_in_history(root, e.run_dir)
+        raise
     if not result.traces:
+        record_in_history(root, result.run_dir)
         raise errors.StepscopeError(f"{result.reason} (run folder: {result.run_dir})", result.exit_code)
     report = _analyse_run(result)
+    record_in_history(root, result.run_dir)
     if args.json:
         from ..jsonio import dumps
 
@@ -114,6 +123,17 @@ def _cancel_on_signals() -> Iterator[threading.Event]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def record_in_history(root: Path, run_dir: Path) -> None:
+    """The run's row in the workspace's history; a history that cannot be written costs a note,
+    never the run (its folder is the source: `stepscope runs rebuild` indexes it later)."""
+    from ..history.index import record_run
+
+    try:
+        record_run(root, run_dir)
+    except errors.StepscopeError as e:
+        sys.stderr.write(f"stepscope: note: the run was not recorded in the history: {e}\n")
 
 
 def _analyse_run(result) -> dict:
