@@ -180,6 +180,13 @@ class StepClock:
         if "models" not in self.observed and self._in_active_step():
             self._observe(sys._getframe(1))
 
+    def loop_end(self) -> None:
+        """The step loop was left (it ended, or a break). Once the window is complete the program
+        stops here, as at a boundary, rather than run the code after the loop (a checkpoint, an
+        evaluation) — also when the loop ends among the steps timed after the window."""
+        if self.window_complete and not self.run_to_end:
+            raise WindowComplete
+
     def region(self, label: str) -> ContextManager[Any]:
         region = self._recorder.region(label)
         if region is None:
@@ -195,7 +202,8 @@ class StepClock:
         """The object the instrumented program calls (`__stepscope__`): this clock's boundaries and
         step regions, the recorder's `frame` and `line` (bound once: they run for every statement
         of a workspace function)."""
-        return _Runtime(self.iterate, self.step_boundary, self.region, self._recorder.frame, self._recorder.line)
+        return _Runtime(self.iterate, self.step_boundary, self.loop_end, self.region, self._recorder.frame,
+                        self._recorder.line)
 
     def note(self, kind: str, detail: str) -> None:
         self.notes.append({"kind": kind, "detail": detail})
@@ -271,10 +279,10 @@ class StepClock:
 
 
 class _Runtime:
-    __slots__ = ("iterate", "step_boundary", "region", "frame", "line")
+    __slots__ = ("iterate", "step_boundary", "loop_end", "region", "frame", "line")
 
     def __init__(self, iterate: Callable[..., Iterator[Any]], step_boundary: Callable[[], None],
-                 region: Callable[[str], ContextManager[Any]], frame: Callable[[str], ContextManager[Any]],
-                 line: Callable[[str], ContextManager[Any]]) -> None:
-        self.iterate, self.step_boundary, self.region = iterate, step_boundary, region
+                 loop_end: Callable[[], None], region: Callable[[str], ContextManager[Any]],
+                 frame: Callable[[str], ContextManager[Any]], line: Callable[[str], ContextManager[Any]]) -> None:
+        self.iterate, self.step_boundary, self.loop_end, self.region = iterate, step_boundary, loop_end, region
         self.frame, self.line = frame, line
