@@ -221,6 +221,8 @@ def _scope(side: _Side, scenario: dict) -> dict:
     scope = scope_of(scenario, kind="measure", script=relpath(req.target_file, req.root), warmup=req.measure.warmup)
     scope["step"]["header"] = req.step_header
     scope["value"] = req.measure.value
+    scope["options"] = {"warmup": req.measure.warmup, "passes": req.measure.passes, "seed": req.measure.seed,
+                        "value": req.measure.value}
     return scope
 
 
