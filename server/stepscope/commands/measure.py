@@ -115,6 +115,12 @@ def run(args: argparse.Namespace) -> int:
             "stepscope: note: the step runs for real — it performs real updates (optimizer steps, "
             "writes). Run it on an experimental state, never on weights you must keep. "
             "The program sees STEPSCOPE_RUN=1 and can skip saving.\n")
+    if (args.against or args.compare) and measure_run.runs < 3:
+        sys.stderr.write(f"stepscope: note: {measure_run.runs} process(es) per side: "
+                         + ("run-to-run variation is not observed, so differences under 5% are not called"
+                            if measure_run.runs == 1 else
+                            "run-to-run variation rests on one degree of freedom, so the interval is wide")
+                         + "; --runs 3 or more for a verdict on small differences\n")
     if args.against:
         doc = _against(req, args, measure_run)
     else:
