@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import errors
+from . import program
 
 AGAINST_RUNS = 3  # processes per side with --against, unless --runs says otherwise
 
@@ -30,14 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from ..capture import options
     from ..capture.request import MeasureRunOptions, RunOptions
 
-    p.add_argument("script", help="the file that holds the step loop")
-    which = p.add_mutually_exclusive_group()
-    which.add_argument("--line", type=int, help="line of the step loop (or any line inside it)")
-    which.add_argument("--function", help="each call of this function is a step (e.g. a request handler)")
-    start = p.add_mutually_exclusive_group()
-    start.add_argument("--entry", help="the program starts from this file instead of SCRIPT")
-    start.add_argument("-m", dest="module", help="the program starts as `python -m MODULE`")
-    p.add_argument("--python", help="interpreter that runs the program (default: this one)")
+    program.add_arguments(p)
     options.add_arguments(p, MeasureOptions, MeasureRunOptions)
     options.add_arguments(p, RunOptions, only=("timeout",))
     p.set_defaults(runs=None)  # 1, or AGAINST_RUNS with --against
@@ -68,10 +62,8 @@ class _Side:
 def run(args: argparse.Namespace) -> int:
     from ..agent.protocol import MeasureOptions
     from ..capture import options
-    from ..capture.request import CaptureRequest, MeasureRunOptions, RunOptions, check_entry_module
-    from ..capture.step import resolve_function, resolve_step
+    from ..capture.request import CaptureRequest, MeasureRunOptions, RunOptions
     from ..source.linemap import header_text
-    from ..workspace import find_root
 
     if args.runs is None:
         args.runs = AGAINST_RUNS if args.against else 1
@@ -87,26 +79,13 @@ def run(args: argparse.Namespace) -> int:
             raise errors.UsageError(f"--value {args.value!r} is not a Python expression: {e.msg}") from None
     measure, run_options, measure_run = options.from_arguments(args, MeasureOptions, RunOptions, MeasureRunOptions)
     measure = dataclasses.replace(measure, value=args.value)
-    check_entry_module(args.module)
-    script = Path(args.script).resolve()
-    if not script.is_file():
-        raise errors.UsageError(f"no such file: {args.script}")
-    if args.function:
-        resolve_function(script, args.function)
-        loop_line = None
-    else:
-        loop_line = resolve_step(script, args.line)
-    root = find_root(Path.cwd()) if Path.cwd() in script.parents else find_root(script)
-    entry = Path(args.entry).resolve() if args.entry else None
-    if entry is not None and not entry.is_file():
-        raise errors.UsageError(f"no such file: {args.entry}")
-    header = header_text(script.read_text(encoding="utf-8"), loop_line) if loop_line else None
+    target = program.resolve(args)
+    root = target.root
+    header = header_text(target.script.read_text(encoding="utf-8"), target.loop_line) if target.loop_line else None
     req = CaptureRequest(
-        root=root, target_file=script, target_line=loop_line,
-        target_function=args.function.rsplit(".", 1)[-1] if args.function else None,
-        python=args.python or sys.executable, entry_script=entry, entry_module=args.module,
-        args=tuple(getattr(args, "script_args", [])), cwd=Path.cwd(), note=args.note,
-        run=run_options, measure=measure, step_header=header,
+        root=root, target_file=target.script, target_line=target.loop_line, target_function=target.function,
+        python=target.python, entry_script=target.entry, entry_module=target.module, args=target.args,
+        cwd=target.cwd, note=args.note, run=run_options, measure=measure, step_header=header,
         env_defaults={"PYTHONHASHSEED": str(measure.seed)},
     )
     baseline = _recorded_side(root, args.compare) if args.compare else None
