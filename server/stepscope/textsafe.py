@@ -11,6 +11,7 @@ control characters itself).
 from __future__ import annotations
 
 ELLIPSIS = "…"
+NAME_LIMIT = 80  # characters of a trace name quoted in a sentence (a finding); tables cut theirs to their width
 
 
 def _escape(ch: str) -> str:
@@ -33,6 +34,10 @@ def printable(text: str, limit: int | None = None) -> str:
     as one line; `len(result) <= limit` when a limit is given (at least 1)."""
     if not text.isprintable():
         text = "".join(ch if ch.isprintable() else _escape(ch) for ch in text)
-    if limit is not None and len(text) > limit:
-        text = text[: max(0, limit - 1)] + ELLIPSIS
-    return text
+    return text if limit is None else shorten(text, limit)
+
+
+def shorten(text: str, limit: int = NAME_LIMIT) -> str:
+    """`text` cut to `limit` characters, the last an ellipsis, when longer (a kernel name can run to
+    thousands of characters). Only cut, never escaped: for text kept exact, as in JSON."""
+    return text if len(text) <= limit else text[: max(0, limit - 1)] + ELLIPSIS

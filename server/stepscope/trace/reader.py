@@ -372,7 +372,7 @@ class _Slices:
                 del buf[: lead + 1]
                 return buf
             if buf[lead] != ord("{"):
-                shown = printable(bytes(buf[lead : lead + 12]).decode("utf-8", "replace"), 12)
+                shown = printable(bytes(buf[lead : lead + 8]).decode("utf-8", "replace"))
                 raise NotJSON(path, f"not JSON (a trace starts with '{{' or '[', this file with '{shown}')")
             if _LEADING_WS.match(data).end() < len(data):  # new text: look for the key (whitespace cannot hold it)
                 m = _EVENTS_KEY.search(buf, search_from)
