@@ -349,23 +349,24 @@ class _Slices:
         stream, path = self.stream, self.path
         buf = bytearray()
         search_from = 0
-        bom_checked = False
+        bom: bool | None = None  # whether the text starts with a byte order mark (None: not known yet)
         while True:
             data = stream.read()
             buf += data
-            if not bom_checked:
-                if len(buf) < 3 and data:
+            if bom is None:
+                if len(buf) < len(_BOM) and data:
                     continue
-                bom_checked = True
-                if buf.startswith(_BOM):  # a UTF-8 byte order mark: allowed before JSON text
-                    del buf[:3]
+                bom = buf.startswith(_BOM)
+                if bom:  # a UTF-8 byte order mark: allowed before JSON text
+                    del buf[: len(_BOM)]
                 elif buf[:2] in (b"\xff\xfe", b"\xfe\xff"):
                     raise NotJSON(path, "UTF-16 text (it starts with a UTF-16 byte order mark), not the UTF-8 "
                                         "JSON of a trace")
             lead = _LEADING_WS.match(buf).end()
             if lead == len(buf):  # only whitespace so far: not kept
                 if not data:
-                    raise EmptyTrace(path, "empty file" if stream.total <= 3 else "the file holds only whitespace")
+                    empty = stream.total == (len(_BOM) if bom else 0)
+                    raise EmptyTrace(path, "empty file" if empty else "the file holds only whitespace")
                 buf.clear()
                 continue
             if buf[lead] == ord("["):
