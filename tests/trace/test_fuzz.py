@@ -221,8 +221,10 @@ def test_generated_traces(tmp_path: Path, worker: Worker, events, bare, indent, 
 # -- large inputs: bounded memory whatever the file inflates to --------------------------------------------
 
 MEASURE = """
-import resource, sys
+import sys
 from pathlib import Path
+sys.path.insert(0, sys.argv[2])
+from fuzz_worker import peak_rss_kb
 from stepscope.analysis.report import analyze
 from stepscope.errors import StepscopeError
 try:
@@ -230,13 +232,13 @@ try:
     outcome = f"ok {report['window']['events']}"
 except StepscopeError as e:
     outcome = f"{type(e).__name__}: {e}"
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10, outcome)
+print(peak_rss_kb() >> 10, outcome)
 """
 
 
 def measured(path: Path, **env: str) -> tuple[int, str]:
     """(peak memory in MB, outcome) of analysing `path` in a fresh process (one process: no forked child)."""
-    proc = subprocess.run([sys.executable, "-c", MEASURE, str(path)], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-c", MEASURE, str(path), str(HERE)], capture_output=True, text=True,
                           timeout=300, env={**os.environ, "STEPSCOPE_ANALYSIS_FORK": "0", **env})
     assert proc.returncode == 0, proc.stderr
     peak, outcome = proc.stdout.split(" ", 1)
