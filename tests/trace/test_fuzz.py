@@ -27,8 +27,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests import corpus
+
 HERE = Path(__file__).resolve().parent
-DATA = HERE.parent / "data" / "traces"
+DATA = corpus.DATA
 SOURCES = [DATA / "h200_async" / "trace.json.gz", DATA / "scenarios" / "startup_cost" / "trace.json.gz",
            DATA / "scenarios" / "gpu_missing_label" / "trace.json.gz"]
 
