@@ -12,7 +12,9 @@ Invariants:
   root where they lie under it, and every object pointing at a line has its `file_id` (model.py).
 - Steps come from CPU `ProfilerStep#N` markers; only when a trace has none, from the markers on a
   GPU stream (their `cpu_ms` is null and `notes` says where the steps came from; see steps.py).
-- Bad input raises `NotATraceError` / `UsageError` with a one-line reason.
+- Bad input raises `NotATraceError` / `UsageError` (a class per reason, errors.py) with a one-line
+  reason; what the reader left out of a trace it read (events without a usable time, ids beyond
+  int64) is said in `notes`, never dropped silently.
 - Beyond the contract's shape: `evidence` (the trace facts the findings read) and `missing_labels`
   (region labels written in the step's source but absent from the window); see docs/findings.md.
 - `unprofiled` / `distortion` come from the steps the agent timed without the profiler after the
@@ -33,8 +35,9 @@ from typing import Any
 
 from .. import jsonio
 from ..agent.protocol import FILES, RECORDS, SCENARIO, TIMINGS, parse_label, parse_run_file_name, run_file_name
-from ..errors import NotATraceError, UsageError
+from ..errors import EmptyTrace, NotAProfilerTrace, NotATraceError, NotJSON, UsageError
 from ..trace import Kind, Trace, read_trace
+from ..trace.model import MAX_TIME_US
 from . import parallel
 from .attribution import Attribution, attribute
 from .distortion import add_line_estimates, distortion, unprofiled_figures
@@ -143,15 +146,15 @@ def analyze(paths: list[Path], *, source_root: Path | None = None, run_dir: Path
             skipped.append(str(e))
             errors.append(e)
     if not reports:
-        # the reason of a file that is a trace says more than "this JSON is not a trace"
-        traces_only = [e for e in errors if "not a profiler trace" not in str(e) and "not JSON" not in str(e)]
+        # the reason of a file that is a trace (truncated, invalid, empty) says more than "this is not a trace"
+        traces_only = [e for e in errors if not isinstance(e, (NotAProfilerTrace, NotJSON))]
         raise (traces_only or errors)[0]
-    files = [Path(r["traces"][0]) for r in reports]
+    files = [r["traces"][0] for r in reports]  # already absolute (a pipe's name is kept as given)
     reports = order_by_rank(reports)
     report = reports[0]
     # before the headline's `traces` becomes the list of every trace: each rank's entry names its own
     rank_summary = summarize_ranks(reports) if len(reports) > 1 else None
-    report["traces"] = [str(f.resolve()) for f in files]
+    report["traces"] = files
     report["source_root"] = str(shown_root) if shown_root else None
     report["notes"].extend(f"left out: {reason}" for reason in skipped)
     if rank_summary is not None:
@@ -209,11 +212,11 @@ def _analyze_one(trace: Trace, *, file_table: FileTable | None, source_root: Pat
     if stepless:
         window = whole_window(trace, links)
         if window is None:
-            raise NotATraceError(f"{trace.path}: no ProfilerStep#N events and the trace spans no time")
+            raise EmptyTrace(trace.path, "no ProfilerStep#N events and the trace spans no time")
         steps = [window]
     window_us = (steps[0].cpu_start, steps[-1].completion)
     if window_us[1] <= window_us[0]:
-        raise NotATraceError(f"{trace.path}: the active window is empty (its steps have no duration)")
+        raise EmptyTrace(trace.path, "the active window is empty (its steps have no duration)")
     # On a large trace the longest parts are computed in forked children while this process does
     # the rest: the evidence's operator half (the trace facts the findings read: operators,
     # kernels, copies, syncs), and, with a third core, the attribution, which needs no evidence.
@@ -254,6 +257,7 @@ def _report(trace: Trace, links: Links, steps: list[Step], att: Attribution, *,
     if not isinstance(schedule, dict):
         schedule = {"wait": None, "warmup": None, "active": 0 if stepless else len(steps), "repeat": None, "source": "trace"}
     notes = [window_note(trace, links, steps[0])] if stepless else []
+    notes.extend(left_out_notes(trace))
     if gpu_marked:
         notes.append(GPU_MARKERS_NOTE)
     if not gpu["observed"]:
@@ -298,6 +302,24 @@ def _report(trace: Trace, links: Links, steps: list[Step], att: Attribution, *,
         "evidence": None,
         "notes": notes,
     }
+
+
+def left_out_notes(trace: Trace) -> list[str]:
+    """What the reader left out of the trace or changed, and why (nothing for a clean trace)."""
+    notes = []
+    no_time = trace.skipped.get("X", 0)
+    if no_time:
+        notes.append(f"{no_time} complete event(s) left out: their ts is missing, null or not a number "
+                     "(a ProfilerStep#N among them does not count as a step)")
+    if trace.times_out_of_range:
+        notes.append(f"{trace.times_out_of_range} complete event(s) left out: their ts or dur lies beyond "
+                     f"±{MAX_TIME_US:.0f} µs (2^53 µs, about 285 years), no time a profiler writes")
+    if trace.negative_durations:
+        notes.append(f"{trace.negative_durations} complete event(s) with a negative dur, read as 0 µs")
+    if trace.ids_out_of_range:
+        notes.append(f"{trace.ids_out_of_range} id(s) or byte count(s) outside the signed 64-bit range (correlation, External id, "
+                     "Sequence number, bytes, flow id), read as absent: the events they would link are not linked")
+    return notes
 
 
 def _cpu_ms(step: Step) -> float | None:
