@@ -9,9 +9,9 @@ VPY    := $(VENV)/bin/python
 DEPS   := $(VENV)/.deps-installed
 VSIX   := dist/stepscope-0.1.0-linux-x64.vsix
 
-.PHONY: demo test venv tools vsix test-python test-client test-vscode clean
+.PHONY: demo test venv tools vsix panel test-python test-client test-vscode clean
 
-$(DEPS): pyproject.toml setup.py server/stepscope/trace/_columns.c server/stepscope/trace/_rows.c server/stepscope/analysis/_nesting.c
+$(DEPS): pyproject.toml setup.py server/stepscope/trace/_columns.c server/stepscope/trace/_rows.c server/stepscope/analysis/_nesting.c server/stepscope/analysis/_timeline.c
 	$(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
 	# The CPU build of torch runs the examples; the stepscope package itself does not need it.
@@ -26,6 +26,11 @@ tools:
 
 vsix: venv tools
 	bash tools/build-vsix.sh
+
+# The trace panel's webview (panel/dist) and its unit tests' bundles; tests/panel runs them.
+panel:
+	[ -d node_modules/esbuild ] || npm ci --no-audit --no-fund --loglevel=error
+	node panel/build.mjs --tests
 
 demo: venv vsix
 	$(VENV)/bin/stepscope profile examples/train_cpu.py
@@ -48,4 +53,4 @@ test: vsix test-client
 	$(VPY) -m pytest tests -q
 
 clean:
-	rm -rf $(VENV) .cache build dist bundled extension/dist .stepscope test-results
+	rm -rf $(VENV) .cache build dist bundled extension/dist panel/dist .stepscope test-results

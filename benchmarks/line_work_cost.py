@@ -1,5 +1,5 @@
 """What the hover's lists cost the analysis: attribution with each line's operators and kernels by
-name (`lines[].ops`, `lines[].top_kernels`, analysis/line_work.py) against attribution without them,
+name (`lines[].top_ops`, `lines[].top_kernels`, analysis/line_work.py) against attribution without them,
 side by side on the same trace, in the same process.
 
     PYTHONPATH=server python benchmarks/line_work_cost.py TRACE [--repeat 3]

@@ -3,6 +3,7 @@
 import * as vscode from "vscode";
 import { TimingDecorations } from "./decorations";
 import { FigureSync } from "./figures";
+import { TracePanel } from "./panel/host";
 import { ProfileCommand } from "./profile";
 import { onDidChangePythonInterpreter } from "./python";
 import { parseProfileResult } from "./result";
@@ -24,16 +25,19 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const decorations = new TimingDecorations(settings.showInlineTimings, settings.minShare);
   const figures = new FigureSync(decorations, log);
   const status = new StepStatus();
+  const panel = new TracePanel(vscode.Uri.joinPath(context.extensionUri, "panel", "dist"), () => controller?.languageClient, log);
   const runs = new RunsView(() => controller?.languageClient, log, (shown) => {
     try {
       const result = parseProfileResult(shown);
       status.result(result.status.text, result.status.tooltip, result.runId);
       void figures.refreshVisible();
+      panel.follow(result.runId);
     } catch (error) {
       log.warn(`The server's answer for the run shown: ${error instanceof Error ? error.message : error}`);
     }
   }, (deleted) => status.forget(deleted));
-  const profile = new ProfileCommand(controller, figures, status, log, context.workspaceState, () => runs.refresh());
+  const profile = new ProfileCommand(controller, figures, status, log, context.workspaceState, () => runs.refresh(),
+    (runId) => panel.follow(runId));
   context.subscriptions.push(decorations, figures, status);
 
   let clientListeners: vscode.Disposable | undefined;
@@ -46,6 +50,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     new vscode.Disposable(() => clientListeners?.dispose()),
     profile.register(),
     runs.register(),
+    panel.register(),
     vscode.commands.registerCommand("stepscope.clearTimings", () => decorations.clear()),
     vscode.commands.registerCommand("stepscope.restart", () =>
       controller?.requestRestart("the Restart Server command", true),

@@ -44,6 +44,8 @@ export class ProfileCommand {
     private readonly log: vscode.LogOutputChannel,
     private readonly state: vscode.Memento,
     private readonly onRunsChanged: () => void,
+    /** the run now shown (the trace panel follows it) */
+    private readonly shown: (runId: string) => void = () => undefined,
   ) {}
 
   register(): vscode.Disposable {
@@ -251,6 +253,7 @@ export class ProfileCommand {
     this.status.result(result.status.text, result.status.tooltip, result.runId);
     this.log.info(`Profile done: ${result.summary}.`);
     this.log.info(`Run ${result.runId}, in ${result.runDir}`);
+    this.shown(result.runId);
   }
 }
 

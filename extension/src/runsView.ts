@@ -2,12 +2,11 @@
 // the run folders, and runs made by the CLI or before a restart alike), newest first. Open a run (its
 // figures in the editor), open its report, compare two runs line by line, delete one (confirmed; the
 // server deletes only folders inside .stepscope/runs/). Viewing works in restricted mode: nothing here
-// runs the user's code.
-//
-// Until the trace panel is wired, `stepscope.openPanel` ({runId, fileId, path, line}, from a hover's
-// link) opens the run's report read-only, at the line's entry.
+// runs the user's code. A run opens in the trace panel through the panel's own command
+// (`stepscope.openPanel` {runId}), as a hover's link and a finding's code action do.
 import * as vscode from "vscode";
 import { LanguageClient } from "vscode-languageclient/node";
+import { OPEN_PANEL_COMMAND } from "./panel/host";
 import { firstLine } from "./python";
 import { parseRuns, RunSummary } from "./result";
 import { runItem } from "./runsTree";
@@ -97,7 +96,8 @@ export class RunsView implements vscode.TreeDataProvider<RunNode>, vscode.Dispos
         this.compare(node, selected)),
       vscode.commands.registerCommand("stepscope.runs.delete", (node?: RunNode, selected?: RunNode[]) =>
         this.delete(node, selected)),
-      vscode.commands.registerCommand("stepscope.openPanel", (target?: unknown) => this.openPanel(target)),
+      vscode.commands.registerCommand("stepscope.runs.openPanel", (node?: RunNode) =>
+        node && vscode.commands.executeCommand(OPEN_PANEL_COMMAND, { runId: node.run.id })),
     );
     return new vscode.Disposable(() => this.dispose());
   }
@@ -150,28 +150,13 @@ export class RunsView implements vscode.TreeDataProvider<RunNode>, vscode.Dispos
     }
   }
 
-  private async openReport(runId?: string, line?: { path: string | null; line: number | null }): Promise<void> {
+  private async openReport(runId?: string): Promise<void> {
     if (!runId) {
       return;
     }
     const uri = vscode.Uri.from({ scheme: REPORT_SCHEME, path: `/${runId}/report.json` });
     const document = await vscode.languages.setTextDocumentLanguage(await vscode.workspace.openTextDocument(uri), "json");
-    const editor = await vscode.window.showTextDocument(document, { preview: true });
-    if (line?.line) {
-      // the line's entry in the report's `lines`: its file (absolute, ending with the relative path)
-      // and its number, as JSON.stringify lays them out
-      const text = document.getText();
-      const from = Math.max(0, text.indexOf('"lines": ['));
-      const path = (line.path ?? "").replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-      const entry = new RegExp(`"file": "[^"]*${path}",\\s*"line": ${line.line},`, "g");
-      entry.lastIndex = from;
-      const found = entry.exec(text);
-      if (found) {
-        const at = document.positionAt(found.index);
-        editor.selection = new vscode.Selection(at, at);
-        editor.revealRange(new vscode.Range(at, at), vscode.TextEditorRevealType.InCenter);
-      }
-    }
+    await vscode.window.showTextDocument(document, { preview: true });
   }
 
   private async compare(node?: RunNode, selected?: RunNode[]): Promise<void> {
@@ -229,18 +214,5 @@ export class RunsView implements vscode.TreeDataProvider<RunNode>, vscode.Dispos
     }
     this.onDeleted(deleted);
     this.refresh();
-  }
-
-  private async openPanel(target?: unknown): Promise<void> {
-    const args = (Array.isArray(target) ? target[0] : target) as
-      { runId?: unknown; path?: unknown; line?: unknown } | undefined;
-    if (!args || typeof args.runId !== "string" || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(args.runId)) {
-      void vscode.window.showErrorMessage("Stepscope: Open Trace Panel needs a run (open one from a timed line's hover).");
-      return;
-    }
-    await this.openReport(args.runId, {
-      path: typeof args.path === "string" ? args.path : null,
-      line: Number.isInteger(args.line) ? (args.line as number) : null,
-    });
   }
 }

@@ -20,11 +20,9 @@ import {
   isPythonExtensionInstalled,
   resolveInterpreter,
 } from "./python";
+import { OPEN_PANEL_COMMAND } from "./panel/host";
 import { serverLogLine } from "./serverLog";
 import { readSettings } from "./settings";
-
-/** The client's command that opens the trace panel on a line (the server links hovers to it). */
-export const PANEL_COMMAND = "stepscope.openPanel";
 
 const CLIENT_ID = "stepscope";
 const CLIENT_NAME = "Stepscope";
@@ -212,7 +210,7 @@ export class ServerController implements vscode.Disposable {
           const hover = await next(document, position, token);
           for (const part of hover?.contents ?? []) {
             if (part instanceof vscode.MarkdownString) {
-              part.isTrusted = { enabledCommands: [PANEL_COMMAND] };
+              part.isTrusted = { enabledCommands: [OPEN_PANEL_COMMAND] };
               part.supportHtml = false;
             }
           }
@@ -225,7 +223,8 @@ export class ServerController implements vscode.Disposable {
       initializationOptions: {
         interpreter: launch.interpreter.path,  // the program's interpreter when a request names none
         inlayHints: false,
-        panelCommand: PANEL_COMMAND,
+        // hovers link to the trace panel on their line, and findings offer to open it there
+        panelCommand: OPEN_PANEL_COMMAND,
         minShare: settings.minShare,
         profile: settings.profile,
       },

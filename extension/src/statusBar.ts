@@ -1,6 +1,7 @@
 // The status-bar item: the last good run's ms/step, that a profile is running, or that the last one
 // failed (the good run's figure stays, marked). Its text and tooltip come from the server's
-// presenter; this item only places them. Clicking it shows the log.
+// presenter; this item only places them. Clicking it opens the trace panel on the run it shows (the
+// log while a profile runs).
 import * as vscode from "vscode";
 
 export class StepStatus implements vscode.Disposable {
@@ -15,6 +16,7 @@ export class StepStatus implements vscode.Disposable {
   }
 
   running(title: string): void {
+    this.item.command = "stepscope.showLogs";
     this.item.text = "$(sync~spin) Stepscope: profiling…";
     this.item.tooltip = `Profiling ${title}` + (this.last ? ` (last run: ${this.last.text})` : "");
     this.item.show();
@@ -24,7 +26,8 @@ export class StepStatus implements vscode.Disposable {
   result(text: string, tooltip: string, runId: string): void {
     this.last = { text, tooltip, runId };
     this.item.text = `$(pulse) Stepscope: ${text}`;
-    this.item.tooltip = untrusted(tooltip);
+    this.item.command = "stepscope.openPanel";  // the run shown, in the trace panel
+    this.item.tooltip = untrusted(`${tooltip}\n\nClick to open the trace panel.`);
     this.item.show();
   }
 
@@ -34,6 +37,7 @@ export class StepStatus implements vscode.Disposable {
       this.item.hide();
       return;
     }
+    this.item.command = "stepscope.openPanel";  // the last good run, which the panel still shows
     this.item.text = `$(warning) Stepscope: ${this.last.text}`;
     const said = what.replace(/[\\`*_{}[\]()<>#+\-.!|~]/g, (c) => `\\${c}`);
     this.item.tooltip = untrusted(`**The last profile ${said}**; these figures are from the run before it.\n\n` +
@@ -45,6 +49,7 @@ export class StepStatus implements vscode.Disposable {
   forget(runIds: string[]): void {
     if (this.last && runIds.includes(this.last.runId)) {
       this.last = undefined;
+      this.item.command = "stepscope.showLogs";
       this.item.hide();
     }
   }

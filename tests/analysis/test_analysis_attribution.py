@@ -106,6 +106,7 @@ def test_without_gpu_events_gpu_figures_are_null_not_zero(tmp_path: Path) -> Non
     report = analyze([run / "trace.json"])
     assert report["gpu"] == {"observed": False, "reason": report["gpu"]["reason"]}
     assert "not observed" in report["gpu"]["reason"]
+    assert len(report["lines"]) == 4 and len(report["regions"]) == 4
     assert all(r["gpu_ms"] is None and r["backward_gpu_ms"] is None for r in report["lines"])
     assert all(r["gpu_ms"] is None for r in report["regions"])
     assert any("not observed" in n for n in report["notes"])
@@ -215,10 +216,10 @@ def test_a_line_lists_the_operators_it_called_and_the_kernels_it_launched(tmp_pa
     run = run_folder(tmp_path, s)
     lines = by_line(analyze([run / "trace.json"]), tmp_path / "ws")
     outer, copy_line, backward = lines[("train.py", 5)], lines[("train.py", 6)], lines[("train.py", 7)]
-    assert outer["ops"] == [{"name": "aten::linear", "calls": 1.0, "ms": 0.06}]
-    assert copy_line["ops"] == [{"name": "aten::mul", "calls": 2.0, "ms": 0.01}]
-    assert backward["ops"] == [{"name": "autograd::engine::evaluate_function: AddmmBackward0", "calls": 1.0,
-                                "ms": 0.04}]
+    assert outer["top_ops"] == [{"name": "aten::linear", "calls": 1.0, "ms": 0.06}]
+    assert copy_line["top_ops"] == [{"name": "aten::mul", "calls": 2.0, "ms": 0.01}]
+    assert backward["top_ops"] == [{"name": "autograd::engine::evaluate_function: AddmmBackward0", "calls": 1.0,
+                                    "ms": 0.04}]
     # two kernels of one name, overlapping on two streams: launched twice a step, 140 µs of union
     assert outer["top_kernels"] == [{"name": "void gemm_kernel<float>()", "calls": 2.0, "ms": 0.14}]
     assert copy_line["top_kernels"] == []  # a copy is no kernel (the copies say it)
@@ -230,4 +231,18 @@ def test_without_gpu_events_a_line_has_no_kernel_list_rather_than_an_empty_one(t
     run = run_folder(tmp_path, build(gpu=False))
     lines = by_line(analyze([run / "trace.json"]), tmp_path / "ws")
     assert all(r["top_kernels"] is None for r in lines.values())
-    assert lines[("train.py", 5)]["ops"][0]["name"] == "aten::linear"
+    assert lines[("train.py", 5)]["top_ops"][0]["name"] == "aten::linear"
+
+
+@pytest.mark.parametrize("at", ["start", "end"])
+def test_a_launch_exactly_at_a_lines_bounds_belongs_to_the_line(tmp_path: Path, at: str) -> None:
+    # the line ss:f0:5 spans [100, 600] of each step; its launch call starts exactly on a bound
+    s = Synth()
+    for k in range(2):
+        t = k * 1000
+        s.step(k + 1, t, 1000)
+        s.region("ss:f0:5", t + 100, 500)
+        s.launch(t + (100 if at == "start" else 600), t + 650, 100)  # the kernel runs [650, 750]
+    run = run_folder(tmp_path, s)
+    line = by_line(analyze([run / "trace.json"]), tmp_path / "ws")[("train.py", 5)]
+    assert line["kernels"] == 1 and line["gpu_ms"] == 0.1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 import shutil
 from pathlib import Path
@@ -95,7 +96,7 @@ def test_names_from_a_trace_or_a_host_are_never_markup() -> None:
 
 def test_the_hover_lists_what_the_line_ran_and_states_the_share_basis() -> None:
     line = {**LINE, "sync_ms": 0.5,
-            "ops": [{"name": "aten::linear", "calls": 3.0, "ms": 3.99}, {"name": "aten::relu", "calls": 0.5, "ms": 0.05}],
+            "top_ops": [{"name": "aten::linear", "calls": 3.0, "ms": 3.99}, {"name": "aten::relu", "calls": 0.5, "ms": 0.05}],
             "top_kernels": [{"name": "void gemm_kernel<float, 128>(" + "x" * 300 + ")", "calls": 2.0, "ms": 0.14}]}
     hover = present.line_hover(line, {"ms_per_step": 50.0, "machine": MACHINE}, "r1",
                                panel_link="command:stepscope.openPanel?%7B%7D", notes=("Lines changed since.",))
@@ -111,7 +112,7 @@ def test_the_hover_lists_what_the_line_ran_and_states_the_share_basis() -> None:
 
 
 def test_without_gpu_events_the_hover_gives_no_kernel_list() -> None:
-    cpu = {**LINE, "gpu_ms": None, "kernels": 0, "top_kernels": None, "ops": []}
+    cpu = {**LINE, "gpu_ms": None, "kernels": 0, "top_kernels": None, "top_ops": []}
     hover = present.line_hover(cpu, {"ms_per_step": 50.0}, None)
     assert "Kernels" not in hover and "Operators" not in hover and "- GPU: not observed" in hover
 
@@ -146,10 +147,21 @@ def test_every_flag_a_finding_names_has_the_editor_s_words(gpu_report: dict) -> 
     import re as _re
     from stepscope.analysis import findings as findings_pkg
 
+    from stepscope.analysis.findings import distorted
+
     source = "".join(p.read_text() for p in Path(findings_pkg.__file__).parent.glob("*.py"))
-    flags = set(_re.findall(r"(?<![\w-])--[a-z][a-z-]+", source)) - {"--json"}
+    # the flags of `stepscope measure`'s command line, which the editor cannot run: it says to run it
+    # in a terminal (below)
+    measure_flags = set(_re.findall(r"(?<![\w-])--[a-z][a-z-]+", inspect.getsource(distorted.measure_command)))
+    flags = set(_re.findall(r"(?<![\w-])--[a-z][a-z-]+", source)) - {"--json"} - measure_flags
     for flag in flags:
         assert flag not in present.for_surface(f"profile again with {flag} to see", "editor"), flag
+    report = {"scenario": {"step": {"file": "/ws/train.py", "line": 42}, "program": {"cwd": "/ws"}},
+              "distortion": None}
+    (marked,) = distorted.mark_distorted([{"kind": "input-bound", "observation": "o.", "next_check": "n.",
+                                           "figures": {}}], report)
+    assert present.for_surface(marked["next_check"], "editor") == (
+        "n. Check the step without the profiler, from a terminal: `stepscope measure train.py --line 42`.")
 
 
 def test_two_runs_side_by_side_line_by_line() -> None:

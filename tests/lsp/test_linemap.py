@@ -1,4 +1,4 @@
-"""Where a run's lines are in a document's current text (linemap.py), and what deleting a run may
+"""Where a run's lines are in a document's current text (source/linemap.py), and what deleting a run may
 touch (runs.py): pure functions and the registry over real folders, no server."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from stepscope.lsp.linemap import LineMap
+from stepscope.source.linemap import LineMap
 from stepscope.lsp.runs import RunRegistry, UnknownRun
 
 MEASURED = "import torch\nfor x in data:\n    y = model(x)\n    loss = y.sum()\n    loss.backward()\n"

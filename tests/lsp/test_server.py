@@ -362,8 +362,8 @@ async def test_profile_settings_sent_with_the_command_apply_to_that_run_without_
         _profile_params(uri, {"active": 2, "warmup": 1, "shapes": False})))
     assert len(first["steps"]) == 3 and len(second["steps"]) == 2
     assert second["schedule"]["warmup"] == 1
-    assert all(entry["shapes"] is not None for entry in first["lines"])
-    assert all(entry["shapes"] is None for entry in second["lines"])
+    assert first["lines"] and all(entry["shapes"] is not None for entry in first["lines"])
+    assert second["lines"] and all(entry["shapes"] is None for entry in second["lines"])
 
 
 @pytest.mark.parametrize(("settings", "message"), [

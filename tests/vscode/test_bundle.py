@@ -51,16 +51,21 @@ def test_vsix_carries_client_server_and_native_libraries_only(vsix: Path) -> Non
     assert package["capabilities"]["untrustedWorkspaces"]["supported"] == "limited"
     for required in (
         "extension/extension/dist/extension.js",
+        "extension/panel/dist/panel.js",  # the trace panel's webview, and its stylesheet
+        "extension/panel/dist/panel.css",
         "extension/bundled/tool/server.py",
         "extension/bundled/libs/stepscope/lsp/server.py",
         "extension/bundled/libs/pygls/__init__.py",
         "extension/bundled/libs/lsprotocol/types.py",
         "extension/bundled/libs/cattrs/__init__.py",
         "extension/bundled/libs/exceptiongroup/__init__.py",  # cattrs needs it on 3.10
+        "extension/bundled/libs/tomli/_parser.py",  # [tool.stepscope] on 3.10
         "extension/bundled/libs/stepscope/trace/_columns.abi3.so",  # one build for every CPython 3.10+
         "extension/bundled/libs/stepscope/trace/_rows.abi3.so",
         "extension/bundled/libs/stepscope/analysis/_nesting.abi3.so",
         "extension/bundled/libs/stepscope/analysis/report.schema.json",  # the report's contract, shipped
+        "extension/bundled/libs/stepscope/analysis/_timeline.abi3.so",
+        "extension/bundled/libs/stepscope/analysis/timeline.schema.json",  # the trace panel\'s, shipped
     ):
         assert required in names, f"{required} is not in the .vsix"
     for minor in SUPPORTED_MINORS:
@@ -72,6 +77,10 @@ def test_vsix_carries_client_server_and_native_libraries_only(vsix: Path) -> Non
     # No compiled library and no torch among the pure-Python libraries: they would be the wrong build.
     assert not any(n.startswith(("extension/bundled/libs/orjson", "extension/bundled/libs/msgspec", "extension/bundled/libs/zlib_ng",
                                  "extension/bundled/libs/torch")) for n in names)
+    # The pure-Python libraries are pure: a library compiled for the build's CPython serves no other.
+    compiled = [n for n in names if n.startswith("extension/bundled/libs/") and n.endswith(".so")
+                and not n.startswith("extension/bundled/libs/stepscope/")]
+    assert compiled == [], compiled
 
 
 def available_pythons() -> dict[int, Path]:
@@ -170,6 +179,37 @@ def test_bundled_server_checks_code_on_every_supported_python_here(unpacked: Pat
         assert ss101[0]["source"] == "stepscope"
         checked.append(f"3.{minor}")
     print(f"bundled server checked on Python {', '.join(checked)}")
+
+
+def test_bundled_server_reads_the_projects_settings_on_every_supported_python_here(unpacked: Path, tmp_path: Path) -> None:
+    # Python 3.10 has no TOML reader of its own: the bundle's tomli reads [tool.stepscope] there
+    pythons = available_pythons()
+    assert pythons, "no CPython 3.10+ found on this machine"
+    workspace = tmp_path / "ws"
+    (workspace / "quiet").mkdir(parents=True)
+    (workspace / "pyproject.toml").write_text("[project]\nname = 'ws'\n")
+    (workspace / "quiet" / "pyproject.toml").write_text("[tool.stepscope]\nignore = ['SS101']\n")
+    source = EXAMPLE.read_text()
+    checked, quiet = (workspace / "train_cpu.py").as_uri(), (workspace / "quiet" / "train_cpu.py").as_uri()
+
+    for minor, python in sorted(pythons.items()):
+        client = StdioLspClient([str(python), str(unpacked / "bundled" / "tool" / "server.py")], workspace)
+        codes: dict[str, list] = {}
+        try:
+            client.send("initialize", {"processId": os.getpid(), "rootUri": workspace.as_uri(),
+                                       "capabilities": {}}, request=True)
+            client.wait_for(lambda m: m.get("id") == 1)
+            client.send("initialized", {})
+            for uri in (checked, quiet):
+                client.send("textDocument/didOpen", {"textDocument": {
+                    "uri": uri, "languageId": "python", "version": 1, "text": source}})
+                published = client.wait_for(
+                    lambda m: m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == uri)
+                codes[uri] = [d.get("code") for d in published["params"]["diagnostics"]]
+        finally:
+            client.close()
+        assert "SS101" in codes[checked], f"Python 3.{minor} ({python}): {codes[checked]}"
+        assert "SS101" not in codes[quiet], f"Python 3.{minor} ({python}) did not read [tool.stepscope]"
 
 
 def test_bundled_compiled_modules_analyse_traces_on_every_supported_python_here(unpacked: Path) -> None:

@@ -1,7 +1,7 @@
 """What a line ran, by name: the operators it called and the kernels it launched (the hover's lists).
 
     ops = outermost_ops(trace, w0, w1, devices)      # (track, start, row) of each outermost operator
-    line["ops"] = named_work(trace, rows, n_steps, w0, w1)     # the rows attribution placed on the line
+    line["top_ops"] = named_work(trace, rows, n_steps, w0, w1)     # the rows attribution placed on the line
     line["top_kernels"] = named_work(trace, gpu_rows, n_steps, w0, w1, Kind.KERNEL)
 
 Invariants:

@@ -1,4 +1,5 @@
-"""A run's analysis in a child process of the server's own interpreter: `stepscope analyze --json RUN`.
+"""A run's analysis in a child process of the server's own interpreter: `stepscope analyze --json
+--timeline RUN` (the report on stdout; the trace panel's timeline.json written into the run folder).
 
 The language server never analyses a trace itself. A fault in a compiled kernel, or a trace that
 exhausts memory, ends the child, not the editor's diagnostics; and the child, which has no other
@@ -61,7 +62,7 @@ def import_path() -> list[str]:
 def command(run_dir: Path) -> list[str]:
     entry = _ENTRY.format(sep=os.pathsep)
     return [sys.executable, "-I", "-X", "utf8", "-c", entry, os.pathsep.join(import_path()),
-            "analyze", "--json", str(run_dir)]
+            "analyze", "--json", "--timeline", str(run_dir)]
 
 
 class AnalysisChild:

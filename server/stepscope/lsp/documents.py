@@ -176,9 +176,9 @@ def timing_hover(ls: "StepscopeServer", uri: str, position: types.Position,
     end = len(lines[position.line].rstrip("\r\n")) if position.line < len(lines) else 0
     link = None
     if panel_command:
-        from . import results
+        from . import panel
 
-        link = results.panel_link(panel_command, run, line)
+        link = panel.panel_link(panel_command, run, line.get("file"), line.get("line"))
     return types.Hover(
         contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=present.line_hover(
             line, run.report, run.run_id, panel_link=link, notes=ls.runs.notes(uri, run))),

@@ -9,9 +9,7 @@ returned.
 
 from __future__ import annotations
 
-import json
 from typing import Any
-from urllib.parse import quote
 
 from ..analysis import present
 from .runs import Run, in_workspace
@@ -73,22 +71,3 @@ def profile_result(run: Run, shown: set[str] | None = None, min_share: float = D
         "lines": editor_lines(run, shown, min_share),
         "findings": report.get("findings", []),
     }
-
-
-def panel_target(run: Run, line: dict[str, Any]) -> dict[str, Any]:
-    """What opens the trace panel on a line: the run, the line's file id in the run's file table
-    (files.json, as the panel's timeline names files; null when the table does not have it), its
-    workspace-relative path and its 1-based line."""
-    from .. import workspace
-    from ..agent import protocol
-    from .runs import _read_object
-
-    path = workspace.relpath(line["file"], run.root) if line.get("file") else None
-    table = (_read_object(run.run_dir / protocol.FILES) or {}).get("files") or {}
-    file_id = next((fid for fid, rel in table.items() if rel == path), None) if isinstance(table, dict) else None
-    return {"runId": run.run_id, "fileId": file_id, "path": path, "line": line.get("line")}
-
-
-def panel_link(command: str, run: Run, line: dict[str, Any]) -> str:
-    """A command URI (`command:<id>?<JSON arguments>`) that opens the trace panel on the line."""
-    return f"command:{command}?{quote(json.dumps([panel_target(run, line)]))}"

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import logging
+import os
 import re
 import shutil
 from collections import OrderedDict
@@ -37,7 +38,7 @@ from typing import Any, Iterable
 from .. import errors, jsonio, workspace
 from ..agent import protocol
 from ..analysis import model, present
-from .linemap import LineMap
+from ..source.linemap import LineMap
 
 log = logging.getLogger("stepscope.lsp")
 
@@ -440,7 +441,12 @@ class RunRegistry:
         if run_dir.is_symlink() or not any(run_dir.parent == (Path(r) / workspace.STATE_DIR / workspace.RUNS_DIR)
                                            and run_dir.parent.resolve() == run_dir.resolve().parent for r in roots):
             raise UnknownRun(f"{run_dir.name} is not a run folder of this workspace's .stepscope/runs")
-        shutil.rmtree(run_dir)
+        # As `stepscope runs delete` does: out of the folders' sight first (a dot name is no run
+        # folder), then out of the history, then gone.
+        doomed = run_dir.parent / f".deleting-{run_dir.name}"
+        os.rename(run_dir, doomed)
+        _forget_in_history(run_dir.parent.parent.parent, run_dir.name)
+        shutil.rmtree(doomed)
         self._loaded.pop(run_dir.name, None)
         self._folders.pop(run_dir.name, None)
         self._summaries.pop(run_dir, None)
@@ -493,6 +499,20 @@ class View:
     run_id: str
     measured: str
     lines: LineMap
+
+
+def _forget_in_history(root: Path, run_id: str) -> None:
+    """The run's row out of the workspace's history, when there is one (a history that cannot be
+    written is logged: `stepscope runs rebuild` reads the folders again)."""
+    from ..history.store import History, db_path
+
+    if not db_path(root).is_file():
+        return
+    try:
+        with History.open(root) as history:
+            history.delete(run_id)
+    except errors.StepscopeError as e:
+        log.warning("run %s was deleted but is still in the history: %s", run_id, e)
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:

@@ -29,7 +29,7 @@ from pygls.protocol.language_server import lsp_method
 
 from .. import __version__, errors
 from ..analysis import present
-from . import documents, profiling, results
+from . import documents, panel, profiling, results
 from .runs import RunRegistry
 
 log = logging.getLogger("stepscope.lsp")
@@ -44,6 +44,7 @@ COMPARE_REQUEST = "stepscope/compareRuns"  # {a, b} → {markdown}
 DELETE_REQUEST = "stepscope/deleteRun"  # {runId} → {deleted}
 RESOLVE_STEP_REQUEST = "stepscope/resolveStep"  # {uri, position} → the loop a profile would time
 FIGURES_CHANGED = "stepscope/figuresChanged"  # server → client: {uris}: ask for their figures again
+# stepscope/timeline {runId, rank?, startUs?, endUs?, maxSpans?} → a timeline document (panel.py)
 
 
 class StepscopeProtocol(LanguageServerProtocol):
@@ -62,6 +63,7 @@ class StepscopeServer(LanguageServer):
         self.options: dict[str, Any] = {}
         self.documents = documents.Documents()
         self.runs = RunRegistry()
+        self.timelines = panel.Timelines()  # the trace panel's timelines (stepscope/timeline)
 
     def is_open(self, uri: str) -> bool:
         # pygls keeps open documents under their unquoted URI
@@ -137,7 +139,8 @@ def did_close(ls: StepscopeServer, params: types.DidCloseTextDocumentParams) -> 
     types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]),
 )
 def code_action(ls: StepscopeServer, params: types.CodeActionParams) -> list[types.CodeAction]:
-    return ls.documents.code_actions(ls, params.text_document.uri, params.range)
+    return ls.documents.code_actions(ls, params.text_document.uri, params.range) + panel.finding_actions(
+        ls, params.text_document.uri, params.context, ls.options.get("panelCommand"))
 
 
 @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
@@ -241,6 +244,19 @@ def resolve_step(ls: StepscopeServer, params: Any) -> dict[str, Any]:
         return profiling.step_at(ls, {"uri": _param(params, "uri"), "position": _param(params, "position")})
     except profiling.ProfileFailed as e:
         raise JsonRpcServerError(str(e), -32001, data={"exit": e.exit_code}) from None
+
+
+@server.feature(panel.TIMELINE_REQUEST)
+async def run_timeline(ls: StepscopeServer, params: Any) -> dict[str, Any]:
+    try:
+        return await ls.timelines.timeline(ls, _plain(params) if params is not None else {})
+    except errors.StepscopeError as e:
+        raise _refused(e) from None
+
+
+@server.feature(types.SHUTDOWN)
+def shutdown(ls: StepscopeServer, params: Any) -> None:
+    ls.timelines.stop()
 
 
 @server.command(PROFILE_COMMAND)
