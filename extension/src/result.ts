@@ -40,6 +40,8 @@ export interface DocumentFigures {
 /** One run of `stepscope/runs`. */
 export interface RunSummary {
   id: string;
+  /** "profile" (a report: figures per line), or "measure" (steps timed without the profiler). */
+  kind: "profile" | "measure";
   folder: string;
   started: string | null;
   script: string | null;
@@ -49,7 +51,8 @@ export interface RunSummary {
   reason: string | null;
   analysed: boolean;
   msPerStep: number | null;
-  /** `51.4 ms/step`, worded by the server's presenter (null when not analysed). */
+  /** `51.4 ms/step`, worded by the server's presenter (a measure run: its median and spread; null
+   * when there is no figure). */
   statusText: string | null;
   summary: string | null;
   machine: string | null;
@@ -143,6 +146,7 @@ export function parseRuns(value: unknown): RunSummary[] {
     }
     runs.push({
       id: raw.id,
+      kind: raw.kind === "measure" ? "measure" : "profile",
       folder: str(raw.folder) ?? "",
       started: str(raw.started),
       script: str(raw.script),

@@ -39,9 +39,12 @@ export function runItem(run: RunSummary): RunItem {
   const where = run.script
     ? `${run.script}${run.stepLine !== null ? `:${run.stepLine}` : run.stepFunction ? ` ${run.stepFunction}()` : ""}`
     : "script unknown";
+  const measured = run.kind === "measure" && run.status === "complete";
   let description: string;
   if (run.analysed) {
     description = run.statusText ?? "analysed";
+  } else if (run.kind === "measure") {
+    description = `measured: ${run.statusText ?? run.status}`;  // no report: its figures are the step's alone
   } else if (run.status === "complete") {
     description = run.problem ? "report unreadable" : "not analysed";
   } else {
@@ -59,7 +62,7 @@ export function runItem(run: RunSummary): RunItem {
     label: where,
     description: `${description} · ${when(run.started)}`,
     tooltip,
-    icon: run.problem ? "warning" : ICONS[run.status] ?? "question",
+    icon: run.problem ? "warning" : measured ? "dashboard" : ICONS[run.status] ?? "question",
     contextValue: run.analysed ? "run.analysed" : "run.ended",
   };
 }

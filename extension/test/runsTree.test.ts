@@ -5,7 +5,7 @@ import { BadResult, parseFigures, parseRuns, RunSummary } from "../src/result";
 import { runItem } from "../src/runsTree";
 
 const RUN: RunSummary = {
-  id: "20261201T163831Z-train_cpu-0ec0", folder: "/ws/.stepscope/runs/20261201T163831Z-train_cpu-0ec0",
+  id: "20261201T163831Z-train_cpu-0ec0", kind: "profile", folder: "/ws/.stepscope/runs/20261201T163831Z-train_cpu-0ec0",
   started: "2026-12-01T16:38:31Z", script: "train_cpu.py", stepLine: 69, stepFunction: null, status: "complete",
   reason: null, analysed: true, msPerStep: 182.9, statusText: "183 ms/step",
   summary: "183 ms/step on CPU only, host vm, from the scenario", machine: "CPU only, host vm, from the scenario",
@@ -29,6 +29,14 @@ describe("runItem", () => {
     assert.equal(item.icon, "error");
     assert.equal(item.contextValue, "run.ended");
     assert.ok(item.tooltip.includes("failed: the program raised AssertionError at train\\.py:12"));
+  });
+
+  it("shows a measure run's timed figure, and offers only to delete it (it has no report)", () => {
+    const item = runItem({ ...RUN, kind: "measure", analysed: false, msPerStep: 12.5, summary: null,
+      statusText: "12.5 ms/step (IQR 0.3 ms)" });
+    assert.equal(item.description, "measured: 12.5 ms/step (IQR 0.3 ms) · 2026-12-01 16:38 UTC");
+    assert.equal(item.icon, "dashboard");
+    assert.equal(item.contextValue, "run.ended");
   });
 
   it("never lets a script name or a reason become markup", () => {

@@ -1,8 +1,9 @@
-"""The step loop of the working tree, found in an older version of the file."""
+"""The line map: a run's lines in a document's current text (the editor), and the step loop of the
+working tree found in an older version of the file (`measure --against`)."""
 
 from __future__ import annotations
 
-from stepscope.source.linemap import header_text, map_line, map_step_loop
+from stepscope.source.linemap import LineMap, header_text, map_line, map_step_loop
 
 OLD = """import torch
 
@@ -38,3 +39,42 @@ def test_a_loop_that_did_not_exist_has_no_counterpart():
     new = OLD + "\nfor epoch in range(3):\n    train(None, [], None)\n"
     assert map_step_loop(OLD, new, 10) is None
     assert map_step_loop(OLD, new, 5) is None  # not a loop header
+
+
+MEASURED = "import torch\nfor x in data:\n    y = model(x)\n    loss = y.sum()\n    loss.backward()\n"
+
+
+def test_the_same_text_maps_every_line_to_itself():
+    same = LineMap.between(MEASURED, MEASURED)
+    assert same.identical and same.changed == 0
+    assert [same.now(i) for i in range(5)] == [0, 1, 2, 3, 4]
+
+
+def test_lines_below_an_insertion_move_and_an_edited_line_has_no_counterpart():
+    lines = MEASURED.split("\n")
+    lines[3] = "    loss = y.mean()"  # edited
+    lines[1:1] = ["# a", "# b"]  # two lines inserted above the loop
+    moved = LineMap.between(MEASURED, "\n".join(lines))
+    assert [moved.now(i) for i in range(5)] == [0, 3, 4, None, 6]
+    assert moved.then(6) == 4 and moved.then(1) is None and moved.then(5) is None
+    assert moved.changed == 1 and not moved.identical
+
+
+def test_a_deleted_line_is_gone_and_the_rest_move_up():
+    lines = MEASURED.split("\n")
+    del lines[2]
+    moved = LineMap.between(MEASURED, "\n".join(lines))
+    assert [moved.now(i) for i in range(5)] == [0, 1, None, 2, 3]
+
+
+def test_line_endings_and_trailing_blanks_do_not_count_as_changes():
+    crlf = MEASURED.replace("\n", "\r\n").replace("y.sum()", "y.sum()   ")
+    assert [LineMap.between(MEASURED, crlf).now(i) for i in range(5)] == [0, 1, 2, 3, 4]
+
+
+def test_repeated_lines_map_once_each():
+    measured = "a\nx\nx\nb\n"
+    moved = LineMap.between(measured, "a\nx\nb\n")  # one of two identical lines deleted
+    kept = [moved.now(i) for i in range(4)]
+    assert kept.count(None) == 1 and kept[0] == 0 and kept[3] == 2
+    assert len({k for k in kept if k is not None}) == 3  # never two measured lines on one line

@@ -3,9 +3,10 @@
 // Every scenario opens the file, waits for the Stepscope squiggle and reads the Problems view; then
 //   "profile":     starts a profile from the CodeLens (confirming the first real run in the modal
 //                  dialog) and cancels it, runs "Stepscope: Profile This Step" from the command
-//                  palette, waits for the inline ms/step timings, hovers a timed line, opens the runs
-//                  view, edits one line (the others keep their timings), saves, closes and reopens
-//                  the file (the timings come back), then runs a profile that fails (the last good
+//                  palette, waits for the inline ms/step timings, hovers a timed line and opens the
+//                  trace panel from the hover's link (the line's row in view), opens the runs view,
+//                  edits one line (the others keep their timings), saves, closes and reopens the
+//                  file (the timings come back), then runs a profile that fails (the last good
 //                  timings stay, marked, and the status item says so).
 //   "restricted":  runs the command and waits for the refusal notification; no CodeLens is
 //                  offered; the runs view lists a run made earlier and opens it (its timings are
@@ -212,6 +213,19 @@ async function profileScenario(page) {
   result.hover = await hover.innerText();
   result.hoverLinks = await hover.locator("a").allInnerTexts();
   await shot(page, "hover");
+
+  step("the hover's link opens the trace panel on the line");
+  await hover.locator("a", { hasText: "Open in the trace panel" }).first().click();
+  const linked = await panelFrame(page);
+  result.hoverPanel = await waitFor("the hovered line brought into view in the trace panel", () => linked.evaluate(() => {
+    const tr = document.querySelector("#panel-lines tr.revealed");
+    const table = document.querySelector("#panel-lines table.data");
+    if (!tr || !table || document.querySelector("#panel-lines").hidden) return null;
+    const k = [...table.querySelectorAll("thead th")].findIndex((th) => th.dataset.key === "line");
+    return { line: Number(tr.children[k].textContent), runId: window.stepscopePanel.state().runId };
+  }), 60_000);
+  await shot(page, "hover-opened-panel");
+  await runCommand(page, "View: Close Editor");  // the panel has the focus; the file's editor is left
   await page.mouse.move(5, 5);
   await page.keyboard.press("Escape");
 

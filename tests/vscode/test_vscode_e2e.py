@@ -139,6 +139,8 @@ def test_profile_this_step_paints_inline_timings(code_server, workspace: Path) -
     assert "Operators it called" in hover and "aten::linear" in hover, hover
     assert good_run.name in hover and "host" in hover, hover
     assert "Open in the trace panel" in result["hoverLinks"], result["hoverLinks"]
+    # ... which opens the trace panel host on that run, the hovered line's row in view
+    assert result["hoverPanel"] == {"line": line_of("logits = model(x)"), "runId": good_run.name}, result["hoverPanel"]
     # The runs view lists the run (and the cancelled one).
     assert any("train_cpu.py:" in row and "ms/step" in row for row in result["runs"]), result["runs"]
     assert any("cancelled" in row for row in result["runs"]), result["runs"]

@@ -214,6 +214,7 @@ class RunRegistry:
         script = target.get("path") if isinstance(target.get("path"), str) else None
         summary: dict[str, Any] = {
             "id": run_dir.name,
+            "kind": "measure" if (spec or {}).get("mode") == "measure" else "profile",
             "folder": str(run_dir),
             "root": str(root),
             "started": _started(run_dir),
@@ -233,7 +234,9 @@ class RunRegistry:
         machine = (scenario or {}).get("machine")
         if isinstance(machine, dict):
             summary["machine"] = present.machine_label({"source": "scenario", **machine})
-        if stamps[2] is not None:
+        if (spec or {}).get("mode") == "measure":
+            summary.update(_measure_summary(run_dir, root))
+        elif stamps[2] is not None:
             loaded = self._loaded.get(run_dir.name)
             try:  # read here, not held: listing many runs must not push out the ones on screen
                 report = loaded.report if loaded is not None else model.load_report(run_dir / protocol.REPORT)
@@ -499,6 +502,19 @@ class View:
     run_id: str
     measured: str
     lines: LineMap
+
+
+def _measure_summary(run_dir: Path, root: Path) -> dict[str, Any]:
+    """A measure run (steps timed without the profiler, no report) as `stepscope runs list` words
+    it: its median ms/step and spread, or how it ended."""
+    from ..history.index import rows_for
+    from ..measurement import present as measure_present
+
+    rows = rows_for(run_dir, root)
+    if rows is None:
+        return {}
+    row = rows.run
+    return {"msPerStep": row.get("ms_per_step"), "statusText": measure_present.run_summary(row)}
 
 
 def _forget_in_history(root: Path, run_id: str) -> None:
