@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from stepscope.agent import protocol
+
 from .codeserver import REPO, vsix_path
 
 pytestmark = pytest.mark.vscode
@@ -262,4 +264,4 @@ def test_bundled_server_profiles_a_step_with_its_own_agent(unpacked: Path, tmp_p
     assert len(report["steps"]) == 3 and report["ms_per_step"] > 0
     assert report["scenario"]["program"]["python"] == sys.executable
     spec = json.loads((Path(report["traces"][0]).parent / "spec.json").read_text())
-    assert spec["mode"] == "profile" and spec["schema_version"] == 1
+    assert spec["mode"] == "profile" and spec["schema_version"] == protocol.SCHEMA_VERSION
