@@ -19,8 +19,11 @@ DATA = REPO / "tests" / "data" / "traces"  # small traces shipped with the tests
 
 _GIVEN = os.environ.get("STEPSCOPE_TEST_TRACES")
 HIDDEN = _GIVEN == ""
-#: the public traces' folder (whether or not it is there: test with PRESENT)
-PUBLIC = Path(_GIVEN or REPO.parent / "shared" / "traces") / "public"
+#: the folder of both public corpora (whether or not it is there: test with PRESENT)
+SHARED = Path(_GIVEN or REPO.parent / "shared" / "traces")
+#: the public traces, and the second set of real traces that exposed defects (PROVENANCE.md in each)
+PUBLIC = SHARED / "public"
+PUBLIC2 = SHARED / "public2"
 PRESENT = not HIDDEN and PUBLIC.is_dir()
 ABSENT_REASON = ("public trace corpus hidden (STEPSCOPE_TEST_TRACES is empty)" if HIDDEN else
                  f"public trace corpus not present at {PUBLIC} (set STEPSCOPE_TEST_TRACES to the folder holding public/)")
@@ -37,6 +40,14 @@ def public_files(pattern: str = "**/*.json*") -> list[Path]:
     if not PRESENT:
         return []
     return sorted(p for p in PUBLIC.glob(pattern) if p.is_file() and p.name not in NOT_TRACES)
+
+
+def corpus_files(pattern: str = "**/*.json*") -> list[Path]:
+    """The traces of both public corpora matching `pattern`, sorted; [] when absent."""
+    if not PRESENT:
+        return []
+    roots = [root for root in (PUBLIC, PUBLIC2) if root.is_dir()]
+    return sorted(p for root in roots for p in root.glob(pattern) if p.is_file() and p.name not in NOT_TRACES)
 
 
 def params(paths: Iterable[Path], ids: Callable[[Path], str] = lambda p: p.name, *,

@@ -15,14 +15,11 @@ from stepscope.analysis.timeline import MIN_CAP, build_spans, summarize
 from stepscope.errors import NotATraceError
 from stepscope.trace import read_trace
 
+from ..corpus import DATA, SHARED, corpus_files, params
 from .test_timeline import SCHEMA_DOC, check_summary
 
-REPO = Path(__file__).resolve().parents[2]
-# shared/ lies beside the project root (the team's checkout and CI); a user's clone has none
-SHARED = REPO.parent / "shared" / "traces"
-CORPORA = [SHARED / "public", SHARED / "public2"]
-FILES = sorted(p for c in CORPORA if c.is_dir() for p in c.rglob("*.json*"))
-DATA = sorted((REPO / "tests" / "data" / "traces").rglob("trace.json.gz"))
+FILES = corpus_files()
+DATA_TRACES = sorted(DATA.rglob("trace.json.gz"))
 
 
 def steps_of(trace):
@@ -51,12 +48,11 @@ def check(path: Path) -> None:
         assert sum(v for v in step["parts"].values() if v is not None) == pytest.approx(step["ms"], abs=1e-3)
 
 
-@pytest.mark.skipif(not FILES, reason=f"public trace corpora not present at {SHARED}")
-@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(SHARED)))
+@pytest.mark.parametrize("path", params(FILES, ids=lambda p: str(p.relative_to(SHARED))))
 def test_public_traces(path: Path) -> None:
     check(path)
 
 
-@pytest.mark.parametrize("path", DATA, ids=lambda p: p.parent.name)
+@pytest.mark.parametrize("path", DATA_TRACES, ids=lambda p: p.parent.name)
 def test_test_data_traces(path: Path) -> None:
     check(path)

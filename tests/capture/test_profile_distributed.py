@@ -99,7 +99,8 @@ def test_two_ranks_give_one_trace_each_and_one_report(workspace: Path, pids_file
     assert sorted(p.name for p in run.iterdir()) == [
         "agent", "events-rank0.jsonl", "events-rank1.jsonl", "files-rank0.json", "files-rank1.json", "files.json",
         "program.log", "report.json", "scenario-rank0.json", "scenario-rank1.json", "scenario.json", "spec.json",
-        "status.json", "timeline-rank0.json", "timeline-rank1.json", "trace-rank0.json", "trace-rank1.json"]
+        "status.json", "timeline-rank0.json", "timeline-rank1.json", "timings-rank0.json", "timings-rank1.json",
+        "trace-rank0.json", "trace-rank1.json"]
     assert sorted(p.name for p in (run / "agent").iterdir()) == sorted(
         p.name for p in (REPO / "server" / "stepscope" / "agent").glob("*.py"))
     assert report["traces"] == [str(run / "trace-rank0.json"), str(run / "trace-rank1.json")]

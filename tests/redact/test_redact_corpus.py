@@ -8,7 +8,6 @@ tests are skipped, saying so.
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -20,21 +19,16 @@ from stepscope.errors import StepscopeError
 from stepscope.redact.trace_file import check_trace, redact_trace, trace_redactor, workspace_of
 from stepscope.trace import read_trace
 
-REPO = Path(__file__).resolve().parents[2]
-# shared/ lies beside the project root (the team's checkout and CI); STEPSCOPE_SHARED_TRACES names
-# another place for it
-SHARED = Path(os.environ.get("STEPSCOPE_SHARED_TRACES") or REPO.parent / "shared" / "traces")
-PUBLIC = [SHARED / "public", SHARED / "public2"]
-TEST_DATA = REPO / "tests" / "data" / "traces"
+from ..corpus import DATA, corpus_files, needs_public
+
+TEST_DATA = DATA
 
 
 def _traces(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*.json*") if p.name not in ("files.json", "scenario.json"))
 
 
-CORPUS = [p for root in PUBLIC if root.is_dir() for p in _traces(root)] + _traces(TEST_DATA)
-needs_public = pytest.mark.skipif(not any(root.is_dir() for root in PUBLIC),
-                                  reason="the public trace corpus (../shared/traces/public*) is not here")
+CORPUS = [p for p in corpus_files() if p.name not in ("files.json", "scenario.json")] + _traces(TEST_DATA)
 
 # What a finding in the corpus may be: the secrets these public traces really hold.
 TRUE_KINDS = {"path": ("home path", "user path"), "user": ("user name",), "host": ("host name",)}

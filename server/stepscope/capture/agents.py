@@ -135,10 +135,6 @@ class AgentProcess:
             return "before its first step"
         return f"in step {self.last_step.index + 1} ({self.last_step.phase})"
 
-    def drain_events(self, timeout: float) -> None:
-        """Wait (briefly) until every event the exited agent sent has been read."""
-        self._events_thread.join(timeout)
-
     # -- ending -------------------------------------------------------------------------------
     def signal_group(self, sig: signal.Signals) -> None:
         try:

@@ -2,10 +2,12 @@
 output, stop it on demand, and say how the capture ended.
 
 Invariants:
-- The run folder is new (workspace.new_run); the agents write the traces and scenario records into
-  it, this module (with launch.py, launchers/ and rank_records.py) writes spec.json, files.json,
-  the program's log, status.json and, for a launched run, the agent's copy and the merged
-  scenario.json. Nothing else is written.
+- The run folder is new (workspace.new_run); the agents write the traces, timings and scenario
+  records into it, this module (with launch.py, launchers/ and rank_records.py) writes spec.json,
+  files.json, the program's log, status.json and, for a launched run, the agent's copy and the
+  merged scenario.json. Nothing else is written. A measure run (`run_measure_process`) runs its
+  processes one after the other in one folder, each writing files named for it; its caller writes
+  status.json once, at the end.
 - A plain run's agent runs in its own process group; a launched run's launcher leads its own
   session. Every group is stopped before `run_capture` returns or raises (a timeout, a cancel, a
   failed rank, an exception in the watch): nothing survives a finished run, DataLoader workers
@@ -46,6 +48,7 @@ AGENT_BOOTSTRAP = AGENT_FOLDER / "bootstrap.py"
 
 _AGENT_EXIT_TO_CLI = {
     protocol.EXIT_OK: OK,
+    protocol.EXIT_USAGE: USAGE,
     protocol.EXIT_PROGRAM_FAILED: PROGRAM_FAILED,
     protocol.EXIT_REFUSED: REFUSED,
     protocol.EXIT_NO_STEP: NO_STEP,
@@ -54,6 +57,10 @@ _AGENT_EXIT_TO_CLI = {
 
 class Cancelled(StepscopeError):
     exit_code = 130
+
+    def __init__(self, message: str, run_dir: Path | None = None):
+        super().__init__(message)
+        self.run_dir = run_dir  # the run folder that says "cancelled"
 
 
 @dataclass
@@ -81,21 +88,26 @@ def _spec(req: CaptureRequest, run: workspace.RunFolder, distributed: Distribute
     else:
         entry = Entry("script", path=str(req.entry_script or req.target_file))
     opts = req.profile
+    if req.measure is not None:
+        options = protocol.to_json(req.measure)
+    else:
+        options = {"cpu_only": opts.cpu_only, "shapes": opts.shapes, "stack": opts.stack, "memory": opts.memory}
     scenario = {
         "step": {"file": str(req.target_file), "line": req.target_line, "function": req.target_function,
-                 "kind": "loop" if req.target_function is None else "function"},
+                 "kind": "loop" if req.target_function is None else "function", "header": req.step_header},
         "program": {"entry": _entry_record(entry), "args": list(req.args), "cwd": str(req.cwd or req.root),
                     "python": req.python},
-        "options": {"cpu_only": opts.cpu_only, "shapes": opts.shapes, "stack": opts.stack, "memory": opts.memory},
+        "options": options,
         "note": req.note,
         "git": git_state(req.root),
     }
     if distributed is not None:
         scenario["distributed"] = protocol.to_json(distributed)  # each agent adds its rank in its own record
     return AgentSpec(
-        mode="profile", run_dir=str(run.path), root=str(Path(req.root).resolve()), entry=entry, argv=tuple(req.args),
+        mode=req.mode, run_dir=str(run.path), root=str(Path(req.root).resolve()), entry=entry, argv=tuple(req.args),
         target=Target(str(req.target_file), line=req.target_line, function=req.target_function),
-        scenario=scenario, distributed=distributed, profile=opts,
+        scenario=scenario, distributed=distributed, profile=opts if req.measure is None else None,
+        measure=req.measure,
     )
 
 
@@ -105,8 +117,11 @@ def _entry_record(entry: Entry) -> dict:
     return {"kind": "module", "name": entry.name} if entry.kind == "module" else {"kind": "script", "path": entry.path}
 
 
-def _agent_env(req: CaptureRequest) -> dict[str, str]:
-    return {**os.environ, **req.env, protocol.RUN_ENV: "1", "PYTHONUNBUFFERED": "1"}
+def _agent_env(req: CaptureRequest, process: int = 0) -> dict[str, str]:
+    env = {**req.env_defaults, **os.environ, **req.env, protocol.RUN_ENV: "1", "PYTHONUNBUFFERED": "1"}
+    if process:
+        env[protocol.PROCESS_ENV] = str(process)
+    return env
 
 
 def _agent_outcome(agent: AgentProcess) -> tuple[int, str | None]:
@@ -135,6 +150,17 @@ def _traces(run: workspace.RunFolder, rank: object = _EVERY_RANK) -> list[Path]:
         if name.is_trace and (rank is _EVERY_RANK or name.rank == rank):
             found.append(path)
     return sorted(found)
+
+
+def prepare_run(req: CaptureRequest, into: workspace.RunFolder | None = None,
+                distributed: Distributed | None = None) -> workspace.RunFolder:
+    """A new run folder holding the request's file table and spec (`into`: an empty run folder
+    made for it elsewhere, as `measure --against` does for the revision's side; `distributed`: a
+    launched run's, see `prepare_launch`)."""
+    run = into or workspace.new_run(req.root, Path(req.target_file).stem, out=req.out)
+    jsonio.write_json(run.file(protocol.FILES), _file_table(req), replace=False)
+    jsonio.write_json(run.file(protocol.SPEC), _spec(req, run, distributed).to_json(), replace=False)
+    return run
 
 
 # -- a launched run: the run folder, its agent, the command ----------------------------------------
@@ -168,8 +194,7 @@ def prepare_launch(req: CaptureRequest) -> PreparedLaunch:
     run = workspace.new_run(req.root, Path(req.target_file).stem, out=req.out)
     distributed = Distributed(world_size=req.run.nproc if req.run.nproc > 1 else None,
                               launcher=command.shown(launcher) if launcher else None)
-    jsonio.write_json(run.file(protocol.FILES), _file_table(req), replace=False)
-    jsonio.write_json(run.file(protocol.SPEC), _spec(req, run, distributed).to_json(), replace=False)
+    prepare_run(req, run, distributed)
     agent = copy_agent(run)
     cmd = command.compose(launcher, agent, req.python) if launcher else [req.python, str(agent)]
     return PreparedLaunch(run, cmd, agent, launcher)
@@ -188,10 +213,65 @@ def run_capture(
     if req.launched:
         return _run_launched(prepare_launch(req), req, first_run=first_run, output=output, on_event=on_event,
                              cancel=cancel)
-    run = workspace.new_run(req.root, Path(req.target_file).stem, out=req.out)
-    jsonio.write_json(run.file(protocol.FILES), _file_table(req), replace=False)
-    jsonio.write_json(run.file(protocol.SPEC), _spec(req, run, None).to_json(), replace=False)
+    run = prepare_run(req)
+    return _run_agents(req, run, first_run=first_run, output=output, on_event=on_event, cancel=cancel)
 
+
+@dataclass
+class ProcessResult:
+    """How one process of a measure run ended (its timings record is `timings`, None if absent)."""
+
+    exit_code: int
+    reason: str | None
+    timings: Path | None
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == OK
+
+
+def run_measure_process(req: CaptureRequest, run: workspace.RunFolder, process: int, *,
+                        output: TextIO | None = None, on_event: Callable[[protocol.Event], None] | None = None,
+                        cancel: threading.Event | None = None) -> ProcessResult:
+    """Run process `process` of a measure run in its (prepared) run folder, to its end. It writes
+    its own files (timings-<k>.json, scenario-<k>.json, program-<k>.log); status.json is the
+    caller's, once every process has run. A cancel stops it and raises Cancelled."""
+    assert req.measure is not None and req.run.nproc == 1
+    cmd = [req.python, str(AGENT_BOOTSTRAP), str(run.file(protocol.SPEC))]
+    log = run.file(protocol.run_file_name(protocol.PROGRAM_LOG, None, process))
+    try:
+        agent = AgentProcess.start(cmd, cwd=str(req.cwd or req.root), env=_agent_env(req, process), log_path=log,
+                                   sink=output, on_event=on_event)
+    except OSError as e:
+        raise StepscopeError(f"cannot start the interpreter {req.python}: {e.strerror}", REFUSED) from e
+    timeout_s = req.run.timeout_s
+    deadline = time.monotonic() + timeout_s if timeout_s else None
+    try:
+        ending = launch.watch([agent], cancel=cancel, deadline=deadline)
+    finally:
+        launch.stop_all([agent])
+    for partial in run.path.glob("*.partial"):
+        partial.unlink(missing_ok=True)
+    if ending.kind == "cancelled":
+        raise Cancelled("cancelled; the program and its workers were stopped")
+    if ending.kind == "timeout":
+        return ProcessResult(TIMEOUT, f"time limit of {timeout_s:g} s reached; the program and its workers were "
+                                      "stopped", None)
+    code, reason = _agent_outcome(agent)
+    timings = run.file(protocol.run_file_name(protocol.TIMINGS, None, process))
+    if code == OK and not timings.is_file():
+        code, reason = PROGRAM_FAILED, "the passes were timed but no timings record was written"
+    return ProcessResult(code, reason, timings if timings.is_file() else None)
+
+
+def finish_run(run: workspace.RunFolder, status: str, code: int, reason: str | None) -> None:
+    """Write the run's status.json (once), after removing stray partial files."""
+    _finish(run, status, code, reason)
+
+
+def _run_agents(req: CaptureRequest, run: workspace.RunFolder, *, first_run: bool, output: TextIO | None,
+                on_event: Callable[[protocol.Event], None] | None,
+                cancel: threading.Event | None) -> CaptureResult:
     cmd = [req.python, str(AGENT_BOOTSTRAP), str(run.file(protocol.SPEC))]
     try:
         agent = launch.start_agent(cmd, run=run, cwd=str(req.cwd or req.root), env=_agent_env(req), output=output,
@@ -208,7 +288,7 @@ def run_capture(
         launch.stop_all([agent])  # whatever happened (even an exception here): nothing survives the run
     if ending.kind == "cancelled":
         _finish(run, "cancelled", 130, "cancelled")
-        raise Cancelled("cancelled; the program and its workers were stopped")
+        raise Cancelled("cancelled; the program and its workers were stopped", run.path)
     if ending.kind == "timeout":
         reason = f"time limit of {timeout_s:g} s reached; the program and its workers were stopped"
         _finish(run, "timeout", TIMEOUT, reason)
@@ -249,7 +329,7 @@ def _run_launched(prepared: PreparedLaunch, req: CaptureRequest, *, first_run: b
 
     if ending.kind == "cancelled":
         _finish(run, "cancelled", 130, "cancelled", endings)
-        raise Cancelled("cancelled; the launcher and every rank it started were stopped")
+        raise Cancelled("cancelled; the launcher and every rank it started were stopped", run.path)
     if ending.kind == "timeout":
         reason = f"time limit of {timeout_s:g} s reached; the launcher and every rank it started were stopped"
         if running:  # where a hang is: often a rank waiting in a collective
