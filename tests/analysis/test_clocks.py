@@ -76,6 +76,20 @@ def test_a_skewed_hosts_clock_is_aligned_within_the_bound_the_collectives_give(t
     assert report["nodes"][1]["late_ms"] == ranks[3]["late_ms"]
 
 
+def test_the_text_report_shows_each_node_and_how_the_clocks_were_aligned(tmp_path: Path):
+    from stepscope.analysis.render import render_text
+
+    report = analyze([_job(tmp_path / "job")])
+    lines = render_text(report).splitlines()
+    start = lines.index("nodes (2; each figure is one of its ranks' own):")
+    a, b = (line.split() for line in lines[start + 2:start + 4])
+    assert (a[0], a[1], a[2], a[-1]) == ("a", "a", "0,1", "+0.0")
+    assert (b[0], b[1], b[2], b[-1]) == ("b", "b", "2,3", f"{report['nodes'][1]['clock_offset_us']:+.1f}")
+    assert float(b[-2]) == pytest.approx(0.3, abs=0.01)  # host b's latest rank (3) starts its all-reduces late
+    assert lines[start + 4] == ("clocks: 2 clocks aligned to rank 0's from shared GPU collectives (each offset bounded "
+                                "to an interval at most 402.0 µs wide; see the notes)")
+
+
 def test_without_alignment_the_skew_would_read_as_lateness(tmp_path: Path):
     # the same job on one clock: nothing to align, and rank 3 is still the one that arrives last
     report = analyze([_job(tmp_path / "job", skew=0.0)])
