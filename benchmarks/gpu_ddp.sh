@@ -13,7 +13,7 @@
 set -uo pipefail
 OUT=${OUT:-gpu-ddp-out}
 NPROC=${NPROC:-2}
-mkdir -p "$OUT"
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)  # absolute: the script works in a temporary folder
 PY=${PYTHON:-python3}
 export PYTHONPATH="$PWD/server${PYTHONPATH:+:$PYTHONPATH}"
 ws=$(mktemp -d)
