@@ -73,6 +73,7 @@ def test_two_torchrun_nodes_joined_through_c10d_record_one_run_folder(workspace:
     run = Path(prepared["run_dir"])
     # the command is the user's launcher with the run's own agent as its program; it names nothing else
     assert prepared["command"] == [*launcher.split(), str(run / "agent")]
+    assert Path(prepared["cwd"]) == workspace.resolve()  # where the program runs on every node
     assert sorted(p.name for p in run.iterdir()) == ["agent", "files.json", "spec.json"]
 
     # each "node" starts the same command, as a job script does on every node

@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     for warning in schedule_warnings(profile.schedule):
         sys.stderr.write(f"stepscope: note: {warning}\n")
     if args.prepare:
-        return _prepare(prepare_launch(req), as_json=args.json)
+        return _prepare(prepare_launch(req), req.cwd or root, as_json=args.json)
     if not (root / ".stepscope" / "runs").exists():
         sys.stderr.write(
             "stepscope: note: the step runs for real — it performs real updates (optimizer steps, "
@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     return result.exit_code
 
 
-def _prepare(prepared, *, as_json: bool) -> int:
+def _prepare(prepared, cwd: Path, *, as_json: bool) -> int:
     from ..capture.launchers import command
 
     run_dir = prepared.run.path
@@ -106,11 +106,14 @@ def _prepare(prepared, *, as_json: bool) -> int:
         from ..jsonio import dumps
 
         sys.stdout.buffer.write(dumps({"run_dir": str(run_dir), "command": prepared.command,
-                                       "agent": str(prepared.agent)}) + b"\n")
+                                       "agent": str(prepared.agent), "cwd": str(cwd)}) + b"\n")
         return 0
-    where = ("on every node where the launcher starts (a launcher run once per node)" if prepared.launcher
-             else "where your launcher's command names the program (srun … python <agent>, torchrun … <agent>)")
-    sys.stdout.write(f"run folder: {run_dir}\n\nrun the agent {where}:\n  {command.shown(prepared.command)}\n\n"
+    what = ("run this from {cwd}, once if the launcher starts every node's processes (srun), on every node if "
+            "each node starts its own (torchrun --nnodes):" if prepared.launcher else
+            "put this where your launcher's command names the program (srun … python <agent>, torchrun … <agent>), "
+            "run from {cwd}:")
+    sys.stdout.write(f"run folder: {run_dir}\n\n{what.format(cwd=command.shown([str(cwd)]))}\n"
+                     f"  {command.shown(prepared.command)}\n\n"
                      f"then analyse what the ranks recorded:\n  stepscope analyze {command.shown([str(run_dir)])}\n")
     return 0
 
