@@ -129,7 +129,7 @@ def test_profile_this_step_paints_inline_timings(code_server, workspace: Path) -
     good_run = next(r for r in runs if (r / "report.json").exists())
     spec = json.loads((good_run / "spec.json").read_text())
     assert spec["argv"] == ["--steps", "24"]
-    assert spec["profile"]["active"] == 4, spec["profile"]
+    assert spec["profile"]["schedule"]["active"] == 4, spec["profile"]
     assert 'launch configuration "Train (short)"' in log and "DDP (torchrun)" not in log
     # Server INFO lines are info in the log, not errors; the profiler's USDT lines are not there.
     assert re.search(r"\[info\] stepscope\.lsp: profiling ", log), log[-2000:]
