@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -100,3 +102,82 @@ def test_inductor_compiled_step(workspace: Path, tmp_path: Path, monkeypatch: py
     record = _profile(workspace, "compiled.py", PROGRAM, "--", "inductor")["torch_compile"]
     assert record["compiled_step"] is True
     assert record["trace_markers"]["CompiledFunction"] == 5
+
+
+# A model in a workspace module (instrumented by Stepscope) compiled by the step's file, and a
+# workspace function the step calls eagerly. The program writes dynamo's counters at its end.
+MODEL = """\
+import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.norm = nn.LayerNorm(width)
+        self.up = nn.Linear(width, 2 * width)
+        self.down = nn.Linear(2 * width, width)
+
+    def forward(self, x):
+        h = self.norm(x)
+        h = self.up(h)
+        h = torch.nn.functional.gelu(h) * torch.sigmoid(h)
+        h = self.down(h)
+        return x + 0.5 * h
+
+
+def loss_of(out):
+    centred = out - out.mean()
+    return centred.pow(2).mean()
+"""
+
+TRAIN = """\
+import json
+import sys
+
+import torch
+
+from model import Block, loss_of
+
+backend, counters_file = sys.argv[1], sys.argv[2]
+torch.manual_seed(0)
+model = Block(32)
+cmodel = torch.compile(model, backend=backend)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x = torch.randn(16, 32)
+for i in range(10):
+    out = cmodel(x)
+    loss = loss_of(out)
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+from torch._dynamo.utils import counters
+with open(counters_file, "w") as f:
+    json.dump({"graphs": counters["stats"]["unique_graphs"], "breaks": dict(counters["graph_break"]),
+               "frames": dict(counters["frames"])}, f)
+"""
+TRAIN_LOOP = 14
+
+
+def test_compiled_workspace_code_runs_compiled_under_stepscope_with_the_same_graphs(workspace: Path, tmp_path: Path):
+    """Stepscope's labels must be invisible to Dynamo: a compiled model defined in a workspace module
+    compiles to the same graphs, with no graph break, as it does without Stepscope (before, every
+    labelled function broke at its first line and ran eager), and the eager lines keep their regions."""
+    (workspace / "model.py").write_text(MODEL)
+    (workspace / "train.py").write_text(TRAIN)
+    plain_counters, profiled_counters = tmp_path / "plain.json", tmp_path / "profiled.json"
+    r = subprocess.run([sys.executable, "train.py", "eager", str(plain_counters)], cwd=workspace,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    r = run_stepscope("profile", "--json", "train.py", "--line", str(TRAIN_LOOP), "--run-to-end", "--",
+                      "eager", str(profiled_counters), cwd=workspace)
+    assert r.returncode == 0, r.stderr[-2000:]
+    plain, profiled = json.loads(plain_counters.read_text()), json.loads(profiled_counters.read_text())
+    assert plain["graphs"] == 1 and plain["breaks"] == {}  # the program itself compiles whole
+    assert profiled == plain
+    report = json.loads(r.stdout)
+    assert report["scenario"]["torch_compile"]["compiled_step"] is True
+    lines = {(Path(x["file"]).name, x["line"]): x for x in report["lines"]}
+    # the eager workspace function keeps its per-line regions, below the step's own lines
+    assert lines[("model.py", 21)]["precision"] == lines[("model.py", 22)]["precision"] == "exact"
+    assert ("train.py", 15) in lines
