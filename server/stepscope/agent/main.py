@@ -263,8 +263,18 @@ def _main(spec_path: str, process_start: float, events: EventSink) -> int:
     clock = mode.clock
     events.send(StartedEvent(pid=os.getpid(), rank=rank))
     guard.install(clock.note)
+    compile_records = None
+    if spec.profile is not None and spec.profile.compile_records:
+        from . import compile_log
 
-    ending = run_program(spec, mode.files, clock.runtime(), window_complete=lambda: clock.window_complete)
+        compile_enabled = compile_log.enable()
+        compile_records = compile_log.install(clock.where)
+
+    try:
+        ending = run_program(spec, mode.files, clock.runtime(), window_complete=lambda: clock.window_complete)
+    finally:
+        if compile_records is not None:
+            compile_log.uninstall(compile_records)
     window_complete = clock.window_complete
     if not window_complete:
         clock.finish()
@@ -281,6 +291,9 @@ def _main(spec_path: str, process_start: float, events: EventSink) -> int:
         torch_compile=torch_compile, rank=rank, local_rank=local_rank)
     _write_json(os.path.join(spec.run_dir, protocol.run_file_name(protocol.SCENARIO, rank)), record)
     _write_json(os.path.join(spec.run_dir, protocol.run_file_name(protocol.FILES, rank)), mode.files.table())
+    compiled_doc = compile_records.record(compile_enabled) if compile_records is not None else None
+    if compiled_doc is not None:
+        _write_json(os.path.join(spec.run_dir, protocol.run_file_name(protocol.COMPILE, rank)), compiled_doc)
     if not outcome.ok:
         events.send(FailedEvent(reason=outcome.reason or "", exit=outcome.exit))
     events.send(FinishedEvent(exit=outcome.exit, traces=tuple(traces)))

@@ -66,10 +66,11 @@ PROGRAM_LOG = "program.log"  # the program's stdout and stderr
 REPORT = "report.json"  # the analysis
 TIMELINE = "timeline.json"  # the trace panel's timeline of each trace (written by the analysis, named as its trace)
 STATUS = "status.json"  # how the run ended (written by the capture side)
+COMPILE = "compile.json"  # torch.compile's records: kernel provenance, graph breaks, compilations (compile_log.py)
 # A measure mode's per-rank timings file goes here, named like the others (timings-rank1.json).
 
 #: The run folder's JSON records: never a trace, whatever folder they are found in.
-RECORDS = frozenset({SPEC, FILES, SCENARIO, REPORT, TIMELINE, STATUS})
+RECORDS = frozenset({SPEC, FILES, SCENARIO, REPORT, TIMELINE, STATUS, COMPILE})
 #: The names a trace of a run folder may have, before its rank and cycle suffixes.
 TRACE_NAMES = frozenset({TRACE, TRACE + ".gz"})
 
@@ -251,6 +252,9 @@ class ProfileOptions:
     shapes: bool = option(False, "record input shapes (adds overhead)", flag="--shapes", setting="shapes")
     stack: bool = option(False, "record Python stacks (adds overhead)", flag="--stack", setting="stack")
     memory: bool = option(False, "record memory (adds overhead)", flag="--memory", setting="memory")
+    compile_records: bool = option(True, "don't record torch.compile's kernel provenance (the compiled kernels' "
+                                   "source lines; adds compile time, not step time)",
+                                   flag="--no-compile-records", negated=True)
     cpu_only: bool = option(False, "collect CPU activity only, even on a GPU machine", flag="--cpu-only")
     run_to_end: bool = option(False, "let the program finish after the window", flag="--run-to-end")
 

@@ -178,6 +178,14 @@ class StepClock:
         return _Runtime(self.iterate, self.step_boundary, self.region, self._recorder.frame, self._recorder.line,
                         compiled.compiling_probe())
 
+    def where(self) -> tuple[int | None, str]:
+        """The step running now and its phase: (None, "before") before the first step begins,
+        (index, "after") once the window is complete."""
+        if self.steps_started == 0:
+            return None, "before"
+        index = self.steps_started - 1
+        return index, "after" if self.window_complete else self.schedule.phase(index)
+
     def note(self, kind: str, detail: str) -> None:
         self.notes.append({"kind": kind, "detail": detail})
 
