@@ -39,6 +39,7 @@ from typing import Hashable, Iterable
 
 from ..agent.protocol import parse_label
 from ..trace import Kind, Trace
+from .compiled_code import attribute_compiled, merge_lines, read_records
 from .intervals import Interval, clip, union_length
 from .labels import FileTable, FrameResolver, parse_frame
 from .links import Links, copy_direction
@@ -176,6 +177,8 @@ class Attribution:
     gpu_events: int
     gpu_unlinked: int
     backward_link: str  # "flows", "sequence numbers", "none needed" or "unavailable"
+    compiled: dict | None = None  # compiled graphs in the window (compiled_code.py), None without any
+    compiled_notes: list[str] = field(default_factory=list)
 
 
 def attribute(
@@ -185,6 +188,7 @@ def attribute(
     *,
     file_table: FileTable | None,
     source_root: Path | None,
+    compile_doc: dict | None = None,
 ) -> Attribution:
     n_steps = len(steps)
     w0, w1 = steps[0].cpu_start, steps[-1].completion
@@ -292,8 +296,12 @@ def attribute(
         if (path, line) in exact_keys:
             continue  # an exact figure for the same line wins over the function-level one
         lines.append({"file": path, "line": line, "precision": precision, **fig})
-    lines.sort(key=lambda d: (-d["wall_ms"], d["file"], d["line"]))
     add_op_details(trace, lines, line_nodes + frame_nodes, w0, w1, n_steps)  # shapes, memory
+    # compiled graphs' kernels on the lines Inductor's records name (compiled_code.py)
+    records = read_records(compile_doc, frames) if compile_doc is not None else None
+    compiled = attribute_compiled(trace, links, steps, records, compile_doc_present=compile_doc is not None)
+    lines = merge_lines(lines, compiled.lines)
+    lines.sort(key=lambda d: (-d["wall_ms"], d["file"], d["line"]))
 
     regions: list[dict] = []
     for label, fig in figures(region_nodes).items():
@@ -309,7 +317,8 @@ def attribute(
             "count": fig["count"],
         })
     regions.sort(key=lambda d: (-d["wall_ms"], d["label"]))
-    return Attribution(lines, regions, len(links.gpu_rows), links.unlinked, backward_link)
+    return Attribution(lines, regions, len(links.gpu_rows), links.unlinked, backward_link, compiled.summary,
+                       compiled.notes)
 
 
 def _ms(us: float, n_steps: int) -> float:

@@ -128,6 +128,7 @@ def render_text(report: dict) -> str:
             out.append(f"... {len(lines) - MAX_ROWS} more lines (see --json)")
     else:
         out.append("no per-line figures")
+    out.extend(render_compiled_code(report))
     out.extend(render_op_details(report))
     regions = report.get("regions") or []
     if regions:
@@ -151,6 +152,36 @@ def render_text(report: dict) -> str:
         for n in notes:
             out.append(f"  - {n}")
     return "\n".join(out) + "\n"
+
+
+# -- compiled code (torch.compile) ----------------------------------------------------------------
+def render_compiled_code(report: dict) -> list[str]:
+    """How much of the compiled graphs' work reached their lines, and which lines share fused kernels
+    (nothing when the window ran no compiled graph)."""
+    record = _as_dict(report.get("compiled_code"))
+    if not record.get("graphs_called"):
+        return []
+    per = present.per(report)
+    out = [""]
+    if record.get("source"):
+        text = (f"compiled code ({record['source']}, torch {record.get('torch') or '?'}): "
+                f"{record.get('kernel_calls_attributed_per_step', 0):g} of {record.get('kernel_calls_per_step', 0):g} "
+                f"generated kernel calls per {per} on their lines")
+        if record.get("replayed_kernels_per_step"):
+            text += (f"; {record.get('replayed_kernels_attributed_per_step', 0):g} of "
+                     f"{record['replayed_kernels_per_step']:g} kernels replayed from CUDA graphs")
+        out.append(text + " (precision `compiled`; the calling line keeps the whole graph too)")
+    else:
+        out.append(f"compiled code: {record['graphs_called']} compiled graph(s) ran without provenance records: "
+                   "their kernels stay on the calling line")
+    root = report.get("source_root")
+    for row in (report.get("lines") or [])[:MAX_ROWS]:
+        fused = present.fused_words(row)
+        if fused:
+            out.append(f"  {_short(row['file'], root)}:{row['line']} {fused}: shared "
+                       f"{_fmt_ms(_as_dict(row.get('compiled')).get('shared_gpu_ms') if row.get('gpu_ms') is not None else _as_dict(row.get('compiled')).get('shared_ms'))} ms "
+                       "shown on each (not added up)")
+    return out
 
 
 # -- inputs and memory per line (--shapes / --memory) ---------------------------------------------
