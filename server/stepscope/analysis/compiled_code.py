@@ -116,6 +116,20 @@ class _Sources:
         return 0 < line <= len(text) and text[line - 1].strip() == code.strip()
 
 
+def resolve_recorded(path: str, resolver: FrameResolver) -> str | None:
+    """A path as the compiler recorded it (absolute, on the machine that ran the program) as a
+    workspace file here: as the frames' paths are resolved, else (a run folder analysed on another
+    machine, or moved) the one file of the run's file table whose relative path ends it."""
+    found = resolver.resolve_path(path)
+    if found is not None or resolver.table is None:
+        return found
+    posix = path.replace("\\", "/")
+    hits = [rel for rel in resolver.table.files.values() if posix.endswith("/" + rel)]
+    if len(hits) == 1:
+        return str(resolver.table.root.joinpath(*hits[0].split("/")))
+    return None
+
+
 def read_records(doc: Any, resolver: FrameResolver) -> GraphRecords | None:
     """The graphs of a `compile.json` document, their kernels' lines resolved to workspace files;
     None when the document holds no graph."""
@@ -137,7 +151,7 @@ def read_records(doc: Any, resolver: FrameResolver) -> GraphRecords | None:
             for stack in stacks:
                 frames = []
                 for f in _STACK_FRAME.finditer(str(stack)):
-                    path = resolver.resolve_path(f.group("file"))
+                    path = resolve_recorded(f.group("file"), resolver)
                     line = int(f.group("line"))
                     if path is None:
                         continue
@@ -483,7 +497,7 @@ def compile_events(doc: Any, resolver: FrameResolver) -> tuple[list[dict], list[
         path, line = entry.get("file"), entry.get("line")
         if not isinstance(path, str) or not isinstance(line, int):
             return None, None
-        return resolver.resolve_path(path) or path, line
+        return resolve_recorded(path, resolver) or path, line
 
     compilations = []
     for c in doc.get("compiles") or []:
