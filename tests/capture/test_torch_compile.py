@@ -181,3 +181,64 @@ def test_compiled_workspace_code_runs_compiled_under_stepscope_with_the_same_gra
     # the eager workspace function keeps its per-line regions, below the step's own lines
     assert lines[("model.py", 21)]["precision"] == lines[("model.py", 22)]["precision"] == "exact"
     assert ("train.py", 15) in lines
+
+
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
+                    reason="inductor on the CPU needs a C++ compiler")
+def test_inductor_kernels_reach_the_lines_they_came_from(workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The whole path on the CPU: the agent records Inductor's provenance (compile.json) and turns on
+    its C++ kernels' profiler records, and the report puts each generated kernel on its statements."""
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor-cache"))
+    data = Path(__file__).resolve().parents[1] / "data" / "compiled" / "cpu_mlp" / "ws"
+    for name in ("model.py", "train.py"):
+        shutil.copy(data / name, workspace / name)
+    r = run_stepscope("profile", "--json", "train.py", "--line", "11", "--active", "2", cwd=workspace)
+    assert r.returncode == 0, r.stderr[-2000:]
+    report = json.loads(r.stdout)
+    run = Path(report["traces"][0]).parent
+    records = json.loads((run / "compile.json").read_text())
+    assert records["enabled"] == {"provenance": "on for this run", "cpp_kernel_profile": "on for this run"}
+    assert len(records["graphs"]) == 2 and all(g["key"] for g in records["graphs"])  # forward and backward
+    lines = {(Path(x["file"]).name, x["line"]): x for x in report["lines"]}
+    assert lines[("model.py", 18)]["precision"] == "compiled"
+    assert [f["line"] for f in lines[("model.py", 18)]["compiled"]["fused_with"]] == [16, 17]
+    summary = report["compiled_code"]
+    assert summary["kernel_calls_per_step"] > 0
+    assert summary["kernel_calls_attributed_per_step"] == summary["kernel_calls_per_step"]
+
+
+
+ENVIRONMENT = """\
+import json, os, sys
+import torch
+
+f = torch.compile(lambda x: x * 2, backend="eager")
+for i in range(6):
+    f(torch.randn(3 + (i == 4)))  # a new size in the window: a recompilation
+json.dump({k: os.environ.get(k) for k in ("INDUCTOR_PROVENANCE", "TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE")},
+          open(sys.argv[1], "w"))
+"""
+
+
+def test_compile_records_are_taken_only_for_stepscope_runs_and_only_when_asked(workspace: Path, tmp_path: Path):
+    (workspace / "env.py").write_text(ENVIRONMENT)
+    seen = tmp_path / "env.json"
+    schedule = ("--line", "5", "--wait", "1", "--warmup", "1", "--active", "3", "--run-to-end")
+    r = run_stepscope("profile", "--json", "env.py", *schedule, "--", str(seen), cwd=workspace)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert json.loads(seen.read_text()) == {"INDUCTOR_PROVENANCE": "1", "TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE": "1"}
+    report = json.loads(r.stdout)
+    assert (Path(report["traces"][0]).parent / "compile.json").is_file()
+    (recompiled,) = report["compiled_code"]["compilations"]
+    assert recompiled["step"] == 4 and recompiled["recompile"] and recompiled["line"] == 4
+    assert [f["line"] for f in report["findings"] if f["kind"] == "recompilation"] == [4]
+
+    r = run_stepscope("profile", "--json", "env.py", *schedule, "--no-compile-records", "--", str(seen), cwd=workspace)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert json.loads(seen.read_text()) == {"INDUCTOR_PROVENANCE": None, "TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE": None}
+    report = json.loads(r.stdout)
+    assert not (Path(report["traces"][0]).parent / "compile.json").exists()
+    assert report.get("compiled_code") is None
+    # a plain run of the program never has them
+    subprocess.run([sys.executable, "env.py", str(seen)], cwd=workspace, check=True, timeout=300)
+    assert json.loads(seen.read_text()) == {"INDUCTOR_PROVENANCE": None, "TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE": None}
