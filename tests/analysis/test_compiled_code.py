@@ -215,3 +215,42 @@ def test_the_text_report_and_the_hover_say_which_lines_a_fused_kernel_is_shared_
     hover = line_hover(by_line(report)[("model.py", 18)], report)
     assert "fused with lines 16–17" in hover and "not added up" in hover
     assert "generated from this statement" in hover
+
+
+# A real capture on the H200 (torch 2.11.0+cu130): benchmarks/gpu_cases/cuda_graph.py --variant graph, a whole
+# training step captured by hand with torch.cuda.graph and replayed by `graph.replay()` at line 43.
+REPLAY_RUN = Path(__file__).resolve().parents[1] / "data" / "compiled" / "h200_graph_replay"
+
+
+def test_a_step_replaying_a_cuda_graph_is_a_training_step_of_few_launches():
+    report = analyze([REPLAY_RUN])
+    contents = report["step_contents"]
+    assert contents["replays_graph"] and contents["kind"] == "training"  # not "forward (inference)"
+    assert contents["backward"] and contents["optimizer_step"]
+    kernels = report["evidence"]["kernels"]
+    assert kernels["graph_launches"] == 1 and kernels["graph_kernels"] == 24
+    assert kernels["launches"] < 10 < kernels["count"]  # one launch replays 24 kernels
+    assert "small-launches" not in [f["kind"] for f in report["findings"]]
+    replay = by_line(report)[("cuda_graph.py", 43)]
+    assert replay["kernels"] == 24 and replay["precision"] == "exact"  # on the line that replays it
+
+
+@pytest.mark.parametrize("replayed", [True, False])
+def test_a_hundred_small_kernels_from_one_graph_launch_are_not_launch_bound(tmp_path: Path, replayed: bool):
+    s = Synth()
+    for k in range(3):
+        t0 = k * 10_000
+        s.step(k + 1, t0, 10_000)
+        s.region("ss:f0:12", t0 + 10, 9_000)
+        if replayed:
+            s._x("cuda_runtime", "cudaGraphLaunch", t0 + 20, 20, args={"correlation": 900 + k, "cbid": 311})
+        for i in range(100):
+            if replayed:
+                s._x("kernel", "small_kernel", t0 + 100 + 20 * i, 5, pid=0, tid=7,
+                     args={"device": 0, "stream": 7, "correlation": 900 + k})
+            else:
+                s.launch(t0 + 20 + 80 * i, t0 + 100 + 80 * i, 5, name="small_kernel")
+    report = analyze([run_folder(tmp_path, s) / "trace.json"])
+    kernels = report["evidence"]["kernels"]
+    assert kernels["count"] == 100 and kernels["launches"] == (1 if replayed else 100)
+    assert ("small-launches" in [f["kind"] for f in report["findings"]]) is not replayed

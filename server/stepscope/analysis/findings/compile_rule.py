@@ -23,7 +23,7 @@ def recompilation(report: dict, t: Thresholds, anchor: Anchor) -> list[dict]:
     steps = report.get("steps") or []
     for c in record.get("compilations") or []:
         step = c.get("step")
-        which = f"step {step}" if isinstance(step, int) else "an active step"
+        which = f"the loop's step {step + 1} (counted from its first)" if isinstance(step, int) else "an active step"
         what = "recompiled" if c.get("recompile") else "compiled"
         reasons = c.get("reasons") or []
         why = f" because {'; '.join(reasons)}" if reasons else ""
