@@ -254,3 +254,12 @@ def test_a_hundred_small_kernels_from_one_graph_launch_are_not_launch_bound(tmp_
     kernels = report["evidence"]["kernels"]
     assert kernels["count"] == 100 and kernels["launches"] == (1 if replayed else 100)
     assert ("small-launches" in [f["kind"] for f in report["findings"]]) is not replayed
+
+
+def test_the_inline_label_of_a_fused_line_says_what_it_is_fused_with():
+    from stepscope.analysis.present import line_label
+
+    report = analyze([CPU_RUN])
+    lines = by_line(report)
+    assert line_label(lines[("model.py", 17)], report["ms_per_step"]).endswith(" · fused with lines 16, 18")
+    assert "fused" not in line_label(lines[("model.py", 15)], report["ms_per_step"])

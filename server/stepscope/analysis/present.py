@@ -174,7 +174,8 @@ def status_tooltip(report: dict[str, Any], run_id: str | None = None) -> str:
 
 # -- one line ---------------------------------------------------------------------------------------
 def line_label(line: dict[str, Any], ms_per_step: float | None) -> str:
-    """The inline label after a line: `12.3 ms/step · 24% · GPU 8.10 ms · bwd 3.20 ms`."""
+    """The inline label after a line: `12.3 ms/step · 24% · GPU 8.10 ms · bwd 3.20 ms`, and for a line
+    whose compiled kernels it shares with others: `· fused with lines 16–17`."""
     label = f"{ms_short(line['wall_ms'])} ms/step"
     share = step_share(line["wall_ms"], ms_per_step)
     if share is not None:
@@ -184,6 +185,9 @@ def line_label(line: dict[str, Any], ms_per_step: float | None) -> str:
         label += f" · GPU {ms_short(gpu)} ms"
     if line.get("backward_ms"):
         label += f" · bwd {ms_short(line['backward_ms'])} ms"
+    fused = fused_words(line)
+    if fused:
+        label += f" · {fused}"
     return label
 
 
