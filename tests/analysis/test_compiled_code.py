@@ -263,3 +263,15 @@ def test_the_inline_label_of_a_fused_line_says_what_it_is_fused_with():
     lines = by_line(report)
     assert line_label(lines[("model.py", 17)], report["ms_per_step"]).endswith(" · fused with lines 16, 18")
     assert "fused" not in line_label(lines[("model.py", 15)], report["ms_per_step"])
+
+
+def test_a_frame_inside_a_statement_spread_over_lines_lands_on_the_statements_first_line(tmp_path: Path):
+    root = tmp_path / "ws"
+    root.mkdir()
+    source = ["# model"] * 40
+    source[12:16] = ["def forward(h):", "    a = gelu(", "        h)", "    b = torch.sigmoid(h)"]  # lines 13-16
+    (root / "model.py").write_text("\n".join(source) + "\n")
+    doc = compile_doc(root)
+    doc["graphs"][0]["kernels"]["triton_poi_fused_gelu_sigmoid_0:1"] = [stack(root, (15, "forward", "h)"))]
+    lines = by_line(report_of(tmp_path, compiled_step(), doc))
+    assert lines[("model.py", 14)]["gpu_ms"] == 0.05 and ("model.py", 15) not in lines

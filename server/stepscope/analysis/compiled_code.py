@@ -37,6 +37,7 @@ Invariants:
 
 from __future__ import annotations
 
+import ast
 import bisect
 import re
 from collections import defaultdict
@@ -99,21 +100,48 @@ def _call_name(kernel: str) -> tuple[str, bool]:
 
 
 class _Sources:
-    """Reads the user's files once, to check a record's quoted code against its line."""
+    """Reads the user's files once: to check a record's quoted code against its line, and to name the
+    statement a line belongs to (a stack frame can point into a statement spread over several lines;
+    Stepscope's own labels name a statement by its first line)."""
 
     def __init__(self) -> None:
         self._lines: dict[str, list[str] | None] = {}
+        self._starts: dict[str, dict[int, int]] = {}
 
-    def holds(self, path: str, line: int, code: str) -> bool:
+    def _read(self, path: str) -> list[str] | None:
         if path not in self._lines:
             try:
-                self._lines[path] = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+                text = Path(path).read_text(encoding="utf-8", errors="replace")
             except OSError:
-                self._lines[path] = None
-        text = self._lines[path]
+                text = None
+            self._lines[path] = text.splitlines() if text is not None else None
+            self._starts[path] = _statement_starts(text) if text is not None else {}
+        return self._lines[path]
+
+    def holds(self, path: str, line: int, code: str) -> bool:
+        text = self._read(path)
         if text is None:
             return True  # the source is not here (a trace read elsewhere): the record is all there is
         return 0 < line <= len(text) and text[line - 1].strip() == code.strip()
+
+    def statement(self, path: str, line: int) -> int:
+        self._read(path)
+        return self._starts.get(path, {}).get(line, line)
+
+
+def _statement_starts(text: str) -> dict[int, int]:
+    """For each line inside a simple statement spread over several lines, the statement's first line."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return {}
+    out: dict[int, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt) and not hasattr(node, "body"):
+            end = getattr(node, "end_lineno", None) or node.lineno
+            for n in range(node.lineno + 1, end + 1):
+                out[n] = node.lineno
+    return out
 
 
 def resolve_recorded(path: str, resolver: FrameResolver) -> str | None:
@@ -158,7 +186,7 @@ def read_records(doc: Any, resolver: FrameResolver) -> GraphRecords | None:
                     if not sources.holds(path, line, f.group("code")):
                         out.stale_frames += 1
                         continue
-                    frames.append((path, line))
+                    frames.append((path, sources.statement(path, line)))
                 if frames:
                     own.add(frames[-1])
                     enclosing.update(frames[:-1])
@@ -316,11 +344,12 @@ def attribute_compiled(trace: Trace, links: Links, steps: list[Step], records: G
         children = _children(trace, by_track, track, start, end)
         named: list[tuple[str, int]] = []
         replay_rows: list[int] = []
+        for r in _runtime_inside(trace, by_track, track, start, end):  # at any depth inside the call
+            if _GRAPH_LAUNCH.match(trace.label(r)):
+                replay_rows.extend(g for g in launched.get(r, ()) if trace.kind[g] == Kind.KERNEL)
         for r in children:
             label = trace.label(r)
             if trace.kind[r] == Kind.RUNTIME:
-                if _GRAPH_LAUNCH.match(label):
-                    replay_rows.extend(g for g in launched.get(r, ()) if trace.kind[g] == Kind.KERNEL)
                 continue
             m = _CPP_KERNEL.match(label)
             if m:
