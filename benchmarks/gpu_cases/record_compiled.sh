@@ -4,9 +4,10 @@
 # CUDA graph with their eager twins, every workspace line split (--depth 4: the model's own
 # statements sit 3 calls below the loop), then prints per-line GPU time eager against compiled
 # (compare_lines.py) and the cost of taking the compiler's records (the compiled MLP again with
-# --no-compile-records: compile time in start-up, ms/step).
+# --no-compile-records: compile time in start-up, ms/step), and dynamo's counters of each compiled case
+# run without Stepscope beside its profile's (dynamo_plain.py: they must be the same).
 # Usage (from the repository root): OUT=/some/folder bash benchmarks/gpu_cases/record_compiled.sh
-# Writes $OUT/compare.txt, $OUT/summary.txt, $OUT/machine.txt and $OUT/compiled-runs.tgz (the run folders).
+# Writes $OUT/compare.txt, $OUT/dynamo.txt, $OUT/summary.txt, $OUT/machine.txt and $OUT/compiled-runs.tgz (the run folders).
 set -uo pipefail
 OUT=${OUT:-gpu-compiled-out}
 mkdir -p "$OUT"
@@ -63,5 +64,15 @@ EOF
   done
 } > "$OUT/compare.txt" 2>&1
 cat "$OUT/compare.txt"
+
+# Stepscope's own labels must not make Dynamo break a graph or fall back to eager: each compiled case
+# run without Stepscope (as many steps as its profile's window), dynamo's counters beside the profile's
+echo "== dynamo's counters without Stepscope and under it (must say: same)" > "$OUT/dynamo.txt"
+for spec in "compiled_mlp compiled 11 mlp_compiled" "compiled_block default 11 block_compiled" \
+            "compiled_block reduce-overhead 13 block_reduce_overhead"; do
+  set -- $spec
+  $PY "$here/dynamo_plain.py" "$1" "$2" "$3" "runs/$4" >> "$OUT/dynamo.txt" 2>> "$OUT/dynamo.err"
+done
+cat "$OUT/dynamo.txt"
 tar czf "$OUT/compiled-runs.tgz" runs 2>/dev/null
 ls -la "$OUT" >> "$OUT/summary.txt"

@@ -183,6 +183,30 @@ def test_compiled_workspace_code_runs_compiled_under_stepscope_with_the_same_gra
     assert ("train.py", 15) in lines
 
 
+def test_compiled_workspace_code_keeps_its_graphs_when_measured(workspace: Path, tmp_path: Path):
+    """The timing mode adds step boundaries only (no `with` statement), so a compiled workspace
+    function keeps its graphs there too. Its program stops where the loop ends, so the counters are
+    written at the end of every step."""
+    (workspace / "model.py").write_text(MODEL)
+    each_step = TRAIN.replace("    opt.zero_grad()\n", "    opt.zero_grad()\n    dump()\n").replace(
+        "for i in range(10):", "from torch._dynamo.utils import counters\n\n\ndef dump():\n"
+        "    with open(counters_file, 'w') as f:\n"
+        "        json.dump({'graphs': counters['stats']['unique_graphs'], 'breaks': dict(counters['graph_break']),\n"
+        "                   'frames': dict(counters['frames'])}, f)\n\n\nfor i in range(10):")
+    (workspace / "train.py").write_text(each_step)
+    loop = next(n for n, text in enumerate(each_step.splitlines(), 1) if text.startswith("for i in range(10)"))
+    plain_counters, measured_counters = tmp_path / "plain.json", tmp_path / "measured.json"
+    r = subprocess.run([sys.executable, "train.py", "eager", str(plain_counters)], cwd=workspace,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    r = run_stepscope("measure", "--json", "train.py", "--line", str(loop), "--warmup", "2", "--passes", "6", "--",
+                      "eager", str(measured_counters), cwd=workspace)
+    assert r.returncode == 0, r.stderr[-2000:]
+    plain, measured = json.loads(plain_counters.read_text()), json.loads(measured_counters.read_text())
+    assert plain["graphs"] == 1 and plain["breaks"] == {}
+    assert measured == plain
+
+
 @pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
                     reason="inductor on the CPU needs a C++ compiler")
 def test_inductor_kernels_reach_the_lines_they_came_from(workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
