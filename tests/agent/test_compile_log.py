@@ -4,7 +4,9 @@ Dynamo with the `eager` backend (no C++ compiler needed); the program runs in it
 
 from __future__ import annotations
 
+import gzip
 import json
+import logging
 import subprocess
 import sys
 import textwrap
@@ -12,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from stepscope.agent import bootstrap
+from stepscope.agent import bootstrap, compile_log
 
 AGENT = Path(bootstrap.__file__).resolve().parent
 pytestmark = pytest.mark.torch
@@ -74,3 +76,41 @@ def test_enable_turns_on_provenance_only_where_the_program_did_not_choose(monkey
     assert env == {"INDUCTOR_PROVENANCE": "0", "TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE": "1"}
     assert said == {"provenance": "set by the program's environment (INDUCTOR_PROVENANCE=0)",
                     "cpp_kernel_profile": "on for this run"}
+
+
+H200_TORCH_211_LOG = Path(__file__).resolve().parents[1] / "data" / "compiled" / "h200_torch211_fallback" / "torch_trace.log.gz"
+
+
+def replay_structured_log(path: Path) -> None:
+    """Send a TORCH_TRACE log's records to torch's structured-trace logger as torch sent them (each
+    record: a header line ending in its JSON metadata, then its payload's lines, each after a tab)."""
+    logger = logging.getLogger(compile_log.TRACE_LOGGER)
+    records: list[tuple[dict, list[str]]] = []
+    for line in gzip.open(path, "rt").read().splitlines():
+        if line.startswith("\t"):
+            records[-1][1].append(line[1:])
+        elif line.strip():
+            records.append((json.loads(line.split("] ", 1)[1]), []))
+    for metadata, payload in records:
+        logger.debug("", extra={"metadata": metadata, "payload": "\n".join(payload) if payload else None})
+
+
+def test_torch_211s_records_of_a_function_that_fell_back_to_eager_are_read():
+    """The compile log of torch 2.11 on the H200 (trimmed to the records this module reads), from a run
+    whose labels Dynamo could not enter (before they were kept out of its way): each compiled forward
+    broke at its first statement and ran eager. Both breaks are read with the line torch names."""
+    log = compile_log.install(lambda: (0, "wait"))
+    try:
+        replay_structured_log(H200_TORCH_211_LOG)
+    finally:
+        compile_log.uninstall(log)
+    record = log.record({"provenance": "test"})
+    assert record is not None and record["records_skipped"] == 0
+    assert [(Path(b["file"]).name, b["line"]) for b in record["graph_breaks"]] == [("compiled_mlp.py", 31),
+                                                                                  ("compiled_mlp.py", 17)]
+    assert all(b["reason"].startswith("Failed to handle graph break gracefully. Skipping the function and falling "
+                                      "back to eager") and b["detail"] == "Unsupported context manager"
+               for b in record["graph_breaks"])
+    assert [(c["function"], Path(c["file"]).name, c["line"]) for c in record["compiles"]] == [
+        ("forward", "compiled_mlp.py", 30), ("forward", "compiled_mlp.py", 16)]
+    assert record["graphs"] == []  # nothing was compiled, so Inductor recorded no kernel

@@ -41,3 +41,17 @@ def test_no_compile_records_no_finding():
     report = report_with({})
     del report["compiled_code"]
     assert not [f for f in find(report) if f["kind"] in ("recompilation", "graph-break")]
+
+
+def test_a_function_torch_skipped_is_a_warning_that_it_runs_eager_wherever_the_break_was():
+    """torch 2.11's words on the H200 when Dynamo could not enter a context manager in a forward."""
+    reason = ("Failed to handle graph break gracefully. Skipping the function and falling back to eager. "
+              "Graph break encountered:")
+    report = report_with({"compilations": [], "graph_breaks": [
+        {"file": "/ws/compiled_mlp.py", "line": 31, "reason": reason, "detail": "Unsupported context manager",
+         "step": 0, "phase": "wait"}]})
+    (f,) = [f for f in find(report) if f["kind"] == "graph-break"]
+    assert (f["file"], f["line"], f["severity"]) == ("/ws/compiled_mlp.py", 31, "warning")
+    assert "runs it eager, every step" in f["observation"] and "Unsupported context manager" in f["observation"]
+    assert "none of this function's code is compiled" in f["hypothesis"]
+    assert f["figures"]["fallback"] is True

@@ -4,13 +4,17 @@ Invariants: it reads only `report["compiled_code"]` (the compilations torch made
 steps, and the graph breaks it recorded, from the run's compile.json); each finding sits on the line
 torch names (a graph break's statement; a compiled function's first line), else on the loop header.
 A compilation inside the window is measured as part of a step; a graph break splits a compiled
-function into several graphs with Python in between, every step.
+function into several graphs with Python in between, every step; a break torch could not handle
+("Skipping the function and falling back to eager") leaves the whole function eager, every step: a
+warning wherever it happened.
 """
 
 from __future__ import annotations
 
 from .common import Anchor, finding, machine_words
 from .thresholds import Thresholds
+
+_FALLBACK = "falling back to eager"  # torch's words when Dynamo skips a whole function (torch 2.x)
 
 
 def _where(item: dict, anchor: Anchor) -> Anchor:
@@ -51,20 +55,28 @@ def graph_break(report: dict, t: Thresholds, anchor: Anchor) -> list[dict]:
             continue
         seen.add(key)
         in_window = b.get("phase") == "active"
-        when = ("while compiling during the active window" if in_window
-                else "while compiling before the window; the split graphs run in every step")
         reason = b.get("reason") or "no reason recorded"
         detail = f" ({b['detail']})" if b.get("detail") else ""
+        fallback = _FALLBACK in reason.lower()
+        when = "during the active window" if in_window else "before the window"
+        if fallback:
+            observation = (f"torch.compile gave up on the function at this line {when} and runs it eager, every "
+                           f"step: {reason}{detail}.")
+            hypothesis = ("Dynamo met a statement it can neither trace nor split the graph at (inside a `with` "
+                          "block or a generator, for instance): none of this function's code is compiled, so "
+                          "its kernels are eager kernels and nothing of it is fused.")
+        else:
+            observation = (f"torch.compile broke the graph at this line while compiling {when}"
+                           f"{'' if in_window else '; the split graphs run in every step'}: {reason}{detail}.")
+            hypothesis = ("This statement is something Dynamo cannot put in a graph (a print, a data-dependent "
+                          "branch, an unsupported call): the compiled function runs as several graphs with Python "
+                          "between them, and Inductor cannot fuse across the break.")
         out.append(finding(
-            "graph-break", _where(b, anchor),
-            f"torch.compile broke the graph at this line {when}: {reason}{detail}.",
-            "This statement is something Dynamo cannot put in a graph (a print, a data-dependent branch, an "
-            "unsupported call): the compiled function runs as several graphs with Python between them, and "
-            "Inductor cannot fuse across the break.",
+            "graph-break", _where(b, anchor), observation, hypothesis,
             "Move the statement out of the compiled code or make it traceable, then check with "
             "torch._dynamo.explain (or TORCH_LOGS=graph_breaks) that the break is gone, and compare ms/step "
             "outside the profiler.",
-            severity="warning" if in_window else "info",
-            figures={"reason": b.get("reason"), "phase": b.get("phase"), "step": b.get("step")},
+            severity="warning" if in_window or fallback else "info",
+            figures={"reason": b.get("reason"), "phase": b.get("phase"), "step": b.get("step"), "fallback": fallback},
         ))
     return out
