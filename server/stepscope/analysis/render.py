@@ -12,6 +12,7 @@ present.py, which the editor's surfaces use too.
 
 from __future__ import annotations
 
+from ..agent.protocol import parse_label
 from ..textsafe import printable
 from . import present
 
@@ -166,7 +167,7 @@ def render_text(report: dict) -> str:
         out.append("")
         out.append(f"regions, per {per}:")
         for r in regions[:MAX_ROWS]:
-            out.append(f"  {printable(r['label'], 50):<50} wall {r['wall_ms']:>9.3f} ms   gpu {_fmt_ms(r['gpu_ms']):>9} ms")
+            out.append(f"  {printable(_region_name(r, root), 50):<50} wall {r['wall_ms']:>9.3f} ms   gpu {_fmt_ms(r['gpu_ms']):>9} ms")
     findings = report.get("findings") or []
     if findings:
         out.append("")
@@ -251,3 +252,12 @@ def _op_text(op: dict) -> str:
     inputs = _tensor_inputs_text(op.get("shapes") or [], op.get("types"))
     text = " ".join(part for part in (printable(op["op"]), inputs, _calls_text(op["calls"])) if part)
     return text if len(text) <= MAX_OP_TEXT else text[:MAX_OP_TEXT - 3] + "..."
+
+
+def _region_name(region: dict, root: str | None) -> str:
+    """A region as the reader knows it: Stepscope's own by the line it times (`train.py:69`, the
+    loop's batch read as `train.py:69 (batch read)`), the program's own labels as written."""
+    label = parse_label(region["label"])
+    if label is None or not region.get("file") or region.get("line") is None:
+        return region["label"]
+    return f"{_short(region['file'], root)}:{region['line']}" + (" (batch read)" if label.is_next else "")
