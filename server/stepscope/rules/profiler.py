@@ -31,29 +31,180 @@ def _has_star_kwargs(call: ast.Call) -> bool:
     return any(k.arg is None for k in call.keywords)
 
 
+_WHAT_IT_RECORDS = {"record_shapes": "the shapes", "with_stack": "the stacks",
+                    "profile_memory": "the memory figures"}
+_ALL = frozenset(_COSTLY_OPTIONS)
+
+
 def check_ss401(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
-    for call, _scope in ctx.calls:
+    """A costly option that is on while its data goes unused, or while the profiled region is
+    timed with a wall clock (then the duration includes the profiler's own cost)."""
+    for call, scope in ctx.calls:
         if not ctx.is_torch_profile_call(call):
             continue
-        for kw in call.keywords:
-            if kw.arg in _COSTLY_OPTIONS and isinstance(kw.value, ast.Constant) \
-                    and kw.value.value is True:
-                line, col, end_line, end_col = ctx.span(kw.value)
-                fix = Fix(f"Turn {kw.arg} off", (Edit(line, col, end_line, end_col, "False"),))
-                yield make_diagnostic(
-                    "SS401",
-                    f"`{kw.arg}=True`: {_COSTLY_OPTIONS[kw.arg]}; turn it on only for the "
-                    f"question that needs it",
-                    path, ctx.span(kw), fixes=(fix,))
+        costly = [kw for kw in call.keywords if kw.arg in _COSTLY_OPTIONS
+                  and isinstance(kw.value, ast.Constant) and kw.value.value is True]
+        if not costly:
+            continue
+        timed = _timed_while_profiling(call, scope, ctx)
+        used = _ALL if timed else _data_used(call, scope, ctx)
+        for kw in costly:
+            if timed:
+                message = (f"`{kw.arg}=True` while this profiled region is timed with a wall "
+                           f"clock (line {timed}): {_COSTLY_OPTIONS[kw.arg]}, so the duration "
+                           f"includes the profiler's cost; time the region without the profiler "
+                           f"or turn the option off")
+            elif kw.arg in used:
+                continue
+            else:
+                message = (f"`{kw.arg}=True`, but nothing here reads {_WHAT_IT_RECORDS[kw.arg]} "
+                           f"it records (no trace export or handler, no table or query that "
+                           f"shows them): {_COSTLY_OPTIONS[kw.arg]}; turn it off")
+            line, col, end_line, end_col = ctx.span(kw.value)
+            fix = Fix(f"Turn {kw.arg} off", (Edit(line, col, end_line, end_col, "False"),))
+            yield make_diagnostic("SS401", message, path, ctx.span(kw), fixes=(fix,))
+
+
+def _profiler_binding(call: ast.Call, ctx: ModuleContext) -> tuple[str | None, ast.AST | None]:
+    """The name the profiler is bound to and the `with` statement that holds it, if any."""
+    for with_node, with_call, _scope in ctx.profile_withs:
+        if with_call is call:
+            for item in with_node.items:
+                if item.context_expr is call:
+                    name = item.optional_vars.id if isinstance(item.optional_vars, ast.Name) \
+                        else None
+                    return name, with_node
+    for node in ctx.assigns:
+        if isinstance(node, ast.Assign) and node.value is call and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name):
+            return node.targets[0].id, None
+    return None, None
+
+
+def _timed_while_profiling(call: ast.Call, scope, ctx: ModuleContext) -> int | None:
+    """The line of a wall-clock duration that overlaps the `with profile(...)` block."""
+    from .timing import timed_intervals
+
+    _name, with_node = _profiler_binding(call, ctx)
+    if with_node is None:
+        return None
+    first, last = with_node.lineno, with_node.end_lineno or with_node.lineno
+    for interval in timed_intervals(ctx):
+        if interval.function.node is not scope.function:
+            continue
+        if interval.start_line <= last and first <= interval.end_line:
+            return interval.duration.lineno
+    return None
+
+
+def _data_used(call: ast.Call, scope, ctx: ModuleContext) -> frozenset[str]:
+    """Which options' data the code reads: all of them when a trace is exported or handed to a
+    handler, or when the profiler leaves the function (returned, passed on, stored)."""
+    if _keyword(call, "on_trace_ready") is not None or _has_star_kwargs(call):
+        return _ALL
+    name, _with_node = _profiler_binding(call, ctx)
+    if name is None:
+        return _ALL  # returned, passed to a function, kept in an attribute: used elsewhere
+    used: set[str] = set()
+    function = scope.function
+    parents: dict[int, ast.AST] = {}
+    for parent in ast.walk(function):
+        for child in ast.iter_child_nodes(parent):
+            parents[id(child)] = parent
+    for node in ast.walk(function):
+        if not (isinstance(node, ast.Name) and node.id == name
+                and isinstance(node.ctx, ast.Load)):
+            continue
+        parent = parents.get(id(node))
+        if not isinstance(parent, ast.Attribute):
+            if isinstance(parent, ast.withitem) or (
+                    isinstance(parent, ast.Compare)):
+                continue
+            return _ALL  # handed to a call, returned, stored: read somewhere else
+        use = _use_of(parent, parents)
+        if use is None:
+            continue
+        used |= use
+        if used >= _ALL:
+            break
+    return frozenset(used)
+
+
+def _use_of(attr: ast.Attribute, parents: dict[int, ast.AST]) -> set[str] | None:
+    """What reading `prof.<attr>...` uses of the recorded data."""
+    if attr.attr in ("step", "start", "stop", "__enter__", "__exit__", "enabled"):
+        return None
+    if attr.attr in _EXPORTS or attr.attr.startswith("export") or attr.attr in (
+            "events", "function_events", "profiler", "_memory_profile", "memory_timeline"):
+        return set(_ALL)
+    used: set[str] = set()
+    node: ast.AST = attr
+    for _ in range(6):  # prof.key_averages(group_by_input_shape=True).table(sort_by=...)
+        parent = parents.get(id(node))
+        if isinstance(parent, ast.Call) and parent.func is node:
+            for kw in parent.keywords:
+                if kw.arg == "group_by_input_shape":
+                    used.add("record_shapes")
+                elif kw.arg == "group_by_stack_n":
+                    used.add("with_stack")
+                elif isinstance(kw.value, ast.Constant) and "memory" in str(kw.value.value):
+                    used.add("profile_memory")
+            if isinstance(node, ast.Attribute) and node.attr == "table":
+                used.add("profile_memory")  # the table shows memory columns when recorded
+            node = parent
+        elif isinstance(parent, ast.Attribute):
+            if parent.attr in ("table", "key_averages"):
+                node = parent
+                continue
+            return set(_ALL)  # e.g. `.input_shapes`, `.stack` read from the rows
+        elif isinstance(parent, (ast.For, ast.comprehension, ast.ListComp, ast.GeneratorExp,
+                                 ast.Subscript)) or (isinstance(parent, ast.Call)
+                                                     and node in parent.args):
+            return set(_ALL)  # rows iterated or handed on: their fields may be read
+        else:
+            break
+    return used
 
 
 def _body_has_step_loop(with_node: ast.With | ast.AsyncWith, ctx: ModuleContext) -> bool:
     """A training/inference step loop runs inside (a kernel micro-benchmark loop does not count:
     its authors warm up by hand and read kernel durations, which the profiler's start-up does not
     distort)."""
+    return bool(_step_loops_in(with_node, ctx))
+
+
+def _step_loops_in(with_node: ast.With | ast.AsyncWith, ctx: ModuleContext) -> list:
     first, last = with_node.body[0].lineno, with_node.end_lineno or with_node.lineno
-    return any(first <= lp.line <= last and lp.col > with_node.col_offset
-               and (lp.is_step or lp.contains) for lp in ctx.loops)
+    return [lp for lp in ctx.loops if first <= lp.line <= last and lp.col > with_node.col_offset
+            and ctx.runs_steps(lp)]
+
+
+_NOT_WORK = frozenset({"backward", "step", "zero_grad", "synchronize", "range", "enumerate",
+                       "len", "print", "append", "item"})
+
+
+def _warmed_up_by_hand(with_node: ast.With | ast.AsyncWith, scope, ctx: ModuleContext) -> bool:
+    """Before the `with`, a loop of the same function runs what the profiled loop runs: the
+    warm-up is done by hand (a benchmark reading kernel times), not left to a schedule."""
+    inside = {terminal_name(c.func) for lp in _step_loops_in(with_node, ctx)
+              for c, _s in ctx.calls_between(lp.line, lp.end_line)} - _NOT_WORK - {None}
+    if not inside:
+        return False
+    function = scope.function
+    low = getattr(function, "lineno", 0)
+    for lp in ctx.loops:
+        if low <= lp.line < with_node.lineno and lp.end_line < with_node.lineno \
+                and ctx.loop_node(lp) is not None and _same_function(lp, function, ctx):
+            before = {terminal_name(c.func) for c, _s in ctx.calls_between(lp.line, lp.end_line)}
+            if before & inside:
+                return True
+    return False
+
+
+def _same_function(loop, function, ctx: ModuleContext) -> bool:
+    for call, scope in ctx.calls_between(loop.line, loop.end_line):
+        return scope.function is function
+    return False
 
 
 def check_ss402(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
@@ -62,7 +213,7 @@ def check_ss402(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
             continue
         if _keyword(call, "schedule") or _has_star_kwargs(call) or len(call.args) >= 2:
             continue
-        if not _body_has_step_loop(with_node, ctx):
+        if not _body_has_step_loop(with_node, ctx) or _warmed_up_by_hand(with_node, _scope, ctx):
             continue
         yield make_diagnostic(
             "SS402",
@@ -158,15 +309,25 @@ _EXPORTS = frozenset({"export_chrome_trace", "export_stacks", "export_memory_tim
 
 
 def _constant_path(node: ast.AST, ctx: ModuleContext, assigned: dict[str, list[ast.expr]]) -> bool:
-    """True when `node` is a path fixed in the source: a literal, or a name set only to one."""
+    """True when `node` is a path fixed in the source: a literal, or a name set only to one, or
+    one joined from those (`os.path.join("out", "trace.json")`, `Path(OUT) / "t.json"`,
+    `f"{OUT}/trace.json"`, `"out/" + "trace.json"`)."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return True
     if isinstance(node, ast.JoinedStr):
-        return all(isinstance(v, ast.Constant) for v in node.values)
+        return all(isinstance(v, ast.Constant) or (
+            isinstance(v, ast.FormattedValue) and isinstance(v.value, ast.Name)
+            and _constant_path(v.value, ctx, assigned)) for v in node.values)
     if isinstance(node, ast.Call) and terminal_name(node.func) in ("str", "Path", "PurePath",
                                                                    "fspath") and len(node.args) == 1:
         return _constant_path(node.args[0], ctx, assigned)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):  # Path("out") / "trace.json"
+    if isinstance(node, ast.Call) and terminal_name(node.func) in ("join", "joinpath") \
+            and not node.keywords and node.args and (
+                terminal_name(node.func) == "joinpath" or _is_os_path(node.func)):
+        receiver_fixed = terminal_name(node.func) == "join" or _constant_path(
+            node.func.value, ctx, assigned)  # type: ignore[attr-defined]
+        return receiver_fixed and all(_constant_path(a, ctx, assigned) for a in node.args)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.Add)):
         return _constant_path(node.left, ctx, assigned) and _constant_path(node.right, ctx, assigned)
     if isinstance(node, ast.Name):
         values = assigned.get(node.id, [])
@@ -174,18 +335,25 @@ def _constant_path(node: ast.AST, ctx: ModuleContext, assigned: dict[str, list[a
     return False
 
 
+def _is_os_path(func: ast.expr) -> bool:
+    """`os.path.join` / `path.join` / `osp.join` (not `",".join`)."""
+    return isinstance(func, ast.Attribute) and isinstance(func.value, (ast.Name, ast.Attribute)) \
+        and (terminal_name(func.value) or "") in ("path", "osp", "op")
+
+
 def check_ss405(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
     exports = [(c, s) for c, s in ctx.calls
                if isinstance(c.func, ast.Attribute) and c.func.attr in _EXPORTS and c.args]
     if not exports:
         return
-    if checks_existing_file(ctx.text):
-        return  # the file checks for an existing trace before writing
+    checked = existence_checked_words(ctx.text)
     assigned = ctx.assigned_values()
     for call, _scope in exports:
         target = call.args[0]
         if not _constant_path(target, ctx, assigned):
             continue
+        if checked and _path_words(target, ctx, assigned) & checked:
+            continue  # this path is tested for an existing file before it is written
         fix = None
         if isinstance(target, ast.Constant) and isinstance(target.value, str):
             fix = _unique_name_fix(target, ctx)
@@ -197,9 +365,33 @@ def check_ss405(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
             path, ctx.span(target), fixes=fixes)
 
 
+def _path_words(target: ast.AST, ctx: ModuleContext, assigned: dict[str, list[ast.expr]]
+                ) -> set[str]:
+    """The names and string literals a path is built from (and those of the values its names
+    are set to), leaving out modules and helpers (`os`, `Path`, `str`)."""
+    words: set[str] = set()
+    stack = [target]
+    seen: set[str] = set()
+    while stack:
+        node = stack.pop()
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and sub.value:
+                words.add(sub.value)
+            elif isinstance(sub, ast.Name) and sub.id not in ctx.imports \
+                    and sub.id not in _PATH_HELPERS:
+                words.add(sub.id)
+                if sub.id not in seen:
+                    seen.add(sub.id)
+                    stack.extend(assigned.get(sub.id, []))
+    return words
+
+
+_PATH_HELPERS = frozenset({"os", "Path", "PurePath", "str", "osp", "pathlib", "fspath", "path"})
 _EXISTS_CALL = re.compile(r"\b(exists|is_file|isfile|lexists)\s*\(")
 _EXISTS_WORD = re.compile(r"(?:exists|is_?file)\s*\(")  # literal start: a fast scan
 _OPEN_EXCLUSIVE = re.compile(r"open\([^)]*['\"]x['\"]")
+_WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_STRINGS = re.compile(r"""(?:'([^'\n]*)'|"([^"\n]*)")""")
 
 
 def checks_existing_file(text: str) -> bool:
@@ -212,6 +404,25 @@ def checks_existing_file(text: str) -> bool:
         if _EXISTS_CALL.match(text, at) or (at > 0 and _EXISTS_CALL.match(text, at - 1)):
             return True
     return "open(" in text and bool(_OPEN_EXCLUSIVE.search(text))
+
+
+def existence_checked_words(text: str) -> frozenset[str]:
+    """Names and string literals on the lines that test for an existing file (`exists()`,
+    `is_file()`, `os.path.isfile(...)`, `open(..., "x")`): a path built from one of them is
+    checked before it is written. Read from the text, so that a check in any function counts."""
+    if not checks_existing_file(text):
+        return frozenset()
+    words: set[str] = set()
+    matches = [*_EXISTS_CALL.finditer(text)]
+    if "open(" in text:
+        matches.extend(_OPEN_EXCLUSIVE.finditer(text))
+    for match in matches:  # the whole line of each check
+        start = max(text.rfind("\n", 0, match.start()), text.rfind("\r", 0, match.start())) + 1
+        ends = [i for i in (text.find("\n", match.end()), text.find("\r", match.end())) if i >= 0]
+        line = text[start:min(ends) if ends else len(text)]
+        words.update(_WORDS.findall(line))
+        words.update(a or b for a, b in _STRINGS.findall(line))
+    return frozenset(words)
 
 
 def checks_supported_activities(text: str) -> bool:
@@ -401,7 +612,7 @@ def check_ss502(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
         for pos in sorted(nodes):
             node = nodes[pos]
             loop = ctx.loop_by_pos.get(pos)
-            if loop is None or not loop.is_step or not loop.header_fetch:
+            if loop is None or not ctx.runs_steps(loop) or not loop.header_fetch:
                 continue
             source = _unwrap(node.iter)
             if not isinstance(source, (ast.Name, ast.Attribute)) or _is_iterator(source, ctx):
