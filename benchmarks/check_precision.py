@@ -84,6 +84,8 @@ def findings(checkout: Checkout) -> tuple[list[tuple[str, int, str, str]], int, 
 
 # ---- candidates: a wide search for what each rule looks at -------------------------------------
 _SYNC_ATTRS = {"item", "cpu", "numpy", "tolist", "synchronize"}
+_TENSOR_TESTS = {"isnan", "isinf", "isfinite", "any", "all", "equal", "allclose", "item"}
+_TEST_PATH = re.compile(r"(^|/)(tests?|testing)/|(^|/)test_[^/]*\.py$|_test\.py$")
 _FACTORIES = {"tensor", "as_tensor", "ones", "zeros", "full", "arange", "eye", "linspace",
               "FloatTensor", "LongTensor", "Tensor"}
 
@@ -129,6 +131,8 @@ def _loops_of(tree: ast.AST) -> dict[int, str]:
 def _candidates_in(code: str, tree: ast.AST, text: str) -> list[int]:
     lines: set[int] = set()
     if code in ("SS101", "SS103"):
+        # Host reads (and tests that may read a tensor) anywhere inside a loop that trains
+        # (SS101) or runs something named like a model (SS103), outside test files.
         loops = _loops_of(tree)
         want = "training" if code == "SS101" else "model"
         for node in ast.walk(tree):
@@ -136,11 +140,17 @@ def _candidates_in(code: str, tree: ast.AST, text: str) -> list[int]:
             if loops.get(line) != want:
                 continue
             if isinstance(node, ast.Call) and (
-                    _name(node.func) in _SYNC_ATTRS
-                    or (isinstance(node.func, ast.Name) and node.func.id in ("float", "int",
-                                                                              "bool", "print"))):
+                    (_name(node.func) in _SYNC_ATTRS and isinstance(node.func, ast.Attribute))
+                    or (isinstance(node.func, ast.Name) and node.func.id in (
+                        "float", "int", "bool", "print")
+                        and any(not isinstance(a, ast.Constant) for a in node.args))):
                 lines.add(line)
-            elif isinstance(node, (ast.If, ast.While, ast.Assert, ast.IfExp)):
+            elif isinstance(node, (ast.If, ast.While, ast.Assert, ast.IfExp)) and any(
+                    (isinstance(n, ast.Call) and _name(n.func) in _TENSOR_TESTS)
+                    or (isinstance(n, ast.Compare) and any(
+                        re.search(r"loss|grad|norm|acc|out|logit|pred|score", _name(x), re.I)
+                        for x in [n.left, *n.comparators]))
+                    for n in ast.walk(node.test)):
                 lines.add(line)
     elif code == "SS102":
         for node in ast.walk(tree):
@@ -175,12 +185,20 @@ def _candidates_in(code: str, tree: ast.AST, text: str) -> list[int]:
                     "record_shapes", "with_stack", "profile_memory") \
                     and isinstance(node.value, ast.Constant) and node.value.value is True:
                 lines.add(node.value.lineno)
-    elif code in ("SS402", "SS404", "SS502"):
+    elif code in ("SS402", "SS404"):
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and _name(node.func) == "profile" \
                     and "profiler" in text and any(
                         isinstance(n, (ast.For, ast.While)) for n in ast.walk(tree)):
                 lines.add(node.lineno)
+    elif code == "SS502":  # the iterable of the first `for` inside a `with ...profile(...)`
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.With, ast.AsyncWith)) and any(
+                    "profile" in ast.dump(item.context_expr) for item in node.items):
+                loop = next((n for n in ast.walk(node) if isinstance(n, (ast.For, ast.AsyncFor))),
+                            None)
+                if loop is not None:
+                    lines.add(loop.iter.lineno)
     elif code == "SS403":
         for node in ast.walk(tree):
             if isinstance(node, ast.keyword) and node.arg == "warmup":
@@ -224,6 +242,8 @@ def candidates(code: str, checkout: Checkout) -> list[tuple[str, int]]:
         except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
             continue
         rel = path.relative_to(checkout.path).as_posix()
+        if code in ("SS101", "SS103", "SS501") and _TEST_PATH.search(rel):
+            continue  # the rules leave tests alone by design; no need to label them
         out.extend((rel, line) for line in _candidates_in(code, tree, text))
     return out
 
@@ -233,7 +253,7 @@ def load_labels() -> dict:
     return json.loads(LABELS.read_text(encoding="utf-8"))
 
 
-def score(doc: dict, checkouts: list[Checkout]) -> None:
+def score(doc: dict, checkouts: list[Checkout], show: bool = False) -> None:
     sets = {entry["repo"]: (name, entry["commit"]) for name, entries in doc["sets"].items()
             for entry in entries}
     labels: dict[tuple[str, str, int, str], dict] = {}
@@ -242,6 +262,8 @@ def score(doc: dict, checkouts: list[Checkout]) -> None:
     by_set: dict[str, dict[str, collections.Counter]] = collections.defaultdict(
         lambda: collections.defaultdict(collections.Counter))
     reported: set[tuple[str, str, int, str]] = set()
+    missed: list[str] = []
+    wrong: list[str] = []
     repos_run: dict[str, list[str]] = collections.defaultdict(list)
     files = {"checked": 0, "not checked": 0}
     for checkout in checkouts:
@@ -262,6 +284,8 @@ def score(doc: dict, checkouts: list[Checkout]) -> None:
             reported.add(key)
             label = labels.get(key)
             verdict = label["verdict"] if label else "unlabelled"
+            if show and verdict in ("false", "debatable"):
+                wrong.append(f"  {verdict} {code} {checkout.repo} {rel}:{line}: {label['why']}")
             by_set[set_name][code][verdict] += 1
             by_set[set_name][code]["findings"] += 1
     for key, label in labels.items():
@@ -273,6 +297,8 @@ def score(doc: dict, checkouts: list[Checkout]) -> None:
         counts = by_set[set_name][key[3]]
         counts["recall true"] += 1
         counts["recall found"] += key in reported
+        if show and key not in reported:
+            missed.append(f"  missed {key[3]} {key[0]} {key[1]}:{key[2]}: {label['why']}")
     print(f"{files['checked']} files checked, {files['not checked']} could not be checked")
     for set_name in sorted(by_set):
         print(f"\n{set_name} ({len(repos_run[set_name])} repositories: "
@@ -289,6 +315,11 @@ def score(doc: dict, checkouts: list[Checkout]) -> None:
             default = "on" if RULES[code].default_on else "off"
             print(f"  {code:6} {default:7} {c['findings']:>5} {read:>5} {c['true']:>5} "
                   f"{c['debatable']:>5} {c['false']:>5} {strict:>7} {lenient:>7} {recall:>12}")
+    if show:
+        print("\nfindings labelled false or debatable:")
+        print("\n".join(sorted(wrong)) or "  none")
+        print("\nlabelled problems the rules do not report:")
+        print("\n".join(sorted(missed)) or "  none")
 
 
 def list_unlabelled(doc: dict, code: str, checkouts: list[Checkout], sample: int | None) -> None:
@@ -330,6 +361,8 @@ def main() -> None:
     ap.add_argument("--unlabelled", metavar="CODE", help="list findings of CODE with no label")
     ap.add_argument("--candidates", metavar="CODE",
                     help="list the wide-search candidates of CODE that have no label")
+    ap.add_argument("--show", action="store_true",
+                    help="also list the wrong findings and the missed problems")
     ap.add_argument("--sample", type=int, help="with --unlabelled/--candidates: at most N, "
                                                "drawn at random (fixed seed)")
     args = ap.parse_args()
@@ -340,7 +373,7 @@ def main() -> None:
     elif args.candidates:
         list_candidates(doc, args.candidates.upper(), checkouts, args.sample)
     else:
-        score(doc, checkouts)
+        score(doc, checkouts, args.show)
 
 
 if __name__ == "__main__":

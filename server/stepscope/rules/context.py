@@ -206,6 +206,17 @@ class ModuleContext:
         return cached
 
     # ---- loops -------------------------------------------------------------------------------
+    def _small_int(self, node: ast.expr) -> int | None:
+        """An int written in the source: a literal, or a name only ever set to one."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return node.value
+        if isinstance(node, ast.Name):
+            values = self.assigned_values().get(node.id, [])
+            if values and all(isinstance(v, ast.Constant) and isinstance(v.value, int)
+                              and not isinstance(v.value, bool) for v in values):
+                return max(v.value for v in values)  # type: ignore[attr-defined]
+        return None
+
     def loop_role(self, loop: Loop) -> str:
         """What a step loop does: "training" (backward, an optimizer step or a training-step
         helper runs in it), "profiled" (it advances a profiler and does not train) or
@@ -247,7 +258,7 @@ class ModuleContext:
         if not (isinstance(it, ast.Call) and terminal_name(it.func) == "range" and it.args
                 and not it.keywords and len(it.args) <= 2):
             return False
-        bounds = [a.value if isinstance(a, ast.Constant) else None for a in it.args]
+        bounds = [self._small_int(a) for a in it.args]
         if any(not isinstance(b, int) or isinstance(b, bool) for b in bounds):
             return False
         count = bounds[0] if len(bounds) == 1 else bounds[1] - bounds[0]  # type: ignore[operator]
@@ -620,6 +631,12 @@ def is_tensor_expr(node: ast.AST, tensor_names: set[str], ctx: ModuleContext,
         return node.id in tensor_names
     if isinstance(node, ast.Subscript):
         return is_tensor_expr(node.value, tensor_names, ctx, depth)
+    if isinstance(node, ast.Attribute):  # `loss.data`, `w.grad`
+        return node.attr in ("data", "grad", "T", "mT") \
+            and is_tensor_expr(node.value, tensor_names, ctx, depth)
+    if isinstance(node, ast.IfExp):
+        return is_tensor_expr(node.body, tensor_names, ctx, depth) \
+            or is_tensor_expr(node.orelse, tensor_names, ctx, depth)
     if isinstance(node, ast.BinOp):
         return (is_tensor_expr(node.left, tensor_names, ctx, depth)
                 or is_tensor_expr(node.right, tensor_names, ctx, depth))
@@ -732,7 +749,7 @@ def host_names(facts: FunctionFacts, ctx: ModuleContext) -> frozenset[str]:
                 for name in _target_names(target):
                     assigned.setdefault(name, []).append(value)
     loop_targets: dict[str, list[ast.expr]] = {}
-    for node in _own_for_loops(facts.node):
+    for node in _own_for_loops(facts.node):  # `for` loops and comprehensions
         source = node.iter
         while isinstance(source, ast.Call) and terminal_name(source.func) in (
                 "enumerate", "tqdm", "zip", "iter") and source.args:
@@ -742,9 +759,10 @@ def host_names(facts: FunctionFacts, ctx: ModuleContext) -> frozenset[str]:
     host: set[str] = set()
     for _ in range(3):  # a few passes settle `a = x.numpy(); b = a[0]`
         for name, values in assigned.items():
-            if name not in host and all(v is not None and _is_host_value(v, host, ctx)
+            assumed = host | {name}  # `x = x[0]` keeps x where it was
+            if name not in host and all(v is not None and _is_host_value(v, assumed, ctx)
                                         for v in values) \
-                    and all(_is_host_value(s, host, ctx) or _is_loader(s, ctx)
+                    and all(_is_host_value(s, assumed, ctx) or _is_loader(s, ctx)
                             for s in loop_targets.get(name, [])):
                 host.add(name)
         for name, sources in loop_targets.items():
@@ -766,13 +784,13 @@ def _target_names(target: ast.expr) -> Iterator[str]:
         yield from _target_names(target.value)
 
 
-def _own_for_loops(function: FunctionNode) -> Iterator[ast.For | ast.AsyncFor]:
+def _own_for_loops(function: FunctionNode) -> Iterator[ast.For | ast.AsyncFor | ast.comprehension]:
     stack: list[ast.AST] = list(function.body)
     while stack:
         node = stack.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
-        if isinstance(node, (ast.For, ast.AsyncFor)):
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
             yield node
         stack.extend(ast.iter_child_nodes(node))
 

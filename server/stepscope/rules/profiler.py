@@ -12,7 +12,7 @@ import re
 from typing import Iterator
 
 from ..source.loops import is_range_like, terminal_name
-from .context import ModuleContext, iter_own_nodes_all
+from .context import SHORT_LOOP, FunctionFacts, ModuleContext
 from .model import Diagnostic, Edit, Fix, make_diagnostic
 
 _COSTLY_OPTIONS = {
@@ -151,6 +151,7 @@ def _use_of(attr: ast.Attribute, parents: dict[int, ast.AST]) -> set[str] | None
                     used.add("profile_memory")
             if isinstance(node, ast.Attribute) and node.attr == "table":
                 used.add("profile_memory")  # the table shows memory columns when recorded
+                return used  # what comes out is text: printed or written, nothing more read
             node = parent
         elif isinstance(parent, ast.Attribute):
             if parent.attr in ("table", "key_averages"):
@@ -479,9 +480,9 @@ def check_ss406(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
         if ctx.is_torch_profile_call(call) != "torch.profiler":
             continue
         kw = _keyword(call, "activities")
-        if kw is None or not isinstance(kw.value, (ast.List, ast.Tuple, ast.Set)):
+        kinds = _activity_kinds(kw.value, ctx.facts_for(_scope)) if kw is not None else None
+        if not kinds:
             continue
-        kinds = {terminal_name(e) for e in kw.value.elts}
         if "CUDA" in kinds and not checks_support and may_run_on_cpu:
             yield make_diagnostic(
                 "SS406",
@@ -496,6 +497,28 @@ def check_ss406(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
                 "only: the GPU work is missing from the trace; add ProfilerActivity.CUDA when "
                 "supported_activities() has it",
                 path, ctx.span(kw))
+
+
+def _activity_kinds(value: ast.expr, facts: FunctionFacts) -> set[str | None] | None:
+    """The activity names of a literal list, or of a name the same function only ever sets to
+    literal lists and never adds to (`activities.append(...)` makes it unknown)."""
+    if isinstance(value, (ast.List, ast.Tuple, ast.Set)):
+        return {terminal_name(e) for e in value.elts}
+    if not isinstance(value, ast.Name):
+        return None
+    values = []
+    for node in facts.assigns:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if any(isinstance(t, ast.Name) and t.id == value.id for t in targets):
+            if not isinstance(node, ast.Assign):
+                return None  # `activities += [...]`
+            values.append(node.value)
+    if any(isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Name)
+           and c.func.value.id == value.id for c in facts.calls):
+        return None  # `activities.append(ProfilerActivity.CUDA)`
+    if values and all(isinstance(v, (ast.List, ast.Tuple, ast.Set)) for v in values):
+        return {terminal_name(e) for v in values for e in v.elts}  # type: ignore[attr-defined]
+    return None
 
 
 def _moves_to_cuda(ctx: ModuleContext) -> bool:
@@ -524,12 +547,21 @@ def is_cuda_move(call: ast.Call, ctx: ModuleContext) -> bool:
     return False
 
 
-def assignment_traits(value: ast.expr) -> tuple[bool, bool, bool]:
-    """All that the rules of this module read from a value in `ctx.assigned_values()`: is it a
-    fixed path, a comprehension over kernel rows, an iterator made with iter()/cycle()/islice()."""
-    return (_constant_path(value, None, {}),  # type: ignore[arg-type]
+def assignment_traits(value: ast.expr) -> tuple:
+    """All that the rules read from a value in `ctx.assigned_values()`: is it a fixed path (and
+    the names and strings it is built from), a comprehension over kernel rows, an iterator made
+    with iter()/cycle()/islice(), and the int it is when a loop bound could read it as small."""
+    fixed = _constant_path(value, None, {})  # type: ignore[arg-type]
+    words = tuple(sorted({n.id if isinstance(n, ast.Name) else str(n.value)
+                          for n in ast.walk(value) if isinstance(n, ast.Name)
+                          or (isinstance(n, ast.Constant) and isinstance(n.value, str))}
+                         )) if fixed else ()
+    small = value.value if isinstance(value, ast.Constant) and isinstance(value.value, int) \
+        and not isinstance(value.value, bool) and value.value <= SHORT_LOOP else None
+    return (fixed, words,
             isinstance(value, (ast.ListComp, ast.GeneratorExp)) and _filters_device_type(value),
-            isinstance(value, ast.Call) and terminal_name(value.func) in _ITERATOR_FACTORIES)
+            isinstance(value, ast.Call) and terminal_name(value.func) in _ITERATOR_FACTORIES,
+            small)
 
 
 def check_ss407(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
@@ -541,16 +573,45 @@ def check_ss407(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
         arg = call.args[0]
         if isinstance(arg, (ast.GeneratorExp, ast.ListComp)):
             attr = _inclusive_attr(arg.elt)
-            if attr and not _only_device_rows(arg, ctx):
+            if attr and not _only_device_rows(arg, ctx) and not any(
+                    _one_name(cond) for gen in arg.generators for cond in gen.ifs):
                 yield make_diagnostic("SS407", message.format(attr=attr), path, ctx.span(call))
     for node in ctx.loop_nodes:
         if isinstance(node, (ast.For, ast.AsyncFor)) and _iterates_profiler_rows(node.iter):
-            for stmt in iter_own_nodes_all(node.body):
-                if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Add):
-                    attr = _inclusive_attr(stmt.value)
-                    if attr:
-                        yield make_diagnostic("SS407", message.format(attr=attr), path,
-                                              ctx.span(stmt))
+            for stmt in _sums_in(node.body, guarded=False):
+                attr = _inclusive_attr(stmt.value)
+                if attr:
+                    yield make_diagnostic("SS407", message.format(attr=attr), path,
+                                          ctx.span(stmt))
+
+
+def _one_name(test: ast.expr) -> bool:
+    """`e.key == name`, `evt.name == "aten::mm"`: rows of one event name, which do not nest in
+    one another (the total time of one annotation or operator)."""
+    for node in ast.walk(test):
+        if isinstance(node, ast.Compare) and all(isinstance(op, ast.Eq) for op in node.ops) \
+                and any(isinstance(x, ast.Attribute) and x.attr in ("key", "name")
+                        for x in [node.left, *node.comparators]):
+            return True
+    return False
+
+
+def _sums_in(stmts: list[ast.stmt], guarded: bool) -> Iterator[ast.AugAssign]:
+    """`total += row.cpu_time_total` statements of a loop body, not under a test that keeps one
+    event name (see `_one_name`), nor in nested functions."""
+    for stmt in stmts:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Add) and not guarded:
+            yield stmt
+        elif isinstance(stmt, ast.If):
+            yield from _sums_in(stmt.body, guarded or _one_name(stmt.test))
+            yield from _sums_in(stmt.orelse, guarded)
+        else:
+            for name in ("body", "orelse", "finalbody"):
+                yield from _sums_in(getattr(stmt, name, None) or [], guarded)
+            for handler in getattr(stmt, "handlers", ()) or ():
+                yield from _sums_in(handler.body, guarded)
 
 
 def _filters_device_type(comp: ast.GeneratorExp | ast.ListComp) -> bool:

@@ -179,6 +179,10 @@ def _call_sync(call: ast.Call, scope: Scope, loop: Loop, ctx: ModuleContext,
                 arg, host_names(facts, ctx), ctx):
             return f"`{func.id}()` of a tensor waits for the device"
         return None
+    dotted = ctx.dotted(func) or ""
+    if dotted.startswith("math.") and call.args and any(
+            _on_device(a, ctx, facts) for a in call.args):
+        return f"`{dotted}()` of a tensor converts it to a Python number and waits for the device"
     if isinstance(func, ast.Name) and func.id == "print":
         if any(_prints_tensor(arg, ctx, facts) for arg in call.args):
             return "printing a tensor copies it to the host and waits for the device"
