@@ -33,6 +33,9 @@ LINE_PIECES = [p for p in PIECES if "\n" not in p] + [
     "with profile(schedule=schedule(wait=0, warmup=0, active=2)) as prof: pass",
     "x = x.cuda()", "t = torch.ones(3).to('cuda')", "prof = torch.profiler.profile()", "",
     "@decorator", "def g(): pass", "class K: pass", "y = 1", "  ", "# comment",
+    "n_iter = 3", "n_iter = 30", "path = 'other.json'", "if os.path.isfile(path): pass",
+    "def log_loss(v): return v.item()", "log_loss(loss)", "prof.start()", "prof.stop()",
+    "with prof: pass", "assert torch.isfinite(loss).all()", "import tensorflow as tf",
 ]
 
 

@@ -30,6 +30,7 @@ from ..source.loops import (
     is_model_name,
     is_range_like,
     iter_own_nodes,
+    iter_statements,
     terminal_name,
 )
 
@@ -49,8 +50,10 @@ _NOT_TENSOR_TORCH = re.compile(
 _TRAINING_CALL = re.compile(
     r"backward|(^|_)optim(izer)?_?step$|^step_optimi[sz]er|(^|_)(train|training)_(step|batch"
     r"|iter|iteration|one_step|on_batch)$|^train_one_step$", re.IGNORECASE)
-_STEP_HELPER = re.compile(r"forward|backward|optimi[sz]er_step|(train|training|eval|predict"
-                          r"|inference)_step", re.IGNORECASE)
+_STEP_HELPER = re.compile(
+    r"(^|_)(run_forward|run_backward|forward_step|backward_step|forward_backward\w*"
+    r"|optimi[sz]er_step|optim_step|step_optimi[sz]er|(train|training|eval|predict|inference)"
+    r"_step)$", re.IGNORECASE)
 SHORT_LOOP = 10
 _SCALAR_METHODS = frozenset({
     "item", "tolist", "numpy", "size", "dim", "numel", "nelement", "element_size", "ndimension",
@@ -156,6 +159,7 @@ class ModuleContext:
     calls: list[tuple[ast.Call, Scope]]
     ifs: list[tuple[ast.If | ast.While | ast.IfExp, Scope]]
     profile_withs: list[tuple[ast.With | ast.AsyncWith, ast.Call, Scope]]
+    named_withs: list[tuple[ast.With | ast.AsyncWith, Scope]]  # `with prof:`: an item is a name
     functions: dict[int, FunctionFacts]  # id(function node) -> facts
     imports: dict[str, str]  # local name -> dotted origin ("time.time", "torch.profiler.profile")
     mentions_cuda: bool
@@ -235,11 +239,9 @@ class ModuleContext:
         return roles[key]
 
     def runs_steps(self, loop: Loop) -> bool:
-        """The loop runs training or inference steps: a step loop, a loop with one inside, or a
-        loop that calls step helpers (`self.run_forward(batch)`, `self.run_backward()`)."""
-        return loop.is_step or bool(loop.contains) or any(
-            _STEP_HELPER.search(terminal_name(call.func) or "")
-            for call, _scope in self.calls_between(loop.line, loop.end_line))
+        """The loop runs training or inference steps: a step loop (one that calls step helpers
+        included, see `_with_step_helpers`) or a loop with one inside."""
+        return loop.is_step or bool(loop.contains)
 
     def loop_node(self, loop: Loop) -> LoopNode | None:
         nodes = self.__dict__.get("_loop_nodes_by_pos")
@@ -336,8 +338,8 @@ class ModuleContext:
     def build(cls, tree: ast.Module, text: str, model_names: Iterable[str] = (),
               summary: ModuleSummary | None = None) -> "ModuleContext":
         models = frozenset(model_names)
-        loops = find_loops(tree, model_names=models,
-                           profiler_names=summary.profiler_names if summary else None)
+        loops = _with_step_helpers(tree, find_loops(
+            tree, model_names=models, profiler_names=summary.profiler_names if summary else None))
         ctx = cls(
             tree=tree,
             lines=source_lines(text),
@@ -346,6 +348,7 @@ class ModuleContext:
             calls=[],
             ifs=[],
             profile_withs=[],
+            named_withs=[],
             functions={},
             imports=dict(summary.imports) if summary else {},
             mentions_cuda="cuda" in text,
@@ -373,6 +376,32 @@ def uses_other_framework(text: str) -> bool:
     `.numpy()` and `.item()` are that framework's, which the rules do not model."""
     return "import" in text and bool(_OTHER_FRAMEWORK.search(text)) \
         and not _TORCH_IMPORT.search(text)
+
+
+STEP_HELPER = "calls step helpers"
+
+
+def _with_step_helpers(tree: ast.Module, loops: list[Loop]) -> list[Loop]:
+    """`find_loops` with one more kind of step loop: a loop whose own body calls helpers that run
+    a step (`self.run_forward(batch)`, `self.run_backward(loss)`, `self.optimizer_step()`) and
+    holds no other step loop."""
+    candidates = {(lp.line, lp.col): i for i, lp in enumerate(loops)
+                  if not lp.is_step and not lp.contains}
+    if not candidates:
+        return loops
+    out = list(loops)
+    for stmt in iter_statements(tree.body):
+        if not isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+            continue
+        index = candidates.get((stmt.lineno, stmt.col_offset))
+        if index is None:
+            continue
+        if any(isinstance(n, ast.Call) and _STEP_HELPER.search(terminal_name(n.func) or "")
+               for n in iter_own_nodes(stmt.body)):
+            loop = out[index]
+            out[index] = replace(loop, is_step=True, reasons=(*loop.reasons, STEP_HELPER),
+                                 contains=(*loop.contains, STEP_HELPER))
+    return out
 
 
 def _add_import(names: dict[str, str], node: ast.Import | ast.ImportFrom) -> None:
@@ -549,6 +578,8 @@ class _Walker:
                 if item.optional_vars is not None:
                     self.scan(item.optional_vars, scope)
                 expr = item.context_expr
+                if isinstance(expr, ast.Name) and (node, scope) not in ctx.named_withs:
+                    ctx.named_withs.append((node, scope))
                 # `with (profile(...) if enabled else nullcontext()) as prof:` profiles too
                 for option in ([expr.body, expr.orelse] if isinstance(expr, ast.IfExp) else [expr]):
                     if isinstance(option, ast.Call):

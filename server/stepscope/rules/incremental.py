@@ -154,7 +154,8 @@ def exports(stmt: ast.stmt, names: _ImportNames) -> tuple:
     imports.sort(key=lambda n: (n.lineno, n.col_offset))
     module_part = "nothing" if is_constant_statement(stmt) else ast.dump(
         stand_in(stmt, keep_ends=False), include_attributes=True)
-    return (tuple(ast.dump(n) for n in imports), profiler_names_of([stmt]), sorted(traits),
+    return (tuple(ast.dump(n) for n in imports), profiler_names_of([stmt]),
+            sorted(traits, key=repr),
             constant_names_of(assigns, loops, functions), moves_to_cuda, module_part)
 
 

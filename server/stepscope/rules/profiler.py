@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import dataclass
 from typing import Iterator
 
 from ..source.loops import is_range_like, terminal_name
-from .context import SHORT_LOOP, FunctionFacts, ModuleContext
+from .context import SHORT_LOOP, FunctionFacts, ModuleContext, Scope
 from .model import Diagnostic, Edit, Fix, make_diagnostic
 
 _COSTLY_OPTIONS = {
@@ -29,6 +30,89 @@ def _keyword(call: ast.Call, name: str) -> ast.keyword | None:
 
 def _has_star_kwargs(call: ast.Call) -> bool:
     return any(k.arg is None for k in call.keywords)
+
+
+@dataclass(frozen=True)
+class Window:
+    """Where a torch profiler records: the body of `with profile(...)` (or of `with prof:` for a
+    profiler made earlier), or the lines between `prof.start()` and `prof.stop()`."""
+
+    stmt: ast.stmt  # the `with`, or the assignment `prof = profile(...)`: whole-profiler reports
+    call: ast.Call  # the profile(...) call
+    scope: Scope
+    first: int  # first and last line of the recorded code
+    last: int
+    loop_col: int  # loops of the window start at this column or right of it
+    opener: tuple[int, int]  # (line, col) where code "before the window" goes
+    names: frozenset[str]  # names the profiler is bound to
+
+
+def profiler_windows(ctx: ModuleContext) -> list[Window]:
+    cached = ctx.__dict__.get("_profiler_windows")
+    if cached is not None:
+        return cached
+    windows: list[Window] = []
+    for with_node, call, scope in ctx.profile_withs:
+        names = frozenset(item.optional_vars.id for item in with_node.items
+                          if isinstance(item.optional_vars, ast.Name))
+        windows.append(Window(with_node, call, scope, with_node.body[0].lineno,
+                              with_node.end_lineno or with_node.lineno,
+                              with_node.col_offset + 1, (with_node.lineno, with_node.col_offset),
+                              names))
+    bound = _bound_profilers(ctx)
+    if bound:
+        windows.extend(_started_windows(ctx, bound))
+        windows.extend(_named_with_windows(ctx, bound))
+    windows.sort(key=lambda w: (w.first, w.loop_col))
+    ctx.__dict__["_profiler_windows"] = windows
+    return windows
+
+
+def _bound_profilers(ctx: ModuleContext) -> dict[tuple[int, str], tuple[ast.Assign, ast.Call, Scope]]:
+    """(id of the function, name) -> the assignment `name = torch.profiler.profile(...)`."""
+    calls = {id(c): s for c, s in ctx.calls}
+    out = {}
+    for node in ctx.assigns:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) \
+                and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and ctx.is_torch_profile_call(node.value) and id(node.value) in calls:
+            scope = calls[id(node.value)]
+            out[(id(scope.function), node.targets[0].id)] = (node, node.value, scope)
+    return out
+
+
+def _started_windows(ctx: ModuleContext, bound) -> Iterator[Window]:
+    """`prof.start()` ... `prof.stop()` (or the end of the function) in the same function."""
+    for call, scope in ctx.calls:
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "start"
+                and isinstance(func.value, ast.Name)):
+            continue
+        key = (id(scope.function), func.value.id)
+        if key not in bound:
+            continue
+        assign, prof_call, _s = bound[key]
+        stops = [c.lineno for c, s in ctx.calls if s.function is scope.function
+                 and isinstance(c.func, ast.Attribute) and c.func.attr == "stop"
+                 and isinstance(c.func.value, ast.Name) and c.func.value.id == func.value.id
+                 and c.lineno > call.lineno]
+        end = getattr(scope.function, "end_lineno", None) or len(ctx.lines)
+        yield Window(assign, prof_call, scope, call.lineno + 1,
+                     (min(stops) - 1) if stops else end, call.col_offset,
+                     (call.lineno, call.col_offset), frozenset({func.value.id}))
+
+
+def _named_with_windows(ctx: ModuleContext, bound) -> Iterator[Window]:
+    """`prof = profile(...)` then `with prof:`."""
+    for with_node, scope in ctx.named_withs:
+        for item in with_node.items:
+            expr = item.context_expr
+            if isinstance(expr, ast.Name) and (id(scope.function), expr.id) in bound:
+                assign, prof_call, _s = bound[(id(scope.function), expr.id)]
+                yield Window(with_node, prof_call, scope, with_node.body[0].lineno,
+                             with_node.end_lineno or with_node.lineno, with_node.col_offset + 1,
+                             (with_node.lineno, with_node.col_offset),
+                             frozenset({expr.id}))
 
 
 _WHAT_IT_RECORDS = {"record_shapes": "the shapes", "with_stack": "the stacks",
@@ -167,34 +251,34 @@ def _use_of(attr: ast.Attribute, parents: dict[int, ast.AST]) -> set[str] | None
     return used
 
 
-def _body_has_step_loop(with_node: ast.With | ast.AsyncWith, ctx: ModuleContext) -> bool:
+def _body_has_step_loop(window: Window, ctx: ModuleContext) -> bool:
     """A training/inference step loop runs inside (a kernel micro-benchmark loop does not count:
     its authors warm up by hand and read kernel durations, which the profiler's start-up does not
     distort)."""
-    return bool(_step_loops_in(with_node, ctx))
+    return bool(_step_loops_in(window, ctx))
 
 
-def _step_loops_in(with_node: ast.With | ast.AsyncWith, ctx: ModuleContext) -> list:
-    first, last = with_node.body[0].lineno, with_node.end_lineno or with_node.lineno
-    return [lp for lp in ctx.loops if first <= lp.line <= last and lp.col > with_node.col_offset
-            and ctx.runs_steps(lp)]
+def _step_loops_in(window: Window, ctx: ModuleContext) -> list:
+    return [lp for lp in ctx.loops if window.first <= lp.line <= window.last
+            and lp.col >= window.loop_col and ctx.runs_steps(lp)]
 
 
 _NOT_WORK = frozenset({"backward", "step", "zero_grad", "synchronize", "range", "enumerate",
                        "len", "print", "append", "item"})
 
 
-def _warmed_up_by_hand(with_node: ast.With | ast.AsyncWith, scope, ctx: ModuleContext) -> bool:
-    """Before the `with`, a loop of the same function runs what the profiled loop runs: the
+def _warmed_up_by_hand(window: Window, ctx: ModuleContext) -> bool:
+    """Before the window, a loop of the same function runs what the profiled loop runs: the
     warm-up is done by hand (a benchmark reading kernel times), not left to a schedule."""
-    inside = {terminal_name(c.func) for lp in _step_loops_in(with_node, ctx)
+    inside = {terminal_name(c.func) for lp in _step_loops_in(window, ctx)
               for c, _s in ctx.calls_between(lp.line, lp.end_line)} - _NOT_WORK - {None}
     if not inside:
         return False
-    function = scope.function
+    function = window.scope.function
     low = getattr(function, "lineno", 0)
+    start = window.opener[0]
     for lp in ctx.loops:
-        if low <= lp.line < with_node.lineno and lp.end_line < with_node.lineno \
+        if low <= lp.line < start and lp.end_line < start \
                 and ctx.loop_node(lp) is not None and _same_function(lp, function, ctx):
             before = {terminal_name(c.func) for c, _s in ctx.calls_between(lp.line, lp.end_line)}
             if before & inside:
@@ -209,19 +293,20 @@ def _same_function(loop, function, ctx: ModuleContext) -> bool:
 
 
 def check_ss402(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
-    for with_node, call, _scope in ctx.profile_withs:
+    for window in profiler_windows(ctx):
+        call = window.call
         if ctx.is_torch_profile_call(call) != "torch.profiler":
             continue
         if _keyword(call, "schedule") or _has_star_kwargs(call) or len(call.args) >= 2:
             continue
-        if not _body_has_step_loop(with_node, ctx) or _warmed_up_by_hand(with_node, _scope, ctx):
+        if not _body_has_step_loop(window, ctx) or _warmed_up_by_hand(window, ctx):
             continue
         yield make_diagnostic(
             "SS402",
             "profile() around a loop with no schedule records every iteration, start-up "
             "included; pass schedule=torch.profiler.schedule(wait=1, warmup=2, active=5) and call "
             "prof.step() after each step",
-            path, ctx.header_span(with_node, call))
+            path, ctx.header_span(window.stmt, call))
 
 
 def _kernel_timing_schedules(ctx: ModuleContext) -> set[int]:
@@ -273,27 +358,23 @@ def check_ss403(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
 
 
 def check_ss404(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
-    for with_node, call, _scope in ctx.profile_withs:
+    for window in profiler_windows(ctx):
+        call = window.call
         if ctx.is_torch_profile_call(call) != "torch.profiler" or not _keyword(call, "schedule"):
             continue
-        if not _body_has_step_loop(with_node, ctx):
-            continue
-        names = {item.optional_vars.id for item in with_node.items
-                 if item.context_expr is call and isinstance(item.optional_vars, ast.Name)}
-        if _steps_profiler(with_node, names, ctx):
+        if not _body_has_step_loop(window, ctx) or _steps_profiler(window, ctx):
             continue
         yield make_diagnostic(
             "SS404",
             "this profiler has a schedule but nothing in its loop calls prof.step(), so the "
             "schedule never advances and no step is recorded; call prof.step() at the end of "
             "each step",
-            path, ctx.header_span(with_node, call))
+            path, ctx.header_span(window.stmt, call))
 
 
-def _steps_profiler(with_node: ast.With | ast.AsyncWith, names: set[str],
-                    ctx: ModuleContext) -> bool:
-    first, last = with_node.body[0].lineno, with_node.end_lineno or with_node.lineno
-    for node, _scope in ctx.calls_between(first, last):
+def _steps_profiler(window: Window, ctx: ModuleContext) -> bool:
+    names = window.names
+    for node, _scope in ctx.calls_between(window.first, window.last):
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr == "step":
             receiver = terminal_name(func.value) or ""
@@ -662,14 +743,15 @@ def _records_first_step(call: ast.Call, ctx: ModuleContext) -> bool:
 
 
 def check_ss502(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
-    for with_node, call, _scope in ctx.profile_withs:
+    for window in profiler_windows(ctx):
+        call = window.call
         if ctx.is_torch_profile_call(call) != "torch.profiler":
             continue
         if not _records_first_step(call, ctx):
             continue  # the first batch read falls in a step the profiler skips
-        first, last = with_node.body[0].lineno, with_node.end_lineno or with_node.lineno
         nodes = {(n.lineno, n.col_offset): n for n in ctx.loop_nodes
-                 if first <= n.lineno <= last and isinstance(n, (ast.For, ast.AsyncFor))}
+                 if window.first <= n.lineno <= window.last and n.col_offset >= window.loop_col
+                 and isinstance(n, (ast.For, ast.AsyncFor))}
         for pos in sorted(nodes):
             node = nodes[pos]
             loop = ctx.loop_by_pos.get(pos)
@@ -679,8 +761,8 @@ def check_ss502(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
             if not isinstance(source, (ast.Name, ast.Attribute)) or _is_iterator(source, ctx):
                 continue
             name = ctx.source_of(source) or "loader"
-            line = with_node.lineno
-            indent = ctx.col(line, with_node.col_offset)
+            line, byte_col = window.opener
+            indent = ctx.col(line, byte_col)
             s_line, s_col, s_end_line, s_end_col = ctx.span(source)
             fix = Fix("Create the iterator before the profiled window", (
                 Edit(line, indent, line, indent, f"batches = iter({name})\n" + " " * indent),
