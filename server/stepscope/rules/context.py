@@ -54,6 +54,12 @@ _STEP_HELPER = re.compile(
     r"(^|_)(run_forward|run_backward|forward_step|backward_step|forward_backward\w*"
     r"|optimi[sz]er_step|optim_step|step_optimi[sz]er|(train|training|eval|predict|inference)"
     r"_step)$", re.IGNORECASE)
+# Literal parts of those names: a file holding none of them has no such loop (`in` on the text
+# is much faster than a regular expression with alternatives).
+_STEP_HELPER_WORDS = ("run_forward", "run_backward", "forward_step", "backward_step",
+                      "forward_backward", "optim_step", "optimizer_step", "optimiser_step",
+                      "step_optimi", "train_step", "training_step", "eval_step", "predict_step",
+                      "inference_step")
 SHORT_LOOP = 10
 _SCALAR_METHODS = frozenset({
     "item", "tolist", "numpy", "size", "dim", "numel", "nelement", "element_size", "ndimension",
@@ -87,7 +93,7 @@ def source_lines(text: str) -> list[str]:
     return lines
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Scope:
     """Where a node sits. `loops` holds the enclosing loops of the same function, innermost last.
 
@@ -130,6 +136,7 @@ class FunctionFacts:
     calls: list[ast.Call] = field(default_factory=list)  # own calls (no nested defs)
     assigns: list[ast.Assign | ast.AugAssign | ast.AnnAssign] = field(default_factory=list)
     subtractions: list[ast.BinOp] = field(default_factory=list)
+    loops: list[ast.For | ast.AsyncFor | ast.While] = field(default_factory=list)  # own and nested
 
 
 @dataclass(frozen=True)
@@ -253,6 +260,13 @@ class ModuleContext:
     def is_short_loop(self, loop: Loop) -> bool:
         """`for _ in range(3):` — at most `SHORT_LOOP` iterations written in the source: a
         warm-up, a check or a demonstration, not a step that repeats."""
+        cache = self.__dict__.setdefault("_short_loops", {})
+        key = (loop.line, loop.col)
+        if key not in cache:
+            cache[key] = self._is_short_loop(loop)
+        return cache[key]
+
+    def _is_short_loop(self, loop: Loop) -> bool:
         node = self.loop_node(loop)
         if not isinstance(node, (ast.For, ast.AsyncFor)):
             return False
@@ -338,8 +352,10 @@ class ModuleContext:
     def build(cls, tree: ast.Module, text: str, model_names: Iterable[str] = (),
               summary: ModuleSummary | None = None) -> "ModuleContext":
         models = frozenset(model_names)
-        loops = _with_step_helpers(tree, find_loops(
-            tree, model_names=models, profiler_names=summary.profiler_names if summary else None))
+        loops = find_loops(tree, model_names=models,
+                           profiler_names=summary.profiler_names if summary else None)
+        if any(word in text for word in _STEP_HELPER_WORDS):
+            loops = _with_step_helpers(tree, loops)
         ctx = cls(
             tree=tree,
             lines=source_lines(text),
@@ -368,14 +384,15 @@ class ModuleContext:
 _OTHER_FRAMEWORK = re.compile(
     r"^[ \t]*(?:import|from)[ \t]+(tensorflow|jax|flax|paddle|mxnet|keras|oneflow|mindspore)\b",
     re.MULTILINE)
+_OTHER_FRAMEWORK_WORDS = ("tensorflow", "jax", "paddle", "mxnet", "keras", "oneflow", "mindspore")
 _TORCH_IMPORT = re.compile(r"^[ \t]*(?:import|from)[ \t]+torch\b", re.MULTILINE)
 
 
 def uses_other_framework(text: str) -> bool:
     """The module imports another array framework (TensorFlow, JAX, ...) and not torch: its
     `.numpy()` and `.item()` are that framework's, which the rules do not model."""
-    return "import" in text and bool(_OTHER_FRAMEWORK.search(text)) \
-        and not _TORCH_IMPORT.search(text)
+    return any(word in text for word in _OTHER_FRAMEWORK_WORDS) \
+        and bool(_OTHER_FRAMEWORK.search(text)) and not _TORCH_IMPORT.search(text)
 
 
 STEP_HELPER = "calls step helpers"
@@ -535,6 +552,7 @@ class _Walker:
             return
         elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
             ctx.loop_nodes.append(node)
+            ctx.functions[id(scope.function)].loops.append(node)
             loop = ctx.loop_by_pos.get((node.lineno, node.col_offset))
             if isinstance(node, ast.While):
                 ctx.ifs.append((node, scope))
@@ -554,8 +572,13 @@ class _Walker:
         elif isinstance(node, ast.If):
             ctx.ifs.append((node, scope))
             self.scan(node.test, scope)
-            self.visit_block(node.body, scope.guarded(guard_kind(node.test, node.body)))
-            self.visit_block(node.orelse, scope.guarded("rare" if runs_once(node.orelse) else None))
+            if scope.loops and not scope.infrequent:  # a guard only matters inside a loop
+                self.visit_block(node.body, scope.guarded(guard_kind(node.test, node.body)))
+                self.visit_block(node.orelse,
+                                 scope.guarded("rare" if runs_once(node.orelse) else None))
+            else:
+                self.visit_block(node.body, scope)
+                self.visit_block(node.orelse, scope)
             return
         elif isinstance(node, ast.Assert):
             ctx.ifs.append((node, scope))
@@ -578,7 +601,8 @@ class _Walker:
                 if item.optional_vars is not None:
                     self.scan(item.optional_vars, scope)
                 expr = item.context_expr
-                if isinstance(expr, ast.Name) and (node, scope) not in ctx.named_withs:
+                if isinstance(expr, ast.Name) and not (
+                        ctx.named_withs and ctx.named_withs[-1][0] is node):
                     ctx.named_withs.append((node, scope))
                 # `with (profile(...) if enabled else nullcontext()) as prof:` profiles too
                 for option in ([expr.body, expr.orelse] if isinstance(expr, ast.IfExp) else [expr]):
@@ -625,7 +649,8 @@ class _Walker:
             elif kind is ast.IfExp:
                 ctx.ifs.append((node, scope))  # type: ignore[arg-type]
                 self.scan(node.test, scope)  # type: ignore[attr-defined]
-                self.scan(node.body, scope.guarded(guard_kind(node.test)))  # type: ignore[attr-defined]
+                body_scope = scope.guarded(guard_kind(node.test)) if scope.loops else scope  # type: ignore[attr-defined]
+                self.scan(node.body, body_scope)  # type: ignore[attr-defined]
                 self.scan(node.orelse, scope)  # type: ignore[attr-defined]
                 continue
             stack.extend(_children(node))  # reversed children: popped in source order

@@ -164,11 +164,11 @@ def check_whole_source(text: str, path: str, config: Config | None = None) -> li
     """The diagnostics for a whole file's text. Raises `NotParsed` when it does not parse (even
     when no rule could report anything on it: the file was not checked)."""
     config = config or Config()
-    tree = parse_whole(text)
-    codes = selected_codes(config, path)
-    if not codes or not needs_parse(text):
-        return []
-    with collector_paused():
+    with collector_paused():  # one pause for both: a collection in between would scan the tree
+        tree = parse_whole(text)
+        codes = selected_codes(config, path)
+        if not codes or not needs_parse(text):
+            return []
         return check_tree(tree, text, path, config, codes)[0]
 
 

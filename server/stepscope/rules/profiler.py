@@ -8,6 +8,7 @@ keyword argument that causes them. Only calls that resolve to torch's profilers 
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 from dataclasses import dataclass
 from typing import Iterator
@@ -70,14 +71,18 @@ def profiler_windows(ctx: ModuleContext) -> list[Window]:
 
 def _bound_profilers(ctx: ModuleContext) -> dict[tuple[int, str], tuple[ast.Assign, ast.Call, Scope]]:
     """(id of the function, name) -> the assignment `name = torch.profiler.profile(...)`."""
+    assigns = [node for node in ctx.assigns
+               if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+               and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+               and ctx.is_torch_profile_call(node.value)]
+    if not assigns:
+        return {}
     calls = {id(c): s for c, s in ctx.calls}
     out = {}
-    for node in ctx.assigns:
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) \
-                and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
-                and ctx.is_torch_profile_call(node.value) and id(node.value) in calls:
-            scope = calls[id(node.value)]
-            out[(id(scope.function), node.targets[0].id)] = (node, node.value, scope)
+    for node in assigns:
+        scope = calls.get(id(node.value))
+        if scope is not None:
+            out[(id(scope.function), node.targets[0].id)] = (node, node.value, scope)  # type: ignore[attr-defined]
     return out
 
 
@@ -259,8 +264,12 @@ def _body_has_step_loop(window: Window, ctx: ModuleContext) -> bool:
 
 
 def _step_loops_in(window: Window, ctx: ModuleContext) -> list:
-    return [lp for lp in ctx.loops if window.first <= lp.line <= window.last
-            and lp.col >= window.loop_col and ctx.runs_steps(lp)]
+    lines = ctx.__dict__.get("_loop_lines")
+    if lines is None:
+        lines = ctx.__dict__["_loop_lines"] = [lp.line for lp in ctx.loops]  # sorted by line
+    lo = bisect.bisect_left(lines, window.first)
+    hi = bisect.bisect_right(lines, window.last)
+    return [lp for lp in ctx.loops[lo:hi] if lp.col >= window.loop_col and ctx.runs_steps(lp)]
 
 
 _NOT_WORK = frozenset({"backward", "step", "zero_grad", "synchronize", "range", "enumerate",

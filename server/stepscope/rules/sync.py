@@ -34,6 +34,8 @@ _CLOCKS = frozenset({"time", "perf_counter", "perf_counter_ns", "monotonic", "mo
                      "time_ns", "default_timer", "Event", "elapsed_time"})
 _TENSOR_PREDICATES = frozenset({"isnan", "isinf", "isfinite", "any", "all", "equal", "allclose",
                                 "is_nonzero"})
+_MATH_READS = frozenset({"isnan", "isinf", "isfinite", "floor", "ceil", "exp", "log", "sqrt",
+                         "fabs", "isclose"})
 _TEST_DIRS = frozenset({"test", "tests", "testing", "unittest", "unittests", "unit_tests"})
 
 
@@ -92,44 +94,50 @@ def _reportable(ctx: ModuleContext, path: str) -> bool:
     return not (ctx.other_framework or is_test_path(path))
 
 
-def _step(ctx: ModuleContext, scope: Scope, loop: Loop | None = None
-          ) -> tuple[Loop, str] | None:
-    """The step loop a node runs in every step of, and that loop's role; None when it does not
-    run every step of one (or the loop is a test, a short warm-up or a check)."""
+def _step_loop(ctx: ModuleContext, scope: Scope, loop: Loop | None = None) -> Loop | None:
+    """The step loop a node runs in every step of; None when it does not run every step of one
+    (or the loop is a test, a short warm-up or a check)."""
     loop = loop or scope.step_loop
     if loop is None or scope.test or (scope.infrequent and loop is scope.step_loop):
         return None
     if ctx.is_short_loop(loop):
         return None
-    return loop, ctx.loop_role(loop)
+    return loop
 
 
-def _loop_syncs(ctx: ModuleContext, path: str) -> Iterator[tuple[str, Diagnostic]]:
+def _loop_syncs(ctx: ModuleContext, path: str) -> list[tuple[str, Diagnostic]]:
+    """What SS101 and SS103 report, found once for both."""
+    cached = ctx.__dict__.get("_loop_syncs")
+    if cached is None or cached[0] != path:
+        cached = ctx.__dict__["_loop_syncs"] = (path, list(_find_loop_syncs(ctx, path)))
+    return cached[1]
+
+
+def _find_loop_syncs(ctx: ModuleContext, path: str) -> Iterator[tuple[str, Diagnostic]]:
     if not _reportable(ctx, path):
         return
     clock_cache: dict[int, bool] = {}
     for call, scope in ctx.calls:
-        where = _step(ctx, scope)
-        if where is None:
+        loop = scope.step_loop
+        if loop is None or scope.test or scope.infrequent:
             continue
-        loop, role = where
         message = _call_sync(call, scope, loop, ctx, clock_cache)
-        if message:
-            code, text = _compose(message, loop, role, scope)
+        if message and not ctx.is_short_loop(loop):
+            code, text = _compose(message, loop, ctx.loop_role(loop), scope)
             yield code, make_diagnostic(code, text, path, ctx.span(call))
 
     for node, scope in ctx.ifs:
         if isinstance(node, ast.While):
             own = ctx.loop_by_pos.get((node.lineno, node.col_offset))
             if own is not None and own.is_step:  # the step loop's own condition: every step
-                where = _step(ctx, Scope(scope.function, (), False, test=scope.test), own)
+                loop = _step_loop(ctx, Scope(scope.function, (), False, test=scope.test), own)
             else:
-                where = _step(ctx, scope)
+                loop = _step_loop(ctx, scope)
         else:
-            where = _step(ctx, scope)
-        if where is None:
+            loop = _step_loop(ctx, scope)
+        if loop is None:
             continue
-        loop, role = where
+        role = ctx.loop_role(loop)
         facts = ctx.facts_for(scope)
         test = _tensor_part(node.test, ctx, facts)
         if test is None:
@@ -179,10 +187,11 @@ def _call_sync(call: ast.Call, scope: Scope, loop: Loop, ctx: ModuleContext,
                 arg, host_names(facts, ctx), ctx):
             return f"`{func.id}()` of a tensor waits for the device"
         return None
-    dotted = ctx.dotted(func) or ""
-    if dotted.startswith("math.") and call.args and any(
-            _on_device(a, ctx, facts) for a in call.args):
-        return f"`{dotted}()` of a tensor converts it to a Python number and waits for the device"
+    if isinstance(func, ast.Attribute) and call.args and func.attr in _MATH_READS:
+        dotted = ctx.dotted(func) or ""
+        if dotted.startswith("math.") and any(_on_device(a, ctx, facts) for a in call.args):
+            return (f"`{dotted}()` of a tensor converts it to a Python number and waits for "
+                    f"the device")
     if isinstance(func, ast.Name) and func.id == "print":
         if any(_prints_tensor(arg, ctx, facts) for arg in call.args):
             return "printing a tensor copies it to the host and waits for the device"
@@ -300,6 +309,8 @@ def _splitting_syncs(block: list[ast.stmt], ctx: ModuleContext) -> list[ast.stmt
     best: list[ast.stmt] = []
     run: list[ast.stmt] = []
     work = False
+    if sum(1 for stmt in block if _is_sync_stmt(stmt, ctx)) < 2:
+        return best  # (the clock search below walks every statement: only where it matters)
     for stmt in block:
         if _is_sync_stmt(stmt, ctx):
             if work:

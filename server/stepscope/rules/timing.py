@@ -206,14 +206,13 @@ def _compiles(call: ast.Call, ctx: ModuleContext) -> bool:
 def measures_a_rate(interval: TimedInterval, ctx: ModuleContext) -> bool:
     """The interval times many steps, or tiles a loop with its neighbours: a missing sync only
     moves the last step's queued work to the next reading (see the module docstring)."""
-    node = interval.function.node
     start_name = interval.duration.right.id  # type: ignore[attr-defined]
     sub_line = interval.duration.lineno
     for assign in interval.function.assigns:
         if isinstance(assign, ast.Assign) and isinstance(assign.value, ast.Name) and any(
                 isinstance(t, ast.Name) and t.id == start_name for t in assign.targets):
             return True  # `t0 = t1`: chained readings
-    loops = [n for n in ctx.loop_nodes if _in_function(n, node)]
+    loops = interval.function.loops
     around = [n for n in loops if n.lineno < sub_line <= (n.end_lineno or n.lineno)]
     innermost = max(around, key=lambda n: n.lineno, default=None)
     if innermost is not None:
@@ -246,12 +245,6 @@ def _on_the_cpu(interval: TimedInterval, ctx: ModuleContext) -> bool:
                         for c in [node.test.left, *node.test.comparators]):
             return True
     return False
-
-
-def _in_function(loop: ast.AST, function: ast.AST) -> bool:
-    if isinstance(function, ast.Module):
-        return True
-    return function.lineno <= loop.lineno <= (function.end_lineno or 0)  # type: ignore[attr-defined]
 
 
 def _reads_a_tensor(interval: TimedInterval, ctx: ModuleContext) -> bool:
