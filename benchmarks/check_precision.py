@@ -339,7 +339,8 @@ def list_unlabelled(doc: dict, code: str, checkouts: list[Checkout], sample: int
         print(f"    {text[line - 1].strip() if line <= len(text) else ''}")
 
 
-def list_candidates(doc: dict, code: str, checkouts: list[Checkout], sample: int | None) -> None:
+def list_candidates(doc: dict, code: str, checkouts: list[Checkout], sample: int | None,
+                    include_labelled: bool = False) -> None:
     labelled = {(x["repo"], x["path"], x["line"], x["rule"]) for x in doc["labels"]}
     rows = []
     for checkout in checkouts:
@@ -347,7 +348,7 @@ def list_candidates(doc: dict, code: str, checkouts: list[Checkout], sample: int
     if sample is not None and len(rows) > sample:
         rows = random.Random(21).sample(rows, sample)
     for checkout, rel, line in rows:
-        if (checkout.repo, rel, line, code) in labelled:
+        if (checkout.repo, rel, line, code) in labelled and not include_labelled:
             continue
         text = (checkout.path / rel).read_text(encoding="utf-8", errors="replace").splitlines()
         print(json.dumps({"repo": checkout.repo, "commit": checkout.commit, "path": rel,
@@ -361,6 +362,8 @@ def main() -> None:
     ap.add_argument("--unlabelled", metavar="CODE", help="list findings of CODE with no label")
     ap.add_argument("--candidates", metavar="CODE",
                     help="list the wide-search candidates of CODE that have no label")
+    ap.add_argument("--include-labelled", action="store_true",
+                    help="with --candidates: list the sample's labelled lines too")
     ap.add_argument("--show", action="store_true",
                     help="also list the wrong findings and the missed problems")
     ap.add_argument("--sample", type=int, help="with --unlabelled/--candidates: at most N, "
@@ -371,7 +374,8 @@ def main() -> None:
     if args.unlabelled:
         list_unlabelled(doc, args.unlabelled.upper(), checkouts, args.sample)
     elif args.candidates:
-        list_candidates(doc, args.candidates.upper(), checkouts, args.sample)
+        list_candidates(doc, args.candidates.upper(), checkouts, args.sample,
+                        args.include_labelled)
     else:
         score(doc, checkouts, args.show)
 
