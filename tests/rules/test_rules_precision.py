@@ -557,3 +557,89 @@ def test_ss501_a_filled_tensor_moved_every_step_and_what_is_left_alone():
     diags = [d for d in check(step_with(body)) if d.code == "SS501"]
     assert [d.line for d in diags] == [10]
     assert "filled on the host" in diags[0].message and "device=" in diags[0].message
+
+
+# ---- Shapes met on the held-out projects (see docs/rules/README.md) --------------------------
+def test_ss101_not_in_a_sweep_over_a_few_settings():
+    text = """
+        import torch
+        for stride, channels in [(1, 32), (1, 128), (2, 32)]:
+            model = Block(stride, channels).cuda()
+            out = model(x)
+            out.mean().backward()
+            torch.cuda.synchronize()
+            print("max error:", (out - reference(x)).abs().max().item())
+    """
+    assert found(text, "SS101") == []
+
+
+def test_ss201_generate_copies_to_the_host_and_cpu_devices():
+    text = """
+        import time, torch
+        def run(model, batch, cpu_device, m):
+            start = time.perf_counter()
+            with torch.no_grad():
+                out = model.generate(**batch, max_new_tokens=32)
+            a = time.perf_counter() - start
+            t = time.time()
+            outputs = model(batch)
+            outputs = [o.to(cpu_device) for o in outputs]
+            b = time.time() - t
+            t1 = time.perf_counter()
+            permute_model(m.module, dump=True)
+            c = time.perf_counter() - t1
+            return a, b, c
+    """
+    assert found(text, "SS201") == []
+
+
+def test_ss201_a_no_sync_context_is_not_a_synchronisation():
+    text = """
+        import time, torch
+        def train(fabric, model, loader, optimizer):
+            for batch in loader:
+                t0 = time.time()
+                with fabric.no_backward_sync(model, enabled=True):
+                    loss = model(batch.cuda())
+                    fabric.backward(loss)
+                optimizer.step()
+                t1 = time.time()
+                dt = t1 - t0
+    """
+    assert found(text, "SS201") == [(10, "t1 - t0")]
+
+
+def test_ss301_offsets_and_ranks_are_numbers():
+    text = """
+        from torch.profiler import record_function
+        def stage(batch_offset, rank, stage_idx):
+            with record_function(f"## stage {stage_idx} batch {batch_offset} rank {rank} ##"):
+                pass
+    """
+    assert found(text, "SS301") == []
+
+
+def test_ss404_a_profiler_entered_under_another_name_is_stepped():
+    text = """
+        import torch
+        def train(self, loader):
+            prof = torch.profiler.profile(schedule=torch.profiler.schedule(wait=1, warmup=1, active=2))
+            with prof as p:
+                for batch in loader:
+                    self.model(batch).sum().backward()
+                    p.step()
+    """
+    assert found(text, "SS404") == []
+    assert found(text.replace("p.step()", "pass"), "SS404") == [(4, "with prof as p:")]
+
+
+def test_ss407_not_for_kernel_rows_kept_in_a_loop():
+    text = """
+        def gemm_time(prof):
+            total = 0.0
+            for evt in prof.events():
+                if evt.device_type == DeviceType.CUDA and "gemm" in evt.name:
+                    total += evt.device_time
+            return total
+    """
+    assert found(text, "SS407") == []

@@ -258,8 +258,8 @@ class ModuleContext:
         return nodes.get((loop.line, loop.col))
 
     def is_short_loop(self, loop: Loop) -> bool:
-        """`for _ in range(3):` — at most `SHORT_LOOP` iterations written in the source: a
-        warm-up, a check or a demonstration, not a step that repeats."""
+        """`for _ in range(3):`, `for cfg in [a, b, c]:` — at most `SHORT_LOOP` iterations written
+        in the source: a warm-up, a check, a sweep over settings, not a step that repeats."""
         cache = self.__dict__.setdefault("_short_loops", {})
         key = (loop.line, loop.col)
         if key not in cache:
@@ -271,6 +271,8 @@ class ModuleContext:
         if not isinstance(node, (ast.For, ast.AsyncFor)):
             return False
         it = node.iter
+        if isinstance(it, (ast.List, ast.Tuple)):  # `for cfg in [(1, 32), (2, 64)]:` a sweep
+            return len(it.elts) <= SHORT_LOOP
         if not (isinstance(it, ast.Call) and terminal_name(it.func) == "range" and it.args
                 and not it.keywords and len(it.args) <= 2):
             return False
@@ -728,12 +730,23 @@ _RESULT_CALL = re.compile(r"^_*(train|eval|evaluate|validate|valid|test|run|fit)
 
 
 def runs_model(call: ast.Call, model_names: frozenset[str] = frozenset()) -> bool:
-    """The call runs a model: `model(x)`, `self.net(x)`, `self._ref_model(x)`."""
+    """The call runs a model: `model(x)`, `self.net(x)`, `self._ref_model(x)` (not a function
+    that does something to a model: `permute_model(m)`, `quantize_model(m)`)."""
+    name = terminal_name(call.func) or ""
+    if _ACTS_ON_A_MODEL.match(name.lstrip("_")) and name not in model_names:
+        return False
     if call_signal(call, model_names=model_names) == MODEL:
         return True
-    name = terminal_name(call.func) or ""
     return name.startswith("_") and not name.startswith("__") and is_model_name(
         name.lstrip("_"), model_names)
+
+
+_ACTS_ON_A_MODEL = re.compile(
+    r"^(permute|quantize|convert|prepare|export|freeze|prune|fuse|shard|wrap|trace|script|print"
+    r"|summarize|count|check|validate|benchmark|profile|warmup|warm_up|patch|replace|swap"
+    r"|offload|reload|broadcast|sync|average|merge|unwrap|cast|move|apply|reset|restore"
+    r"|serialize|dump|log|describe|inspect|calibrate|compress|distill|optimize)_",
+    re.IGNORECASE)
 
 
 # ---- functions that wait for the device ----------------------------------------------------------

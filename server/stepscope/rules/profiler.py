@@ -114,10 +114,12 @@ def _named_with_windows(ctx: ModuleContext, bound) -> Iterator[Window]:
             expr = item.context_expr
             if isinstance(expr, ast.Name) and (id(scope.function), expr.id) in bound:
                 assign, prof_call, _s = bound[(id(scope.function), expr.id)]
+                names = {expr.id}
+                if isinstance(item.optional_vars, ast.Name):
+                    names.add(item.optional_vars.id)  # `with torch_profiler as p:`
                 yield Window(with_node, prof_call, scope, with_node.body[0].lineno,
                              with_node.end_lineno or with_node.lineno, with_node.col_offset + 1,
-                             (with_node.lineno, with_node.col_offset),
-                             frozenset({expr.id}))
+                             (with_node.lineno, with_node.col_offset), frozenset(names))
 
 
 _WHAT_IT_RECORDS = {"record_shapes": "the shapes", "with_stack": "the stacks",
@@ -686,16 +688,25 @@ def _one_name(test: ast.expr) -> bool:
     return False
 
 
+def _keeps_device_rows(test: ast.expr) -> bool:
+    """`if evt.device_type == DeviceType.CUDA and ...:` keeps kernel rows, which do not nest."""
+    return any(isinstance(n, ast.Compare) and all(isinstance(op, ast.Eq) for op in n.ops)
+               and any(isinstance(x, ast.Attribute) and x.attr == "device_type"
+                       for x in [n.left, *n.comparators])
+               for n in ast.walk(test))
+
+
 def _sums_in(stmts: list[ast.stmt], guarded: bool) -> Iterator[ast.AugAssign]:
     """`total += row.cpu_time_total` statements of a loop body, not under a test that keeps one
-    event name (see `_one_name`), nor in nested functions."""
+    event name (see `_one_name`) or kernel rows only, nor in nested functions."""
     for stmt in stmts:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
         if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Add) and not guarded:
             yield stmt
         elif isinstance(stmt, ast.If):
-            yield from _sums_in(stmt.body, guarded or _one_name(stmt.test))
+            yield from _sums_in(stmt.body, guarded or _one_name(stmt.test)
+                                or _keeps_device_rows(stmt.test))
             yield from _sums_in(stmt.orelse, guarded)
         else:
             for name in ("body", "orelse", "finalbody"):

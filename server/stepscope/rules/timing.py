@@ -135,17 +135,21 @@ def _is_sync(call: ast.Call, ctx: ModuleContext, facts: FunctionFacts,
              syncing: frozenset[str]) -> bool:
     """The call makes the host wait for the device (or may: reading a value on the host)."""
     name = terminal_name(call.func) or ""
-    if name in _SYNC_ATTRS or name == "Event" or name == "compute":
-        return True
-    if "sync" in name.lower() and "async" not in name.lower():
+    if name in _SYNC_ATTRS or name == "Event" or name == "compute" or name == "generate":
+        return True  # `model.generate(...)` reads every new token on the host to decide to stop
+    lowered = name.lower()
+    if "sync" in lowered and "async" not in lowered and "no_sync" not in lowered \
+            and "no_backward_sync" not in lowered:
         return True  # a helper such as `cuda_sync()` or `_sync(t, dev)`
     if isinstance(call.func, ast.Name) and call.func.id in ("float", "int", "bool"):
         return True
     if isinstance(call.func, ast.Name) and call.func.id == "print":
         return not all(isinstance(a, ast.Constant) for a in call.args)
-    if name == "to" and any(isinstance(a, ast.Constant) and a.value == "cpu"
-                            for a in [*call.args, *(k.value for k in call.keywords)]):
-        return True  # `.to("cpu")` copies to the host and waits
+    if name == "to" and any(
+            (isinstance(a, ast.Constant) and a.value == "cpu")
+            or (isinstance(a, (ast.Name, ast.Attribute)) and "cpu" in (terminal_name(a) or "").lower())
+            for a in [*call.args, *(k.value for k in call.keywords)]):
+        return True  # `.to("cpu")`, `.to(cpu_device)` copy to the host and wait
     dotted = ctx.dotted(call.func) or ""
     if dotted.startswith(("math.", "numpy.", "np.")) and call.args:
         return True  # `math.isnan(loss)`: a value read on the host
