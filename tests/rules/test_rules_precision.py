@@ -643,3 +643,163 @@ def test_ss407_not_for_kernel_rows_kept_in_a_loop():
             return total
     """
     assert found(text, "SS407") == []
+
+
+# ---- shapes met on the third set (see docs/rules/README.md) -------------------------------------
+
+def test_ss101_a_divisible_by_helper_is_a_periodic_guard():
+    text = """
+        import torch
+        def divisible_by(num, den):
+            return (num % den) == 0
+        def train(model, optim, train_loader, val_loader, num_batches, validate_every):
+            for i in range(num_batches):
+                loss = model(next(train_loader))
+                loss.backward()
+                optim.step()
+                if divisible_by(i, validate_every):
+                    with torch.no_grad():
+                        val_loss = model(next(val_loader))
+                        print(f"validation loss: {val_loss.item():.4f}")
+    """
+    assert found(text, "SS101") == []
+    every_step = text.replace("if divisible_by(i, validate_every):", "if True:")
+    assert found(every_step, "SS101") == [(12, "val_loss.item()")]
+
+
+def test_ss101_a_periodic_evaluation_beside_an_accumulation_flag_is_periodic():
+    text = """
+        def train(model, optimizer, loader, state, eval_interval, validate):
+            for step, batch in enumerate(loader):
+                is_accumulating = (step + 1) % 4 != 0
+                loss = model(batch)
+                loss.backward()
+                if not is_accumulating:
+                    optimizer.step()
+                    state["step_count"] += 1
+                if not is_accumulating and state["step_count"] % eval_interval == 0:
+                    val_loss = validate(model)
+                    log({"val_loss": val_loss.item()})
+    """
+    assert found(text, "SS101") == []
+
+
+def test_ss101_a_name_reassigned_from_item_is_a_number_below():
+    text = """
+        import math
+        def search(trainer, loader):
+            best = float("inf")
+            for i, batch in enumerate(loader):
+                loss = trainer.batch_outputs(batch)["loss"]
+                loss.backward()
+                loss = loss.detach().cpu().item()
+                if math.isnan(loss) or loss > 4 * best:
+                    break
+                trainer.optimizer.step()
+                if loss < best:
+                    best = loss
+    """
+    assert found(text, "SS101") == [(7, "loss.detach().cpu()")]
+
+
+def test_ss101_a_tensor_read_before_it_is_reassigned_still_syncs():
+    text = """
+        def train(model, optimizer, loader, best):
+            for batch in loader:
+                loss = model(batch)
+                loss.backward()
+                optimizer.step()
+                if loss < best:
+                    best = 0
+                loss = float(0)
+    """
+    assert found(text, "SS101") == [(6, "loss < best")]
+
+
+def test_ss101_update_params_is_a_training_step():
+    text = """
+        def train(model, optim_wrapper, loader, logger):
+            for idx, inputs in enumerate(loader):
+                loss = model(**inputs).loss
+                optim_wrapper.update_params(loss)
+                logger.info(f"loss: {loss.item():.3f}")
+    """
+    assert found(text, "SS101") == [(5, "loss.item()")]
+    assert found(text, "SS103") == []
+
+
+def test_ss501_an_evaluation_due_after_an_interval_runs_now_and_then():
+    text = """
+        import torch
+        def run(self, loader, device):
+            for i, batch in enumerate(loader):
+                self.model(batch).sum().backward()
+                self.optimizer.step()
+                if self.global_step - self.latest_eval_step >= self.eval_interval:
+                    stats = torch.zeros((2,), dtype=torch.float32).to(device)
+                    self.evaluate(stats)
+    """
+    assert found(text, "SS501") == []
+
+
+def test_ss201_a_generation_pipeline_returns_host_results():
+    text = """
+        import time, torch
+        def bench(pipe, n):
+            start = time.perf_counter()
+            for _ in range(n):
+                pipe(prompt="hello world", num_inference_steps=20)
+            end = time.perf_counter()
+            return (end - start) / n
+    """
+    assert found(text, "SS201") == []
+
+
+def test_ss102_synchronize_branches_for_two_backends_count_once():
+    text = """
+        import time, torch
+        def timed(fn, with_sync):
+            start = time.perf_counter()
+            result = fn()
+            if with_sync:
+                if is_cuda_available():
+                    torch.cuda.synchronize()
+                elif is_musa_available():
+                    torch.musa.synchronize()
+            elapsed = time.perf_counter() - start
+            return result, elapsed
+    """
+    assert found(text, "SS102") == []
+
+
+def test_ss101_a_number_reset_before_branches_that_set_a_tensor_is_still_a_tensor():
+    text = """
+        def train(model, optimizer, loader, use_hidden, tr_loss):
+            for batch in loader:
+                rep_loss = 0.0
+                if use_hidden:
+                    rep_loss = model.hidden_loss(batch)
+                loss = model(batch) + rep_loss
+                loss.backward()
+                optimizer.step()
+                if use_hidden:
+                    tr_loss += rep_loss.item()
+    """
+    assert found(text, "SS101") == [(10, "rep_loss.item()")]
+
+
+def test_ss101_a_short_inner_loop_repeats_with_its_outer_step_loop():
+    text = """
+        def train(netD, optimizerD, criterion, pic, num_epochs):
+            num_train_batch = 1
+            for epoch in range(num_epochs):
+                for i in range(num_train_batch):
+                    output = netD(pic).view(-1)
+                    err = criterion(output)
+                    err.backward()
+                    D_x = output.mean().item()
+                    optimizerD.step()
+    """
+    assert found(text, "SS101") == [(8, "output.mean().item()")]
+    once = text.replace("for epoch in range(num_epochs):", "if num_epochs:")
+    assert found(once, "SS101") == []

@@ -46,10 +46,11 @@ _NOT_TENSOR_TORCH = re.compile(
     r"|random|use_deterministic|compiler|_)"
 )
 # Helpers that train: a loop calling one is a training loop even when its own body shows no
-# backward or optimizer step (`self.run_backward(loss)`, `self.manual_backward(loss)`).
+# backward or optimizer step (`self.run_backward(loss)`, `self.manual_backward(loss)`,
+# `optim_wrapper.update_params(loss)`, which runs backward and the optimizer step).
 _TRAINING_CALL = re.compile(
     r"backward|(^|_)optim(izer)?_?step$|^step_optimi[sz]er|(^|_)(train|training)_(step|batch"
-    r"|iter|iteration|one_step|on_batch)$|^train_one_step$", re.IGNORECASE)
+    r"|iter|iteration|one_step|on_batch)$|^train_one_step$|^update_params$", re.IGNORECASE)
 _STEP_HELPER = re.compile(
     r"(^|_)(run_forward|run_backward|forward_step|backward_step|forward_backward\w*"
     r"|optimi[sz]er_step|optim_step|step_optimi[sz]er|(train|training|eval|predict|inference)"
@@ -109,6 +110,7 @@ class Scope:
     infrequent: bool
     accumulation: bool = False
     test: bool = False
+    outer_infrequent: bool = False  # a guard around an enclosing step loop
 
     def guarded(self, kind: str | None) -> "Scope":
         """The scope of a block under a guard of `kind` (see `guard_kind`)."""
@@ -265,6 +267,21 @@ class ModuleContext:
         if key not in cache:
             cache[key] = self._is_short_loop(loop)
         return cache[key]
+
+    def repeated_step_loop(self, scope: Scope) -> Loop | None:
+        """The innermost step loop around `scope` when it repeats: a long one, or a short one
+        (`for i in range(1):`) inside a longer loop (`for epoch in range(num_epochs):`), unless a
+        guard between them keeps it to a few passes."""
+        step: Loop | None = None
+        for loop in reversed(scope.loops):
+            if step is None:
+                if loop.is_step:
+                    if not self.is_short_loop(loop):
+                        return loop
+                    step = loop
+            elif not self.is_short_loop(loop):
+                return None if scope.outer_infrequent else step
+        return None
 
     def _is_short_loop(self, loop: Loop) -> bool:
         node = self.loop_node(loop)
@@ -433,20 +450,34 @@ def _add_import(names: dict[str, str], node: ast.Import | ast.ImportFrom) -> Non
             names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
 
 
-_PERIODIC_NAME = re.compile(r"(should|every|is_log|log_step|is_print|do_log|do_eval|do_save)")
+_PERIODIC_NAME = re.compile(
+    r"(should|every|is_log|log_step|is_print|do_log|do_eval|do_save|divisible)")
+# A bound that makes a comparison fire now and then: `step - last_eval >= eval_interval`.
+_INTERVAL_NAME = re.compile(r"(interval|every|freq)", re.IGNORECASE)
+
+
+def _periodic_parts(test: ast.expr) -> Iterator[ast.AST]:
+    """The parts of a test that make it hold every N steps: `% N`, `should_log()`,
+    `divisible_by(i, N)`, a comparison with an interval, a flag set from one earlier."""
+    for node in ast.walk(test):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+            yield node
+        elif isinstance(node, ast.Call):
+            if _PERIODIC_NAME.search(terminal_name(node.func) or ""):
+                yield node
+        elif isinstance(node, (ast.Name, ast.Attribute)) and _PERIODIC_NAME.match(
+                node.id if isinstance(node, ast.Name) else node.attr):
+            yield node  # `should_test = (step + 1) % freq == 0` set earlier
+        elif isinstance(node, ast.Compare) and any(
+                isinstance(op, (ast.Gt, ast.GtE, ast.Lt, ast.LtE)) for op in node.ops) and any(
+                isinstance(o, (ast.Name, ast.Attribute))
+                and _INTERVAL_NAME.search(o.id if isinstance(o, ast.Name) else o.attr)
+                for o in (node.left, *node.comparators)):
+            yield node
 
 
 def _is_periodic_test(test: ast.expr) -> bool:
-    for node in ast.walk(test):
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
-            return True
-        if isinstance(node, ast.Call):
-            if _PERIODIC_NAME.search(terminal_name(node.func) or ""):
-                return True
-        elif isinstance(node, (ast.Name, ast.Attribute)) and _PERIODIC_NAME.match(
-                node.id if isinstance(node, ast.Name) else node.attr):
-            return True  # `should_test = (step + 1) % freq == 0` set earlier
-    return False
+    return next(_periodic_parts(test), None) is not None
 
 
 _ACCUMULATION = re.compile(r"accum|grad_acc|update_freq|(^|_)ga(_|$)", re.IGNORECASE)
@@ -491,8 +522,11 @@ def guard_kind(test: ast.expr, body: list[ast.stmt] | None = None) -> str | None
     """How often a block guarded by `test` runs inside a step loop: "periodic" (`% N`, a
     `should_log()`), "accumulation" (a `%` guard around the optimizer step, or naming
     accumulation), "rare" (`i == 0`, a debug flag, a block that leaves the loop) or None."""
-    if _is_periodic_test(test):
-        if any(_ACCUMULATION.search(name) for name in _names_in(test)):
+    parts = list(_periodic_parts(test))
+    if parts:
+        # `(step + 1) % accumulation_steps == 0` guards the optimizer step; in
+        # `not is_accumulating and step % eval_interval == 0` the period is the evaluation's.
+        if any(_ACCUMULATION.search(name) for part in parts for name in _names_in(part)):
             return "accumulation"
         return "periodic"
     if _is_rare_test(test) or (body is not None and runs_once(body)):
@@ -565,7 +599,8 @@ class _Walker:
             inner = scope
             if loop is not None:
                 if loop.is_step:
-                    inner = Scope(scope.function, scope.loops + (loop,), False, test=scope.test)
+                    inner = Scope(scope.function, scope.loops + (loop,), False, test=scope.test,
+                                  outer_infrequent=scope.infrequent or scope.outer_infrequent)
                 else:
                     inner = replace(scope, loops=scope.loops + (loop,))
             self.visit_block(node.body, inner)
@@ -843,6 +878,47 @@ def host_names(facts: FunctionFacts, ctx: ModuleContext) -> frozenset[str]:
     return result
 
 
+def host_here(node: ast.expr, facts: FunctionFacts, ctx: ModuleContext, depth: int = 0) -> bool:
+    """Whether `node` holds a host value where it is read: a host value wherever its name is set
+    (`host_names`), or a name whose nearest assignment above the read, at the read's depth or
+    shallower, sets a host value while none below sets anything else (`loss = loss.item()`
+    and then `if loss < best:`); arithmetic of such values stays on the host."""
+    host = host_names(facts, ctx)
+    if _is_host_value(node, host, ctx):
+        return True
+    if depth > 3:
+        return False
+    if isinstance(node, ast.BinOp):
+        return host_here(node.left, facts, ctx, depth + 1) and host_here(
+            node.right, facts, ctx, depth + 1)
+    if isinstance(node, ast.UnaryOp):
+        return host_here(node.operand, facts, ctx, depth + 1)
+    if not isinstance(node, ast.Name):
+        return False
+    line = node.lineno
+    text = ctx.lines[line - 1] if 1 <= line <= len(ctx.lines) else ""
+    indent = len(text) - len(text.lstrip())
+    before: ast.Assign | ast.AnnAssign | None = None
+    others: list[ast.Assign | ast.AnnAssign] = []
+    for assign in facts.assigns:
+        if isinstance(assign, ast.AugAssign) or assign.value is None:
+            continue
+        targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
+        if not any(isinstance(t, ast.Name) and t.id == node.id for t in targets):
+            continue
+        if assign.lineno < line and assign.col_offset <= indent and (
+                before is None or assign.lineno > before.lineno):
+            before = assign
+        if assign.lineno != line:
+            others.append(assign)
+    if before is None or not host_here(before.value, facts, ctx, depth + 1):
+        return False
+    # Anything else that sets the name between that assignment and the read (in a branch) or
+    # after the read (reaching it on the next pass of a loop) must set a host value too.
+    return all(host_here(a.value, facts, ctx, depth + 1)  # type: ignore[arg-type]
+               for a in others if a.lineno > before.lineno and a is not before)
+
+
 def _target_names(target: ast.expr) -> Iterator[str]:
     if isinstance(target, ast.Name):
         yield target.id
@@ -886,6 +962,8 @@ def _is_host_value(node: ast.AST, host: set[str], ctx: ModuleContext) -> bool:
         return _is_host_value(node.elt, host, ctx)
     if isinstance(node, ast.Call):
         func = node.func
+        if isinstance(func, ast.Name) and func.id in ("float", "int", "bool", "len", "str"):
+            return True  # a Python number (reading a tensor there is a sync of its own)
         dotted = ctx.dotted(func) or ""
         if dotted.startswith(("numpy.", "np.")):
             return True

@@ -20,7 +20,7 @@ from pathlib import PurePath
 from typing import Iterator
 
 from ..source.loops import Loop, is_model_name, iter_statements, terminal_name
-from .context import ModuleContext, Scope, _is_host_value, host_names
+from .context import ModuleContext, Scope, _is_host_value, host_here, host_names
 from .model import Diagnostic, make_diagnostic
 
 _SYNC_METHODS = {
@@ -97,10 +97,11 @@ def _reportable(ctx: ModuleContext, path: str) -> bool:
 def _step_loop(ctx: ModuleContext, scope: Scope, loop: Loop | None = None) -> Loop | None:
     """The step loop a node runs in every step of; None when it does not run every step of one
     (or the loop is a test, a short warm-up or a check)."""
-    loop = loop or scope.step_loop
-    if loop is None or scope.test or (scope.infrequent and loop is scope.step_loop):
-        return None
-    if ctx.is_short_loop(loop):
+    if loop is None:
+        if scope.infrequent:
+            return None
+        loop = ctx.repeated_step_loop(scope)
+    if loop is None or scope.test:
         return None
     return loop
 
@@ -118,11 +119,13 @@ def _find_loop_syncs(ctx: ModuleContext, path: str) -> Iterator[tuple[str, Diagn
         return
     clock_cache: dict[int, bool] = {}
     for call, scope in ctx.calls:
-        loop = scope.step_loop
-        if loop is None or scope.test or scope.infrequent:
+        if scope.step_loop is None or scope.test or scope.infrequent:
+            continue
+        loop = ctx.repeated_step_loop(scope)
+        if loop is None:
             continue
         message = _call_sync(call, scope, loop, ctx, clock_cache)
-        if message and not ctx.is_short_loop(loop):
+        if message:
             code, text = _compose(message, loop, ctx.loop_role(loop), scope)
             yield code, make_diagnostic(code, text, path, ctx.span(call))
 
@@ -178,13 +181,12 @@ def _call_sync(call: ast.Call, scope: Scope, loop: Loop, ctx: ModuleContext,
         if func.attr in ("tolist", "numpy", "cpu") and not ctx.is_tensor_expr(receiver, facts) \
                 and not _looks_like_tensor_chain(receiver):
             return None  # could be a NumPy array or a list: no device involved
-        if _is_host_value(receiver, host_names(facts, ctx), ctx):
+        if host_here(receiver, facts, ctx):
             return None  # already on the host
         return _SYNC_METHODS[func.attr]
     if isinstance(func, ast.Name) and func.id in _CONVERSIONS and len(call.args) == 1:
         arg = call.args[0]
-        if ctx.is_tensor_expr(arg, facts) and not _is_host_value(
-                arg, host_names(facts, ctx), ctx):
+        if ctx.is_tensor_expr(arg, facts) and not host_here(arg, facts, ctx):
             return f"`{func.id}()` of a tensor waits for the device"
         return None
     if isinstance(func, ast.Attribute) and call.args and func.attr in _MATH_READS:
@@ -227,8 +229,7 @@ def _looks_like_tensor_chain(node: ast.AST) -> bool:
 
 
 def _on_device(node: ast.expr, ctx: ModuleContext, facts) -> bool:
-    return ctx.is_tensor_expr(node, facts) and not _is_host_value(
-        node, host_names(facts, ctx), ctx)
+    return ctx.is_tensor_expr(node, facts) and not host_here(node, facts, ctx)
 
 
 def _prints_tensor(arg: ast.expr, ctx: ModuleContext, facts) -> bool:
@@ -341,9 +342,16 @@ def _syncs_after_work(calls: list[ast.Call], ctx: ModuleContext, min_syncs: int)
             pending_work = False
         elif _is_clock(call):
             best, run, pending_work = max(best, run, key=len), [], False
-        else:
+        elif not _is_query(call):
             pending_work = True
     return max(best, run, key=len)
+
+
+def _is_query(call: ast.Call) -> bool:
+    """`is_cuda_available()`, `has_musa()`: a question that picks a branch, not work (so the
+    syncs of `if cuda: torch.cuda.synchronize() elif musa: torch.musa.synchronize()` are one)."""
+    name = terminal_name(call.func) or ""
+    return name.startswith(("is_", "has_")) or name.endswith("_available")
 
 
 def _is_clock(call: ast.Call) -> bool:

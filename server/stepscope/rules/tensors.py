@@ -111,9 +111,11 @@ def check_ss501(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
     if ctx.other_framework or is_test_path(path):
         return
     for call, scope in ctx.calls:
-        loop = scope.step_loop
-        if loop is None or scope.infrequent or scope.test or ctx.is_short_loop(loop):
-            continue  # not every step: an `except` handler, `if i == 0:`, a warm-up
+        if scope.step_loop is None or scope.infrequent or scope.test:
+            continue  # not every step: an `except` handler, `if i == 0:`
+        loop = ctx.repeated_step_loop(scope)
+        if loop is None:
+            continue  # a warm-up or a sweep over a few settings
         factory: ast.Call | None = None
         expr: ast.Call = call
         func = call.func

@@ -137,6 +137,8 @@ def _is_sync(call: ast.Call, ctx: ModuleContext, facts: FunctionFacts,
     name = terminal_name(call.func) or ""
     if name in _SYNC_ATTRS or name == "Event" or name == "compute" or name == "generate":
         return True  # `model.generate(...)` reads every new token on the host to decide to stop
+    if any(k.arg in ("prompt", "prompts") for k in call.keywords):
+        return True  # `pipe(prompt=...)`: a generation pipeline hands back images or text
     lowered = name.lower()
     if "sync" in lowered and "async" not in lowered and "no_sync" not in lowered \
             and "no_backward_sync" not in lowered:
