@@ -1,6 +1,6 @@
 # Two commands do everything on a fresh machine:
 #   make demo   profile the example's training step and build the VS Code extension (.vsix)
-#   make test   every test: unit, language server, real torch runs, real VS Code
+#   make test   every test: unit, the client's own, language server, real torch runs, real VS Code
 # Everything installs itself: a virtualenv in .venv, editor tooling in .cache/tools.
 
 PYTHON ?= python3
@@ -9,9 +9,9 @@ VPY    := $(VENV)/bin/python
 DEPS   := $(VENV)/.deps-installed
 VSIX   := dist/stepscope-0.1.0-linux-x64.vsix
 
-.PHONY: demo test venv tools vsix test-python test-vscode clean
+.PHONY: demo test venv tools vsix panel test-python test-client test-vscode clean
 
-$(DEPS): pyproject.toml setup.py server/stepscope/trace/_columns.c server/stepscope/trace/_rows.c server/stepscope/analysis/_nesting.c
+$(DEPS): pyproject.toml setup.py server/stepscope/trace/_columns.c server/stepscope/trace/_rows.c server/stepscope/analysis/_nesting.c server/stepscope/analysis/_timeline.c
 	$(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
 	# The CPU build of torch runs the examples; the stepscope package itself does not need it.
@@ -27,6 +27,11 @@ tools:
 vsix: venv tools
 	bash tools/build-vsix.sh
 
+# The trace panel's webview (panel/dist) and its unit tests' bundles; tests/panel runs them.
+panel:
+	[ -d node_modules/esbuild ] || npm ci --no-audit --no-fund --loglevel=error
+	node panel/build.mjs --tests
+
 demo: venv vsix
 	$(VENV)/bin/stepscope profile examples/train_cpu.py
 	@echo
@@ -37,11 +42,15 @@ demo: venv vsix
 test-python: venv
 	$(VPY) -m pytest tests -q -m "not vscode"
 
+# the VS Code client's own logic (launch configurations, settings, heat scale, results): node --test
+test-client: tools
+	bash tools/test-client.sh
+
 test-vscode: vsix
 	$(VPY) -m pytest tests/vscode -q -m vscode
 
-test: vsix
+test: vsix test-client
 	$(VPY) -m pytest tests -q
 
 clean:
-	rm -rf $(VENV) .cache build dist bundled extension/dist .stepscope test-results
+	rm -rf $(VENV) .cache build dist bundled extension/dist panel/dist .stepscope test-results

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds the VS Code extension for this platform: dist/stepscope-<version>-<target>.vsix.
-# The .vsix carries the bundled client (extension/dist), the server bootstrap (bundled/tool),
-# the server and its pure-Python dependencies (bundled/libs; the server's compiled modules, the
-# trace column scanner and the nesting kernel, are built for CPython's stable ABI, so one build
-# serves every version) and
+# The .vsix carries the bundled client (extension/dist), the trace panel's webview bundle
+# (panel/dist), the server bootstrap (bundled/tool),
+# the server and its pure-Python dependencies (bundled/libs, from tools/bundled-requirements.txt;
+# the server's compiled modules, the trace column scanner and the nesting kernel, are built for
+# CPython's stable ABI, so one build serves every version) and
 # its compiled dependencies (orjson, msgspec, zlib-ng) for each supported CPython
 # (bundled/native/cp310 ... cp314), so any Python >= 3.10 can run it.
 # Needs the tools from tools/setup-tools.sh (Node 24, vsce).
@@ -48,6 +49,10 @@ npm ci --no-audit --no-fund --loglevel=error
 node_modules/.bin/tsc -p .
 node esbuild.mjs --production
 
+log "trace panel: type check, bundle (panel/dist/panel.js + panel.css)"
+node_modules/.bin/tsc -p panel
+node panel/build.mjs --production
+
 log "server: wheel and dependencies into bundled/"
 rm -rf bundled
 mkdir -p bundled/tool bundled/libs bundled/native
@@ -56,10 +61,15 @@ cp extension/bundled_tool/server.py bundled/tool/server.py
 "$PYTHON" -m pip wheel . --no-deps --quiet -w "$WORK/wheel" >"$WORK/wheel.log" 2>&1 \
   || { cat "$WORK/wheel.log" >&2; die "building the stepscope wheel failed"; }
 "$PYTHON" -m pip install --quiet --no-compile --no-deps --only-binary=:all: \
-  --target bundled/libs "$WORK"/wheel/stepscope-*.whl -r tools/bundled-requirements.txt
+  --target bundled/libs "$WORK"/wheel/stepscope-*.whl
+# pure-Python wheels only (tomli also publishes wheels compiled for one CPython): what the oldest
+# supported Python can load, every newer one can
+"$PYTHON" -m pip install --quiet --no-compile --no-deps --only-binary=:all: \
+  --implementation py --platform any --python-version 3.10 \
+  --target bundled/libs -r tools/bundled-requirements.txt
 rm -rf bundled/libs/bin   # console scripts point at the build interpreter; the editor never uses them
 [ -f bundled/libs/stepscope/trace/_columns.abi3.so ] && [ -f bundled/libs/stepscope/trace/_rows.abi3.so ] \
-  && [ -f bundled/libs/stepscope/analysis/_nesting.abi3.so ] \
+  && [ -f bundled/libs/stepscope/analysis/_nesting.abi3.so ] && [ -f bundled/libs/stepscope/analysis/_timeline.abi3.so ] \
   || log "warning: the compiled modules were not built (no C compiler?): traces will be analysed 2-3x slower"
 
 for minor in $PYTHON_MINORS; do

@@ -9,12 +9,13 @@ import {
   ResponseError,
   WorkDoneProgress,
 } from "vscode-languageclient/node";
-import { LineTiming, TimingDecorations } from "./decorations";
+import { TimingDecorations } from "./decorations";
 import { LaunchOptions, launchFor } from "./launch";
 import { firstLine, InterpreterProblem, resolveInterpreter } from "./python";
+import { parseProfileResult, ProfileResult } from "./result";
 import { ServerController, showErrorWithLogs, showInterpreterProblem } from "./server";
 import { ProfileSettings, readSettings } from "./settings";
-import { formatMs, StepStatus } from "./statusBar";
+import { StepStatus } from "./statusBar";
 
 export const PROFILE_COMMAND = "stepscope.profileStep";
 const SERVER_PROFILE_COMMAND = "stepscope.profile";
@@ -25,14 +26,6 @@ const CANCEL_GRACE_MS = 15_000;
 interface ProfileTarget {
   uri: string;
   position: { line: number; character: number };
-}
-
-interface ProfileResult {
-  runDir: string;
-  msPerStep: number;
-  machine: string;
-  summary: string;
-  lines: LineTiming[];
 }
 
 export class ProfileCommand {
@@ -85,22 +78,31 @@ export class ProfileCommand {
     }
     // Read now, for this file's folder: a settings change applies to the next run, no restart.
     const settings = readSettings(uri);
+    const resolved = launchFor(uri);
+    if (resolved && "problem" in resolved) {
+      void vscode.window.showErrorMessage(`Stepscope: ${resolved.problem}.`);
+      return;
+    }
+    const launch: LaunchOptions | undefined = resolved?.options;
     let python: string;
-    try {
-      python = (await resolveInterpreter(uri, settings, this.log)).path;
-    } catch (error) {
-      if (error instanceof InterpreterProblem) {
-        void showInterpreterProblem(error.message, this.log);
-        return;
+    if (launch?.python) {
+      python = launch.python;  // the launch configuration's interpreter runs the program, as the debugger would
+    } else {
+      try {
+        python = (await resolveInterpreter(uri, settings, this.log)).path;
+      } catch (error) {
+        if (error instanceof InterpreterProblem) {
+          void showInterpreterProblem(error.message, this.log);
+          return;
+        }
+        throw error;
       }
-      throw error;
     }
 
     const where = `${path.basename(uri.fsPath)}:${target.position.line + 1}`;
     this.running = true;
     this.decorations.clear();
     this.status.running(where);
-    const launch = launchFor(uri);
     this.log.info(`Profiling the step at ${where} with ${python}` + (launch ? ` (launch configuration "${launch.name}").` : "."));
     try {
       const result = await this.request(client, where, {
@@ -170,7 +172,7 @@ export class ProfileCommand {
           if (outcome === "cancelled") {
             return undefined;
           }
-          return parseResult(outcome);
+          return parseProfileResult(outcome);
         } catch (error) {
           if (cancellation.isCancellationRequested || isCancellation(error)) {
             this.log.info("Profile cancelled.");
@@ -193,9 +195,9 @@ export class ProfileCommand {
     if (readSettings().showInlineTimings) {
       this.decorations.show(inWorkspace);
     }
-    this.status.result(result.msPerStep, result.summary, result.machine);
-    this.log.info(`Profile done: ${formatMs(result.msPerStep)} ms/step. ${result.summary}`);
-    this.log.info(`Run folder: ${result.runDir}`);
+    this.status.result(result.status.text, result.status.tooltip);
+    this.log.info(`Profile done: ${result.summary}.`);
+    this.log.info(`Run ${result.runId}, in ${result.runDir}`);
   }
 }
 
@@ -242,33 +244,4 @@ function isCancellation(error: unknown): boolean {
   }
   // -32800: RequestCancelled in JSON-RPC / LSP.
   return error instanceof ResponseError && error.code === -32800;
-}
-
-/** Checks the result's shape, so a bad reply gives one clear reason instead of odd decorations. */
-function parseResult(value: unknown): ProfileResult {
-  const result = value as Partial<ProfileResult> | null;
-  if (!result || typeof result !== "object" || typeof result.msPerStep !== "number" || !Array.isArray(result.lines)) {
-    throw new Error("the server's profile result has no msPerStep or lines");
-  }
-  const lines: LineTiming[] = [];
-  for (const raw of result.lines as Partial<LineTiming>[]) {
-    if (typeof raw?.uri !== "string" || !Number.isInteger(raw.line) || typeof raw.label !== "string") {
-      continue;
-    }
-    lines.push({
-      uri: raw.uri,
-      line: raw.line as number,
-      wallMs: typeof raw.wallMs === "number" ? raw.wallMs : 0,
-      gpuMs: typeof raw.gpuMs === "number" ? raw.gpuMs : null,
-      fraction: typeof raw.fraction === "number" ? Math.min(1, Math.max(0, raw.fraction)) : 0,
-      label: raw.label,
-    });
-  }
-  return {
-    runDir: String(result.runDir ?? ""),
-    msPerStep: result.msPerStep,
-    machine: String(result.machine ?? ""),
-    summary: String(result.summary ?? ""),
-    lines,
-  };
 }

@@ -1,5 +1,7 @@
 // Every Stepscope setting is read here, so the rest of the client never touches the raw configuration.
+import * as os from "os";
 import * as vscode from "vscode";
+import { chooseInterpreter } from "./settingsRules";
 
 export const SECTION = "stepscope";
 
@@ -35,68 +37,33 @@ export interface ProfileSettings {
   allLines: boolean;
 }
 
-/** The defaults, the CLI's; package.json declares the same. */
-const PROFILE_DEFAULTS: ProfileSettings = {
-  wait: 1,
-  warmup: 2,
-  active: 5,
-  repeat: 1,
-  depth: 2,
-  timeout: 0,
-  nproc: 1,
-  shapes: false,
-  stack: false,
-  memory: false,
-  allLines: false,
-};
-
 /**
- * Reads the settings for one resource. In restricted mode the interpreter is taken from the user
- * settings only: a workspace value could point at an executable the untrusted folder supplied.
- * VS Code already does this for `restrictedConfigurations`; checking again keeps it true everywhere.
+ * Reads the settings for one resource. `config.get` returns package.json's default for a setting the
+ * user did not set, so no default is repeated here. In restricted mode the interpreter is taken from
+ * the user settings only (settingsRules.ts).
  */
 export function readSettings(resource?: vscode.Uri): Settings {
   const config = vscode.workspace.getConfiguration(SECTION, resource);
-  const inspected = config.inspect<string>("interpreter");
-  const workspaceValue =
-    inspected?.workspaceFolderValue ?? inspected?.workspaceValue ?? undefined;
-  const userValue = inspected?.globalValue ?? undefined;
-
-  let interpreter = "";
-  let interpreterScope: Settings["interpreterScope"] = "none";
-  if (vscode.workspace.isTrusted && workspaceValue && workspaceValue.trim()) {
-    interpreter = workspaceValue.trim();
-    interpreterScope = "workspace";
-  } else if (userValue && userValue.trim()) {
-    interpreter = userValue.trim();
-    interpreterScope = "user";
-  }
-
+  const chosen = chooseInterpreter(config.inspect<string>("interpreter"), vscode.workspace.isTrusted, os.homedir());
   return {
-    interpreter: expandHome(interpreter),
-    interpreterScope,
+    interpreter: chosen.interpreter,
+    interpreterScope: chosen.scope,
     showInlineTimings: config.get<boolean>("showInlineTimings", true),
     traceServer: config.get<Settings["traceServer"]>("trace.server", "off"),
     profile: readProfileSettings(config),
   };
 }
 
+const PROFILE_KEYS: (keyof ProfileSettings)[] = [
+  "wait", "warmup", "active", "repeat", "depth", "timeout", "nproc", "shapes", "stack", "memory", "allLines",
+];
+
 function readProfileSettings(config: vscode.WorkspaceConfiguration): ProfileSettings {
-  const get = <K extends keyof ProfileSettings>(key: K): ProfileSettings[K] =>
-    config.get<ProfileSettings[K]>(`profile.${key}`, PROFILE_DEFAULTS[key]);
-  return {
-    wait: get("wait"),
-    warmup: get("warmup"),
-    active: get("active"),
-    repeat: get("repeat"),
-    depth: get("depth"),
-    timeout: get("timeout"),
-    nproc: get("nproc"),
-    shapes: get("shapes"),
-    stack: get("stack"),
-    memory: get("memory"),
-    allLines: get("allLines"),
-  };
+  const settings: Partial<Record<keyof ProfileSettings, unknown>> = {};
+  for (const key of PROFILE_KEYS) {
+    settings[key] = config.get(`profile.${key}`);
+  }
+  return settings as ProfileSettings;
 }
 
 /** True when a configuration change touches something the server is started with. */
@@ -104,11 +71,4 @@ export function affectsServer(event: vscode.ConfigurationChangeEvent): boolean {
   // `trace.server` is applied by the language client itself without a restart; `profile.*` is
   // sent with every profile request.
   return event.affectsConfiguration(`${SECTION}.interpreter`);
-}
-
-function expandHome(p: string): string {
-  if (p === "~" || p.startsWith("~/")) {
-    return (process.env.HOME ?? "") + p.slice(1);
-  }
-  return p;
 }

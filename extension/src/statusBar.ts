@@ -1,4 +1,5 @@
-// The status-bar item: the last profile's ms/step, or that a profile is running.
+// The status-bar item: the last profile's ms/step, or that a profile is running. Its text and
+// tooltip come from the server's presenter; this item only places them.
 import * as vscode from "vscode";
 
 export class StepStatus implements vscode.Disposable {
@@ -16,15 +17,13 @@ export class StepStatus implements vscode.Disposable {
     this.item.show();
   }
 
-  result(msPerStep: number, summary: string, machine: string): void {
-    this.item.text = `$(pulse) Stepscope: ${formatMs(msPerStep)} ms/step`;
-    const tooltip = new vscode.MarkdownString();
-    tooltip.appendText(summary);
-    if (machine) {
-      tooltip.appendMarkdown("\n\n");
-      tooltip.appendText(machine);
-    }
-    this.item.tooltip = tooltip;
+  /** `text` is plain text (`51.4 ms/step`); `tooltip` is Markdown, shown untrusted (no commands, no HTML). */
+  result(text: string, tooltip: string): void {
+    this.item.text = `$(pulse) Stepscope: ${text}`;
+    const markdown = new vscode.MarkdownString(tooltip);
+    markdown.isTrusted = false;
+    markdown.supportHtml = false;
+    this.item.tooltip = markdown;
     this.item.show();
   }
 
@@ -35,14 +34,4 @@ export class StepStatus implements vscode.Disposable {
   dispose(): void {
     this.item.dispose();
   }
-}
-
-export function formatMs(ms: number): string {
-  if (ms >= 100) {
-    return ms.toFixed(0);
-  }
-  if (ms >= 10) {
-    return ms.toFixed(1);
-  }
-  return ms.toFixed(2);
 }

@@ -18,15 +18,8 @@ from pathlib import Path
 
 STATE_DIR = ".stepscope"
 RUNS_DIR = "runs"
-
-# Names of the files of a run folder (the contract in docs/architecture.md).
-TRACE = "trace.json"
-FILES = "files.json"
-SCENARIO = "scenario.json"
-PROGRAM_LOG = "program.log"
-REPORT = "report.json"
-STATUS = "status.json"
-SPEC = "spec.json"
+# The names of the files inside a run folder are the run contract's (agent/protocol.py).
+HISTORY_DB = "stepscope.db"  # the history of runs, an index of the run folders (history/)
 
 
 def state_dir(root: Path) -> Path:
@@ -55,27 +48,42 @@ class RunFolder:
         return self.path.name
 
 
+NAME_ATTEMPTS = 64  # fresh random parts tried before giving up (65536 per second and label)
+
+
+def _utc_stamp() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+
+
 def new_run(root: Path, label: str, *, out: Path | None = None) -> RunFolder:
-    """Create a new, empty run folder. `out` (from `--out`) must not exist yet."""
+    """Create a new, empty run folder. `out` (from `--out`) must not exist yet.
+
+    The name is `<UTC time>-<label>-<4 random hex>`; a name already taken (a run of the same second)
+    is never reused: another random part is drawn, a bounded number of times."""
+    from .errors import REFUSED, StepscopeError
+
     if out is not None:
         out = Path(out)
+        refusal = StepscopeError(f"output folder already exists, refusing to overwrite: {out}", REFUSED)
         if out.exists():
-            from .errors import REFUSED, StepscopeError
-
-            raise StepscopeError(f"output folder already exists, refusing to overwrite: {out}", REFUSED)
+            raise refusal
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.mkdir()
+        try:
+            out.mkdir()
+        except FileExistsError:  # created since the check above
+            raise refusal from None
         return RunFolder(out.resolve())
     runs = state_dir(root) / RUNS_DIR
     runs.mkdir(exist_ok=True)
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    while True:
+    stamp = _utc_stamp()
+    for _ in range(NAME_ATTEMPTS):
         path = runs / f"{stamp}-{_slug(label)}-{secrets.token_hex(2)}"
         try:
-            path.mkdir()
+            path.mkdir()  # never exist_ok: an earlier run's folder is never reused
             return RunFolder(path)
         except FileExistsError:
             continue
+    raise StepscopeError(f"no free run folder name in {runs} after {NAME_ATTEMPTS} tries", REFUSED)
 
 
 def find_root(start: Path) -> Path:

@@ -106,6 +106,7 @@ def test_without_gpu_events_gpu_figures_are_null_not_zero(tmp_path: Path) -> Non
     report = analyze([run / "trace.json"])
     assert report["gpu"] == {"observed": False, "reason": report["gpu"]["reason"]}
     assert "not observed" in report["gpu"]["reason"]
+    assert len(report["lines"]) == 4 and len(report["regions"]) == 4
     assert all(r["gpu_ms"] is None and r["backward_gpu_ms"] is None for r in report["lines"])
     assert all(r["gpu_ms"] is None for r in report["regions"])
     assert any("not observed" in n for n in report["notes"])
@@ -200,3 +201,17 @@ def test_the_run_record_says_why_gpu_time_was_not_observed(tmp_path: Path, scena
     run = run_folder(tmp_path, build(gpu=False), scenario=scenario)
     report = analyze([run / "trace.json"])
     assert report["gpu"]["observed"] is False and words in report["gpu"]["reason"]
+
+
+@pytest.mark.parametrize("at", ["start", "end"])
+def test_a_launch_exactly_at_a_lines_bounds_belongs_to_the_line(tmp_path: Path, at: str) -> None:
+    # the line ss:f0:5 spans [100, 600] of each step; its launch call starts exactly on a bound
+    s = Synth()
+    for k in range(2):
+        t = k * 1000
+        s.step(k + 1, t, 1000)
+        s.region("ss:f0:5", t + 100, 500)
+        s.launch(t + (100 if at == "start" else 600), t + 650, 100)  # the kernel runs [650, 750]
+    run = run_folder(tmp_path, s)
+    line = by_line(analyze([run / "trace.json"]), tmp_path / "ws")[("train.py", 5)]
+    assert line["kernels"] == 1 and line["gpu_ms"] == 0.1

@@ -14,10 +14,11 @@ from .test_analysis_attribution import build
 from .kineto_synth import run_folder
 from stepscope.analysis.report import analyze
 from stepscope.jsonio import dumps
+from tests import corpus
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "traces"
 # shared/ lies beside the project root (the team's checkout and CI); a user's clone has none
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "traces" / "public"
+CORPUS = corpus.PUBLIC
 
 
 def check(report: dict) -> None:
@@ -38,7 +39,7 @@ def test_h200_reports_have_the_contract_shape(tmp_path: Path, name: str) -> None
     check(analyze([tmp_path / name]))
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason=f"public trace corpus not present at {CORPUS}")
+@corpus.needs_public
 @pytest.mark.parametrize("rel", [
     "hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz",
     "hta/cpu_only_v1/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz",

@@ -112,3 +112,27 @@ def test_findings_of_gpu_marked_steps_count_host_moments_up_to_the_last_steps_co
     # the evidence's window is the steps' window: [100, 7000] over 3 steps
     assert report["evidence"]["step_mean_ms"] == 2.3
     assert "[sync-in-step] (train.py:7)" in render_text(report)
+
+
+def test_gpu_marked_steps_are_taken_in_time_order_past_step_nine(tmp_path: Path) -> None:
+    # ProfilerStep#10 sorts before ProfilerStep#9 as text: the steps must come in the order they ran
+    s = Synth()
+    for n, t in ((9, 0), (10, 1000), (11, 2000)):
+        s.launch(t, t + 100, 800)
+        s.gpu_step(n, t + 100, 800)
+    report = analyze([s.write(tmp_path / "t.json")])
+    assert [x["name"] for x in report["steps"]] == ["ProfilerStep#9", "ProfilerStep#10", "ProfilerStep#11"]
+    assert [x["ms"] for x in report["steps"]] == [0.9, 1.0, 1.0]
+
+
+def test_a_gpu_marker_drawn_on_two_streams_spans_both(tmp_path: Path) -> None:
+    s = Synth()  # no launch is linked: a step's host start is its GPU span's start
+    s.launch(0, 500, 500, stream=7, linked=False)  # 500 .. 1000
+    s.launch(0, 200, 1300, stream=8, linked=False)  # 200 .. 1500
+    s.gpu_step(1, 500, 500, stream=7)  # listed first, though it starts later
+    s.gpu_step(1, 200, 1300, stream=8)
+    s.launch(0, 1600, 400, linked=False)
+    s.gpu_step(2, 1600, 400)
+    report = analyze([s.write(tmp_path / "t.json")])
+    # step 1 runs over both streams' spans, 200 .. 1500; step 2 from there to 2000
+    assert [x["ms"] for x in report["steps"]] == [1.3, 0.5]

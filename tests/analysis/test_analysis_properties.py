@@ -53,6 +53,8 @@ def test_self_times_partition_the_labelled_time(trees) -> None:
         report = analyze([run_folder(Path(tmp), s) / "trace.json"])
     n = len(trees)
     lines = report["lines"]
+    assert {r["line"] for r in lines} == {line for tree in trees for _, _, line in tree}  # each labelled line, once
+    assert len(lines) == len({r["line"] for r in lines})
     assert sum(r["cpu_self_ms"] for r in lines) == pytest.approx(union_length(intervals) / 1000 / n, abs=1e-3)
     for r in lines:
         assert 0 <= r["cpu_self_ms"] <= r["cpu_total_ms"] + 1e-9

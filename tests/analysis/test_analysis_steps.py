@@ -147,3 +147,105 @@ def test_a_run_folder_reads_only_its_trace(tmp_path: Path) -> None:
     report = analyze([run])
     assert report["traces"] == [str(run / "trace.json")]
     assert not any("left out" in n for n in report["notes"])
+
+
+def test_a_step_never_completes_before_the_step_before_it(tmp_path: Path) -> None:
+    # step 1's kernel runs long on stream 7; step 2's, on stream 8, ends long before it
+    s = Synth()
+    s.step(1, 0, 100)
+    s.launch(10, 150, 4850, stream=7)  # 150 .. 5000
+    s.step(2, 100, 100)
+    s.launch(110, 200, 100, stream=8)  # 200 .. 300
+    s.step(3, 200, 100)
+    s.launch(210, 5000, 100, stream=7)  # 5000 .. 5100
+    report = analyze([s.write(tmp_path / "t.json")])
+    # completions 5000, 5000 (not 300: a step completes after the one before it), 5100
+    assert [x["ms"] for x in report["steps"]] == [5.0, 0.0, 0.1]
+    assert report["ms_per_step"] == 0.1
+    assert sum(x["ms"] for x in report["steps"]) == pytest.approx(5.1)  # the steps tile the window
+
+
+def test_gpu_work_launched_between_two_steps_belongs_to_neither(tmp_path: Path) -> None:
+    s = Synth()
+    s.step(1, 0, 1000)
+    s.launch(100, 200, 500)  # 200 .. 700
+    s.launch(1500, 1600, 7400, stream=9)  # launched after step 1's span, before step 2's: 1600 .. 9000
+    s.step(2, 2000, 1000)
+    s.launch(2100, 2200, 500)  # 2200 .. 2700
+    report = analyze([s.write(tmp_path / "t.json")])
+    # step 1 completes with its span (1000), step 2 with its own (3000), from step 1's completion
+    assert [x["ms"] for x in report["steps"]] == [1.0, 2.0]
+    assert report["ms_per_step"] == 1.5
+
+
+def test_a_launch_at_the_very_end_of_a_steps_span_is_that_steps_work(tmp_path: Path) -> None:
+    s = Synth()
+    s.step(1, 0, 1000)
+    s.launch(1000, 1100, 3900)  # launched as step 1's span ends: runs 1100 .. 5000
+    s.step(2, 1500, 1000)
+    report = analyze([s.write(tmp_path / "t.json")])
+    assert [x["ms"] for x in report["steps"]] == [5.0, 0.0]
+
+
+def test_work_outside_every_step_leaves_the_later_work_of_the_steps_counted(tmp_path: Path) -> None:
+    s = Synth()
+    s.launch(-500, 0, 100)  # launched before the window (a linked launch): no step's work
+    s.launch(0, -200, 100, linked=False, stream=9)  # unlinked, before the first step starts: no step's
+    s.step(1, 0, 1000)
+    s.launch(100, 200, 2800)  # step 1's: 200 .. 3000
+    s.step(2, 1000, 1000)
+    s.launch(2500, 2600, 10, linked=False, stream=8)  # unlinked, after the last span: not in the window
+    s.launch(1100, 3000, 2000)  # step 2's, queued behind step 1's: 3000 .. 5000
+    report = analyze([s.write(tmp_path / "t.json")])
+    assert [x["ms"] for x in report["steps"]] == [3.0, 2.0]
+
+
+def test_unlinked_gpu_work_belongs_to_the_step_whose_span_up_to_the_next_step_holds_its_start(tmp_path: Path) -> None:
+    s = Synth()
+    s.step(1, 0, 1000)
+    s.launch(0, 1500, 1500, linked=False)  # starts between the steps: step 1's, runs to 3000
+    s.step(2, 2000, 1000)
+    s.launch(0, 3000, 400, linked=False, stream=8)  # starts exactly as the last step's span ends: its
+    s.launch(0, 3001, 5000, linked=False, stream=9)  # starts after the last step's span: not in the window
+    report = analyze([s.write(tmp_path / "t.json")])
+    assert [x["ms"] for x in report["steps"]] == [3.0, 0.4]
+
+
+def test_a_trace_without_steps_counts_the_gpu_work_launched_inside_its_window(tmp_path: Path) -> None:
+    s = Synth()
+    s.region("forward", 0, 100)
+    s.region("loss", 150, 50)
+    s.launch(150, 400, 100)  # launched inside the main thread's span [0, 200], runs 400 .. 500
+    s.launch(200, 500, 100)  # launched exactly at its end, runs 500 .. 600
+    s.launch(0, 900, 100, linked=False, stream=9)  # starts after the span, launched by no one here
+    report = analyze([s.write(tmp_path / "t.json")])
+    assert report["window"]["ms"] == 0.6
+    (note,) = [n for n in report["notes"] if "no ProfilerStep#N" in n]
+    assert "one window of 0.600 ms" in note  # the note and the figure agree
+
+
+def test_a_trace_without_steps_names_the_iteration_labels_its_main_thread_repeats(tmp_path: Path) -> None:
+    s = Synth(devices=[])
+    for k in range(3):
+        s.region("Optimizer.step#SGD.step", k * 100, 50)
+        s.op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", k * 100 + 60, 10)
+    s.region("Optimizer.step#SGD.step", 10, 20, tid=7)  # another thread's: not counted
+    s.region("## forward ##", 400, 10)  # once: not a repetition
+    report = analyze([s.write(tmp_path / "t.json")])
+    (note,) = [n for n in report["notes"] if "no ProfilerStep#N" in n]
+    assert ("(3 x Optimizer.step#SGD.step, 3 x enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__)"
+            in note), note
+
+
+@pytest.mark.parametrize("at, window_ms", [("start", 0.7), ("end", 0.8)])
+def test_a_trace_without_steps_counts_gpu_work_starting_on_its_bounds(tmp_path: Path, at: str,
+                                                                       window_ms: float) -> None:
+    s = Synth()
+    s.region("forward", 0, 100)
+    s.region("loss", 150, 50)  # the main thread's span: 0 .. 200
+    if at == "start":
+        s.launch(0, 0, 700, linked=False)  # starts with the span, runs to 700
+    else:
+        s.launch(0, 200, 600, linked=False)  # starts as the span ends, runs to 800
+    report = analyze([s.write(tmp_path / "t.json")])
+    assert report["window"]["ms"] == window_ms

@@ -14,11 +14,12 @@ import pytest
 
 from stepscope.analysis import parallel
 from stepscope.analysis.report import analyze
+from tests import corpus
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the analysis forks on Linux only")
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "traces"
-PUBLIC = Path(__file__).resolve().parents[3] / "shared" / "traces" / "public"
+PUBLIC = corpus.PUBLIC
 
 
 def whose_pid() -> int:
@@ -106,12 +107,12 @@ def test_leaving_without_the_result_reaps_the_child() -> None:
 
 def traces() -> list[Path]:
     found = [DATA / "h200_sync", DATA / "h200_async"]
-    found += sorted(Path(p) for p in glob.glob(str(PUBLIC / "**" / "*.json*"), recursive=True))[:12]
+    found += sorted(Path(p) for p in glob.glob(str(PUBLIC / "**" / "*.json*"), recursive=True))[:12] if corpus.PRESENT else []
     return found
 
 
 @pytest.mark.parametrize("cores", [2, 3])  # the evidence's operator half; from 3 cores, the attribution too
-@pytest.mark.parametrize("trace", traces(), ids=lambda p: p.name)
+@pytest.mark.parametrize("trace", corpus.params(traces()))
 def test_reports_are_the_same_with_parts_computed_in_children(trace: Path, cores: int,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     forks = []

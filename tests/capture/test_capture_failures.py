@@ -129,6 +129,6 @@ def test_bad_flags_and_missing_files_are_one_line_usage_errors(workspace: Path):
     r = run_stepscope("profile", "nope.py", cwd=workspace)
     assert r.returncode == 2 and r.stderr.strip() == "stepscope: no such file: nope.py"
     r = run_stepscope("profile", "train_cpu.py", "--active", "0", cwd=workspace)
-    assert r.returncode == 2 and "--active must be at least 1" in r.stderr
+    assert r.returncode == 2 and r.stderr.strip() == "stepscope: --active must be a whole number >= 1 (got 0)"
     r = run_stepscope("profile", "train_cpu.py", "--line", "1", cwd=workspace)
     assert r.returncode == 6 and "not inside a for/while loop" in r.stderr

@@ -53,7 +53,8 @@ def test_profile_with_another_interpreter(workspace: Path, python: str):
     assert max(exact.values(), key=lambda e: e["wall_ms"])["line"] == loop_line  # the slow batch read
     assert exact[forward_line]["backward_ms"] > 0
     linear = [s for s in exact[forward_line]["shapes"] if s["op"] == "aten::linear"]
-    assert [s["shapes"][0] for s in linear][:1] == [[64, 768]]  # --shapes: the first layer's input
+    # --shapes: the first layer's input (the list is ordered by time, which a loaded machine can swap)
+    assert [64, 768] in [s["shapes"][0] for s in linear]
     assert exact[loop_line]["alloc_bytes"] > 0 and exact[loop_line]["peak_bytes"] > 0  # --memory
     assert any(e["precision"] == "function" for e in report["lines"])  # --stack: Python frames
     assert report["scenario"]["torch_compile"]["compiled_step"] is False

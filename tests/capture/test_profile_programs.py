@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -62,7 +63,8 @@ def test_the_example_shows_the_slow_batch_read_as_the_top_line(workspace: Path):
     assert (workspace / ".stepscope" / ".gitignore").read_text().strip().endswith("*")
     run_dir = Path(report["traces"][0]).parent
     assert sorted(p.name for p in run_dir.iterdir()) == [
-        "files.json", "program.log", "report.json", "scenario.json", "spec.json", "status.json", "trace.json"]
+        "files.json", "program.log", "report.json", "scenario.json", "spec.json", "status.json", "timeline.json",
+        "timings.json", "trace.json"]
 
 
 def test_lines_inside_a_model_in_another_file_are_exact(workspace: Path):
@@ -282,4 +284,5 @@ def test_text_report_shows_shapes_and_memory_only_when_recorded(workspace: Path)
 
     plain = run_stepscope("profile", "mem.py", cwd=workspace)
     assert plain.returncode == 0, plain.stderr
-    assert "inputs and memory" not in plain.stdout and "alloc" not in plain.stdout
+    # (a finding's text may speak of "allocator growth": only a memory figure is refused here)
+    assert "inputs and memory" not in plain.stdout and not re.search(r"\balloc [0-9]", plain.stdout)

@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from stepscope.agent import protocol
-from stepscope.analysis.ranks import rank_file_name, rank_in_file_name
 from stepscope.analysis.report import analyze
 from stepscope.capture.rank_records import write_run_records
 from stepscope.workspace import RunFolder
@@ -35,16 +33,6 @@ def _write(run: Path, name: str, doc: dict) -> None:
 def _rank_files(run: Path, rank: int, files: dict[str, str], root: Path) -> None:
     _write(run, f"scenario-rank{rank}.json", _record(rank, ms_to_first_step=100.0 + rank))
     _write(run, f"files-rank{rank}.json", {"root": str(root), "files": files})
-
-
-def test_rank_file_names_agree_on_both_sides_of_the_process_boundary():
-    for name in ("trace.json", "scenario.json", "files.json", "program.log"):
-        assert protocol.rank_file_name(name, 3) == rank_file_name(name, 3)
-        assert rank_in_file_name(Path(rank_file_name(name, 3))) == 3
-    assert protocol.rank_file_name("trace.json", None) == "trace.json"
-    assert rank_in_file_name(Path("trace-rank12-1.json")) == 12  # a second repeat cycle
-    assert rank_in_file_name(Path("trace-rank1.json.gz")) == 1
-    assert rank_in_file_name(Path("trace.json")) is None and rank_in_file_name(Path("trace-1.json")) is None
 
 
 def test_the_main_record_is_rank_0s_with_every_ranks_ending(tmp_path: Path):

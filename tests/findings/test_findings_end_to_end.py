@@ -14,14 +14,16 @@ from pathlib import Path
 import pytest
 
 from stepscope.analysis.report import analyze
+from tests import corpus
 
 from .conftest import kinds, line_of
 from .scenario_data import REPO
 
 # shared/ lies beside the project root (the team's checkout and CI); a user's clone has none
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "traces" / "public" / "kineto" / "tb_plugin_samples"
+CORPUS = corpus.PUBLIC / "kineto" / "tb_plugin_samples"
 
 
+@pytest.mark.torch
 def test_profiling_the_input_bound_scenario_reports_input_bound_on_the_loop_header(tmp_path: Path) -> None:
     script = REPO / "examples" / "scenarios" / "input_bound.py"
     loop = line_of("input_bound.py", "in loader:")
@@ -41,7 +43,7 @@ def test_profiling_the_input_bound_scenario_reports_input_bound_on_the_loop_head
     assert kinds(analyze([tmp_path / "run"])) == kinds(report)
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason=f"public trace corpus not present at {CORPUS}")
+@corpus.needs_public
 def test_a_public_trace_with_a_main_process_dataloader_is_input_bound_and_with_workers_it_is_not() -> None:
     (zero,) = (CORPUS / "resnet50_num_workers_0").glob("*.json.gz")
     (four,) = (CORPUS / "resnet50_num_workers_4").glob("*.json.gz")

@@ -62,8 +62,9 @@ def test_labels_of_the_step_missing_from_the_trace_are_listed_and_found(tmp_path
     report = labelled_run(tmp_path, ["forward"])
     path = str(tmp_path / "ws" / "train.py")
     # setup (before the loop) and never_called (a function that did not run) are not the step's
-    assert report["missing_labels"] == [{"label": "helper_ran", "file": path, "line": 7},
-                                        {"label": "augment", "file": path, "line": 23}]
+    file_id = [f["path"] for f in report["files"]].index("train.py")  # the file table's id of train.py
+    assert report["missing_labels"] == [{"label": "helper_ran", "file": path, "line": 7, "file_id": file_id},
+                                        {"label": "augment", "file": path, "line": 23, "file_id": file_id}]
     missing = [f for f in report["findings"] if f["kind"] == "missing-label"]
     assert [(f["line"], f["figures"]["label"]) for f in missing] == [(7, "helper_ran"), (23, "augment")]
     assert any("NVTX" in note and "not checked" in note for note in report["notes"])

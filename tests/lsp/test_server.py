@@ -356,8 +356,8 @@ async def test_profile_settings_sent_with_the_command_apply_to_that_run_without_
         _profile_params(uri, {"active": 2, "warmup": 1, "shapes": False})))
     assert len(first["steps"]) == 3 and len(second["steps"]) == 2
     assert second["schedule"]["warmup"] == 1
-    assert all(entry["shapes"] is not None for entry in first["lines"])
-    assert all(entry["shapes"] is None for entry in second["lines"])
+    assert first["lines"] and all(entry["shapes"] is not None for entry in first["lines"])
+    assert second["lines"] and all(entry["shapes"] is None for entry in second["lines"])
 
 
 @pytest.mark.parametrize(("settings", "message"), [
@@ -382,3 +382,18 @@ async def test_a_bad_profile_setting_is_one_line_naming_the_setting(
     lenses = await client.text_document_code_lens_async(types.CodeLensParams(
         text_document=types.TextDocumentIdentifier(uri=uri)))
     assert lenses
+
+
+@pytest.mark.parametrize("module", ["torch.distributed.run", "torch.distributed.launch"])
+async def test_a_launch_configuration_that_starts_a_launcher_is_refused_in_one_line(
+        client: LanguageClient, ws: Path, module: str):
+    uri = _open(client, ws / "train_cpu.py")
+    launch = {"name": "ddp", "type": "debugpy", "module": module, "args": ["--nproc_per_node", "2", "train_cpu.py"]}
+    params = _profile_params(uri)
+    params.arguments[0]["launch"] = launch
+    with pytest.raises(Exception) as failure:
+        await client.workspace_execute_command_async(params)
+    text = str(failure.value)
+    assert f"launch configuration 'ddp': {module} is a launcher, and Stepscope cannot profile through a launcher yet" \
+        in text and "stepscope.profile.nproc" in text and "\n" not in text
+    assert not (ws / ".stepscope" / "runs").exists()  # refused before anything ran

@@ -15,10 +15,15 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 
 
-def test_neovim_shows_the_sync_diagnostic_and_the_profile_lens(tmp_path: Path):
+def _nvim() -> str:
     nvim = shutil.which("nvim")
     if nvim is None:
         pytest.fail("nvim is not installed: run `bash tools/setup-tools.sh` (it installs Debian's neovim)")
+    return nvim
+
+
+def test_neovim_shows_the_sync_diagnostic_and_the_profile_lens(tmp_path: Path):
+    nvim = _nvim()
     shutil.copy(REPO / "examples" / "train_cpu.py", tmp_path / "train.py")
     out = tmp_path / "got.json"
     env = {**os.environ, "HOME": str(tmp_path), "TMPDIR": str(tmp_path), "STEPSCOPE_NVIM_OUT": str(out),
@@ -32,3 +37,29 @@ def test_neovim_shows_the_sync_diagnostic_and_the_profile_lens(tmp_path: Path):
     loop_line = next(i for i, line in enumerate(text) if "for x, y in loader:" in line)
     assert [(d["line"], d["code"]) for d in got["diagnostics"]] == [(item_line, "SS101")]
     assert {"line": loop_line, "title": "Profile this step"} in got["lenses"]
+
+
+@pytest.mark.torch
+def test_neovim_profiles_the_step_and_gets_the_hover_and_inlay_hints_of_its_lines(tmp_path: Path):
+    nvim = _nvim()
+    shutil.copy(REPO / "examples" / "train_cpu.py", tmp_path / "train.py")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    text = (tmp_path / "train.py").read_text().splitlines()
+    backward = next(i for i, line in enumerate(text) if "loss.backward()" in line)
+    out = tmp_path / "got.json"
+    env = {**os.environ, "HOME": str(tmp_path), "TMPDIR": str(tmp_path), "STEPSCOPE_NVIM_OUT": str(out),
+           "STEPSCOPE_SERVER_CMD": json.dumps([sys.executable, "-m", "stepscope", "serve"]),
+           "STEPSCOPE_TORCH_PYTHON": sys.executable,
+           "STEPSCOPE_STEP_LINE": str(backward), "STEPSCOPE_HOVER_LINE": str(backward)}
+    r = subprocess.run([nvim, "--headless", "--clean", "-u", str(HERE / "profile_hover.lua"), "train.py"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert out.exists(), f"Neovim wrote nothing (exit {r.returncode}): {r.stderr[-2000:]}"
+    got = json.loads(out.read_text())
+    assert got["profile_error"] is None, got["profile_error"]
+    assert " ms/step on CPU only, host " in got["summary"]
+    # the hover Neovim shows is the server's: the line's figures, its run and machine
+    assert got["hover"] and "- wall: " in got["hover"] and "share of the step" in got["hover"], got["hover"]
+    assert "run `" in got["hover"] and "host" in got["hover"]
+    hinted = {hint["line"]: hint["label"] for hint in got["hints"]}
+    assert backward in hinted and "ms/step" in hinted[backward]
+    assert hinted[backward].strip().split(" ms/step")[0] in got["hover"]  # the label's figure is the hover's

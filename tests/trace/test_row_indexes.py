@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 
 from stepscope.trace import Kind, model, read_trace
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "traces" / "public"
-DATA = Path(__file__).resolve().parents[1] / "data" / "traces"
-TRACES = sorted(p for root in (CORPUS, DATA) if root.is_dir() for p in root.rglob("*.json*")
-                if p.name not in ("files.json", "scenario.json", "benchmark_simple_add_et.json.gz"))
+from tests import corpus
+
+# the traces shipped with the tests, then the public ones: the same list wherever the checkout lies
+TRACES = sorted(p for p in corpus.DATA.rglob("*.json*") if p.name not in corpus.NOT_TRACES) + corpus.public_files()
 
 
 def test_the_row_indexes_are_built() -> None:
@@ -68,7 +68,7 @@ def test_rows_overlapping_matches_the_reference(rows, lo, hi, skip_tracks, skip_
         assert list(found) == list(expected)  # tracks in the order of their first row
 
 
-@pytest.mark.parametrize("path", TRACES[::4], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", corpus.params(TRACES[::4]))
 def test_real_traces_index_alike(path: Path) -> None:
     trace = read_trace(path)
     assert model.rows_by_kind(trace.kind) == model.rows_by_kind_reference(trace.kind)

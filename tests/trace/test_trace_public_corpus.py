@@ -16,17 +16,19 @@ from stepscope.analysis.report import analyze
 from stepscope.errors import NotATraceError
 from stepscope.trace import Kind, read_trace
 
+from tests import corpus
+
 from ..analysis.report_schema import REPORT_SCHEMA
 
 # shared/ lies beside the project root (the team's checkout and CI); a user's clone has none
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "traces" / "public"
-FILES = sorted(p for p in CORPUS.rglob("*.json*")) if CORPUS.is_dir() else []
+CORPUS = corpus.PUBLIC
+FILES = sorted(CORPUS.rglob("*.json*")) if corpus.PRESENT else []
 NOT_A_TRACE = {"benchmark_simple_add_et.json.gz"}  # an execution trace (graph of ops), not a Kineto trace
 
-pytestmark = pytest.mark.skipif(not FILES, reason=f"public trace corpus not present at {CORPUS}")
+pytestmark = corpus.needs_public
 
 
-@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(CORPUS)))
+@pytest.mark.parametrize("path", corpus.params(FILES, lambda p: str(p.relative_to(CORPUS))))
 def test_reads_or_refuses_with_a_reason(path: Path) -> None:
     if path.name in NOT_A_TRACE:
         with pytest.raises(NotATraceError, match="without traceEvents"):

@@ -51,15 +51,21 @@ def test_vsix_carries_client_server_and_native_libraries_only(vsix: Path) -> Non
     assert package["capabilities"]["untrustedWorkspaces"]["supported"] == "limited"
     for required in (
         "extension/extension/dist/extension.js",
+        "extension/panel/dist/panel.js",  # the trace panel's webview, and its stylesheet
+        "extension/panel/dist/panel.css",
         "extension/bundled/tool/server.py",
         "extension/bundled/libs/stepscope/lsp/server.py",
         "extension/bundled/libs/pygls/__init__.py",
         "extension/bundled/libs/lsprotocol/types.py",
         "extension/bundled/libs/cattrs/__init__.py",
         "extension/bundled/libs/exceptiongroup/__init__.py",  # cattrs needs it on 3.10
+        "extension/bundled/libs/tomli/_parser.py",  # [tool.stepscope] on 3.10
         "extension/bundled/libs/stepscope/trace/_columns.abi3.so",  # one build for every CPython 3.10+
         "extension/bundled/libs/stepscope/trace/_rows.abi3.so",
         "extension/bundled/libs/stepscope/analysis/_nesting.abi3.so",
+        "extension/bundled/libs/stepscope/analysis/report.schema.json",  # the report's contract, shipped
+        "extension/bundled/libs/stepscope/analysis/_timeline.abi3.so",
+        "extension/bundled/libs/stepscope/analysis/timeline.schema.json",  # the trace panel\'s, shipped
     ):
         assert required in names, f"{required} is not in the .vsix"
     for minor in SUPPORTED_MINORS:
@@ -71,6 +77,10 @@ def test_vsix_carries_client_server_and_native_libraries_only(vsix: Path) -> Non
     # No compiled library and no torch among the pure-Python libraries: they would be the wrong build.
     assert not any(n.startswith(("extension/bundled/libs/orjson", "extension/bundled/libs/msgspec", "extension/bundled/libs/zlib_ng",
                                  "extension/bundled/libs/torch")) for n in names)
+    # The pure-Python libraries are pure: a library compiled for the build's CPython serves no other.
+    compiled = [n for n in names if n.startswith("extension/bundled/libs/") and n.endswith(".so")
+                and not n.startswith("extension/bundled/libs/stepscope/")]
+    assert compiled == [], compiled
 
 
 def available_pythons() -> dict[int, Path]:
@@ -171,6 +181,37 @@ def test_bundled_server_checks_code_on_every_supported_python_here(unpacked: Pat
     print(f"bundled server checked on Python {', '.join(checked)}")
 
 
+def test_bundled_server_reads_the_projects_settings_on_every_supported_python_here(unpacked: Path, tmp_path: Path) -> None:
+    # Python 3.10 has no TOML reader of its own: the bundle's tomli reads [tool.stepscope] there
+    pythons = available_pythons()
+    assert pythons, "no CPython 3.10+ found on this machine"
+    workspace = tmp_path / "ws"
+    (workspace / "quiet").mkdir(parents=True)
+    (workspace / "pyproject.toml").write_text("[project]\nname = 'ws'\n")
+    (workspace / "quiet" / "pyproject.toml").write_text("[tool.stepscope]\nignore = ['SS101']\n")
+    source = EXAMPLE.read_text()
+    checked, quiet = (workspace / "train_cpu.py").as_uri(), (workspace / "quiet" / "train_cpu.py").as_uri()
+
+    for minor, python in sorted(pythons.items()):
+        client = StdioLspClient([str(python), str(unpacked / "bundled" / "tool" / "server.py")], workspace)
+        codes: dict[str, list] = {}
+        try:
+            client.send("initialize", {"processId": os.getpid(), "rootUri": workspace.as_uri(),
+                                       "capabilities": {}}, request=True)
+            client.wait_for(lambda m: m.get("id") == 1)
+            client.send("initialized", {})
+            for uri in (checked, quiet):
+                client.send("textDocument/didOpen", {"textDocument": {
+                    "uri": uri, "languageId": "python", "version": 1, "text": source}})
+                published = client.wait_for(
+                    lambda m: m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == uri)
+                codes[uri] = [d.get("code") for d in published["params"]["diagnostics"]]
+        finally:
+            client.close()
+        assert "SS101" in codes[checked], f"Python 3.{minor} ({python}): {codes[checked]}"
+        assert "SS101" not in codes[quiet], f"Python 3.{minor} ({python}) did not read [tool.stepscope]"
+
+
 def test_bundled_compiled_modules_analyse_traces_on_every_supported_python_here(unpacked: Path) -> None:
     # the compiled modules are built once for the stable ABI: each CPython must load them
     trace = REPO / "tests" / "data" / "traces" / "h200_async" / "trace.json.gz"
@@ -192,3 +233,33 @@ def test_bundled_compiled_modules_analyse_traces_on_every_supported_python_here(
         assert run.returncode == 0, f"Python 3.{minor}: {run.stderr[-1500:]}"
         results.add(run.stdout)
     assert len(results) == 1  # the same trace on every version
+
+
+def test_bundled_server_profiles_a_step_with_its_own_agent(unpacked: Path, tmp_path: Path) -> None:
+    # The server's side runs on a bare interpreter from bundled/ only; the program runs in an
+    # interpreter with torch where a stand-in `stepscope` refuses to load: the bundled agent
+    # (bundled/libs/stepscope/agent, loaded as a package of its own) needs nothing else of Stepscope.
+    pythons = available_pythons()
+    assert pythons, "no CPython 3.10+ found on this machine"
+    minor, bare = max(pythons.items())
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "train_cpu.py").write_text(EXAMPLE.read_text())
+    trip = tmp_path / "trip" / "stepscope"
+    trip.mkdir(parents=True)
+    (trip / "__init__.py").write_text("raise ImportError('tripwire: the agent imported stepscope')\n")
+    bundled = unpacked / "bundled"
+    cli = ("import sys; sys.path[:0] = [sys.argv.pop(1), sys.argv.pop(1)]\n"
+           "from stepscope.cli import main\n"
+           "sys.exit(main())\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    r = subprocess.run([str(bare), "-I", "-c", cli, str(bundled / "libs"), str(bundled / "native" / f"cp3{minor}"),
+                        "profile", "train_cpu.py", "--python", sys.executable, "--active", "3", "--json"],
+                       cwd=workspace, capture_output=True, text=True, timeout=600,
+                       env={**env, "PYTHONPATH": str(trip.parent)})
+    assert r.returncode == 0, r.stderr[-3000:]
+    report = json.loads(r.stdout)
+    assert len(report["steps"]) == 3 and report["ms_per_step"] > 0
+    assert report["scenario"]["program"]["python"] == sys.executable
+    spec = json.loads((Path(report["traces"][0]).parent / "spec.json").read_text())
+    assert spec["mode"] == "profile" and spec["schema_version"] == 1

@@ -76,11 +76,14 @@ def assert_ss101_on_item_call(problems: list[str]) -> None:
 
 
 def test_profile_this_step_paints_inline_timings(code_server, workspace: Path) -> None:
-    # The user's launch configuration for this file: the profile must start the program its way.
+    # The user's launch configurations: a torchrun one (a launcher module, which runs another file)
+    # comes first and must be passed over; the one for this file starts the program its way.
     (workspace / ".vscode").mkdir(exist_ok=True)
     (workspace / ".vscode" / "launch.json").write_text(json.dumps({"version": "0.2.0", "configurations": [
+        {"name": "DDP (torchrun)", "type": "debugpy", "request": "launch", "module": "torch.distributed.run",
+         "args": ["--nproc_per_node", "2", "${workspaceFolder}/train_cpu.py"]},
         {"name": "Train (short)", "type": "debugpy", "request": "launch",
-         "program": "${workspaceFolder}/train_cpu.py", "args": ["--steps", "24"]}]}))
+         "program": "${workspaceFolder}/train_cpu.py", "args": ["--steps", "24"], "python": str(TORCH_PYTHON)}]}))
     server = code_server(settings={"stepscope.interpreter": str(TORCH_PYTHON)})
     result = server.drive(
         "profile", RESULTS / "profile", file=EXAMPLE.name, cursorLine=line_of("logits = model(x)"),
@@ -109,8 +112,11 @@ def test_profile_this_step_paints_inline_timings(code_server, workspace: Path) -
     runs = sorted((workspace / ".stepscope").glob("runs/*"))
     assert runs, "the profile left no run folder"
     assert json.loads((runs[-1] / "spec.json").read_text())["argv"] == ["--steps", "24"]
-    assert 'launch configuration "Train (short)"' in log
-    assert "wall:" in result["hover"] and "share of the step" in result["hover"], result["hover"]
+    assert 'launch configuration "Train (short)"' in log and "DDP (torchrun)" not in log
+    # The hover comes from the server (textDocument/hover): the line's figures, its run and machine.
+    hover = result["hover"]
+    assert "wall:" in hover and "share of the step" in hover and "CPU self:" in hover, hover
+    assert runs[-1].name in hover and "host" in hover, hover
 
     # An edit makes the timings stale: they are cleared.
     assert result["timingsAfterEdit"] == []

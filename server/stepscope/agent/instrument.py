@@ -3,32 +3,55 @@
 Pure `ast` work, no torch. Every original line number is kept, so tracebacks and trace labels
 point at the user's own lines; the file on disk is never touched.
 
-What the rewrite adds (the runtime object is `__stepscope__`, a `window.StepWindow`):
+What the rewrite adds (the runtime object is `__stepscope__`, a `Runtime`):
 - The step loop at `step_line`:
   `for T in ITER:` → `for T in __stepscope__.iterate(ITER, "ss:<id>:<line>:next"):` (the
   iterator's `next()` is the batch read, reported on the loop's own line; each step begins just
-  before it); `while` loops get `__stepscope__.step_boundary()` as their first statement.
+  before it); `while` loops get `__stepscope__.step_boundary()` as their first statement; after
+  the loop statement comes `__stepscope__.loop_end()` (the loop was left: once the window is
+  complete, the program stops there rather than run the code after the loop).
   Each statement of its body, at any nesting depth inside compound statements, is wrapped in
   `with __stepscope__.region("ss:<id>:<stmt line>"):` — a compound statement is wrapped as a whole
   and its inner statements too.
 - The step function `step_function` (each call is a step): `__stepscope__.step_boundary()` first,
   then its statements wrapped as for a loop body.
 - Every other function of a workspace module: its body runs inside
-  `__stepscope__.frame("ss:<id>:<def line>")` (call depth in workspace code, and which function) and each statement inside `__stepscope__.line("ss:...")`, which records
-  only while the window runs and the call is within the configured depth of the step.
+  `__stepscope__.frame("ss:<id>:<def line>")` (call depth in workspace code, and which function) and
+  each statement inside `__stepscope__.line("ss:...")`, which records only while the window runs and
+  the call is within the configured depth of the step.
   Generator and async functions are not counted as frames (a suspended generator would hold its
   depth), but their statements are still labelled.
 Function and class definitions, `pass`, `global` and `nonlocal` are never wrapped: they cost
 nothing worth a region.
+
+With `regions=False` (a mode that only times the steps) the rewrite adds the step boundaries only:
+`iterate` and `step_boundary`, no `with` statement at all.
 """
 
 from __future__ import annotations
 
 import ast
+from typing import Any, ContextManager, Iterable, Iterator, Protocol
 
 from .protocol import fetch_label, region_label
 
 RUNTIME_NAME = "__stepscope__"
+
+
+class Runtime(Protocol):
+    """What the rewritten code calls as `__stepscope__` (steps.StepClock and its recorder)."""
+
+    def iterate(self, iterable: Iterable[Any], label: str) -> Iterator[Any]: ...
+
+    def step_boundary(self) -> None: ...
+
+    def loop_end(self) -> None: ...
+
+    def region(self, label: str) -> ContextManager[Any]: ...
+
+    def frame(self, label: str) -> ContextManager[Any]: ...
+
+    def line(self, label: str) -> ContextManager[Any]: ...
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -50,15 +73,17 @@ def _with(attr: str, args: list[ast.expr], body: list[ast.stmt], like: ast.stmt)
 
 
 class _Rewriter:
-    def __init__(self, file_id: str, step_line: int | None, step_function: str | None):
+    def __init__(self, file_id: str, step_line: int | None, step_function: str | None, regions: bool = True):
         self.file_id = file_id
         self.step_line = step_line
         self.step_function = step_function
+        self.regions = regions
         self.step_found = False
 
     # -- statements ---------------------------------------------------------------------------
     def wrap_block(self, body: list[ast.stmt], how: str) -> list[ast.stmt]:
-        """Wrap each statement of a block in a `how` ("region" or "line") context."""
+        """Wrap each statement of a block in a `how` ("region" or "line") context (without
+        regions: only look into it for the step)."""
         out: list[ast.stmt] = []
         for stmt in body:
             if isinstance(stmt, _FUNCTIONS):
@@ -75,8 +100,12 @@ class _Rewriter:
             if isinstance(stmt, _LOOPS) and stmt.lineno == self.step_line:
                 self.step_loop(stmt)
                 out.append(stmt)  # the loop statement itself is not a line of the step
+                out.append(_loop_end(stmt))
                 continue
             self.children(stmt, how)
+            if not self.regions:
+                out.append(stmt)
+                continue
             label = ast.copy_location(ast.Constant(region_label(self.file_id, stmt.lineno)), stmt)
             out.append(_with(how, [label], [stmt], stmt))
         return out
@@ -94,13 +123,14 @@ class _Rewriter:
     def block_functions(self, body: list[ast.stmt]) -> None:
         """Instrument functions defined in a block without labelling the block itself
         (module and class level code runs once; it is not part of a step)."""
-        for stmt in body:
+        for i, stmt in enumerate(list(body)):
             if isinstance(stmt, _FUNCTIONS):
                 self.function(stmt)
             elif isinstance(stmt, ast.ClassDef):
                 self.block_functions(stmt.body)
             elif isinstance(stmt, _LOOPS) and stmt.lineno == self.step_line:
                 self.step_loop(stmt)
+                body.insert(body.index(stmt) + 1, _loop_end(stmt))
             else:
                 for field in ("body", "orelse", "finalbody"):
                     block = getattr(stmt, field, None)
@@ -129,11 +159,18 @@ class _Rewriter:
             fn.body = doc + [boundary] + self.wrap_block(body, "region")
             return
         wrapped = self.wrap_block(body, "line")
-        if isinstance(fn, ast.AsyncFunctionDef) or _is_generator(fn):
+        if not self.regions or isinstance(fn, ast.AsyncFunctionDef) or _is_generator(fn):
             fn.body = doc + wrapped
         else:
             label = ast.Constant(region_label(self.file_id, fn.lineno))
             fn.body = doc + [_with("frame", [label], wrapped, body[0])]
+
+
+def _loop_end(loop: ast.stmt) -> ast.stmt:
+    """`__stepscope__.loop_end()`, right after the step loop: the loop was left (it ended, or a
+    break), with the loop's own last line so that a traceback still points at the user's code."""
+    end = ast.Expr(_runtime_call("loop_end", [], loop))
+    return ast.copy_location(end, loop)
 
 
 def _split_docstring(body: list[ast.stmt]) -> tuple[list[ast.stmt], list[ast.stmt]]:
@@ -153,9 +190,9 @@ def _is_generator(fn: ast.AST) -> bool:
 
 
 def instrument_module(tree: ast.Module, file_id: str, *, step_line: int | None = None,
-                      step_function: str | None = None) -> ast.Module:
+                      step_function: str | None = None, regions: bool = True) -> ast.Module:
     """Instrument a workspace module in place; with `step_line`/`step_function` it holds the step."""
-    rewriter = _Rewriter(file_id, step_line, step_function)
+    rewriter = _Rewriter(file_id, step_line, step_function, regions)
     rewriter.block_functions(tree.body)
     if (step_line is not None or step_function is not None) and not rewriter.step_found:
         what = f"no for/while loop starts at line {step_line}" if step_line is not None \
@@ -165,8 +202,8 @@ def instrument_module(tree: ast.Module, file_id: str, *, step_line: int | None =
 
 
 def compile_module(source: str | bytes, filename: str, file_id: str, *, step_line: int | None = None,
-                   step_function: str | None = None):
+                   step_function: str | None = None, regions: bool = True):
     """Parse, instrument and compile `source` as if it were the file `filename`."""
     tree = ast.parse(source, filename=filename)
-    instrument_module(tree, file_id, step_line=step_line, step_function=step_function)
+    instrument_module(tree, file_id, step_line=step_line, step_function=step_function, regions=regions)
     return compile(tree, filename, "exec", dont_inherit=True)

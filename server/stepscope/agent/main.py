@@ -1,7 +1,9 @@
-"""The agent's main: read the spec, set up the window, run the program, report how it ended.
+"""The agent's main, in steps: read the spec → build the mode's runtime (`build_profile`,
+`build_measure`) → run the program → classify how it ended (`classify_outcome`, a pure function) →
+write the records.
 
-Exit codes are protocol.EXIT_*; the events pipe says what happened along the way. The user's
-traceback is printed with the agent's own frames removed, so it points at the user's lines.
+Exit codes are protocol.EXIT_*; the events say what happened along the way. The user's traceback
+is printed with the agent's own frames removed, so it points at the user's lines.
 """
 
 from __future__ import annotations
@@ -10,43 +12,89 @@ import json
 import os
 import sys
 import traceback
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from . import protocol
+from .protocol import AgentSpec, EventSink, FailedEvent, FinishedEvent, Schedule, StartedEvent, Target
+from .timing import TimingRecorder, UnprofiledTail
 
 AGENT_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
-class Events:
-    """JSON lines on the pipe inherited from the capture side (silently absent when run by hand)."""
+# -- how the program ended, and what that means for the run -----------------------------------
+@dataclass(frozen=True)
+class ProgramEnding:
+    """How the program stopped running: "window-complete" (stopped at the boundary after the
+    window), "returned", "exited" (SystemExit with `status`), "raised" (`detail`: the exception and
+    where, "RuntimeError at crash.py:9"), "loop-not-found" (`detail`: why), "bad-value" (`detail`:
+    why `--value` could not be evaluated in the step's frame)."""
 
-    def __init__(self) -> None:
-        fd = os.environ.pop(protocol.EVENTS_FD_ENV, None)  # the program's children don't inherit it
-        self._out = os.fdopen(int(fd), "w", buffering=1, encoding="utf-8") if fd else None
-
-    def __call__(self, event: str, **fields: Any) -> None:
-        if self._out is None:
-            return
-        try:
-            self._out.write(json.dumps({"event": event, **fields}) + "\n")
-        except (OSError, ValueError):
-            self._out = None  # the capture side went away; the program keeps running
+    kind: str
+    status: Any = None
+    detail: str | None = None
 
 
-def _print_user_traceback(exc: BaseException) -> None:
-    tb = traceback.TracebackException.from_exception(exc)
-    stack = tb.stack
-    user = [f for f in stack if not os.path.abspath(f.filename).startswith(AGENT_DIR)]
-    tb.stack = traceback.StackSummary.from_list(user)
-    sys.stderr.write("".join(tb.format()))
-    sys.stderr.flush()
+@dataclass(frozen=True)
+class Outcome:
+    exit: int
+    reason: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.exit == protocol.EXIT_OK
 
 
-def _write_json(path: str, obj: Any) -> None:
-    tmp = f"{path}.{os.getpid()}.partial"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=2, default=str)
-    os.replace(tmp, path)
+def classify_outcome(ending: ProgramEnding, *, window_complete: bool, steps_run: int, active_steps: int,
+                     schedule: Schedule, target: Target, mode: str = "profile") -> Outcome:
+    """The run's exit code and reason. `window_complete`: whether the window had been recorded
+    when the program stopped; `steps_run` / `active_steps`: how many steps (active ones: timed
+    passes in mode "measure") ran."""
+    if ending.kind == "loop-not-found":
+        return Outcome(protocol.EXIT_NO_STEP, ending.detail)
+    if ending.kind == "bad-value":
+        return Outcome(protocol.EXIT_USAGE, ending.detail)
+    if window_complete:  # what the program did after its window is its own business
+        return Outcome(protocol.EXIT_OK)
+    if ending.kind == "exited" and ending.status not in (None, 0):
+        return Outcome(protocol.EXIT_PROGRAM_FAILED,
+                       f"the program exited with status {ending.status} before the window completed")
+    if ending.kind == "raised":
+        return Outcome(protocol.EXIT_PROGRAM_FAILED, f"the program raised {ending.detail} before the window completed")
+    if steps_run == 0:
+        step = f"the loop at line {target.line}" if target.line else f"a call of {target.function}()"
+        return Outcome(protocol.EXIT_NO_STEP, f"the program ended without reaching {step}")
+    if active_steps == 0 and mode == "measure":
+        return Outcome(protocol.EXIT_PROGRAM_FAILED,
+                       f"the loop ran {steps_run} steps, fewer than the {schedule.warmup + 1} needed to reach the "
+                       f"first timed pass (after {schedule.warmup} warm-up passes); give it more data or lower "
+                       "--warmup")
+    if active_steps == 0:
+        s = schedule
+        return Outcome(protocol.EXIT_PROGRAM_FAILED,
+                       f"the loop ran {steps_run} steps, fewer than the {s.wait + s.warmup + 1} needed to reach the "
+                       f"active window (wait {s.wait} + warmup {s.warmup} + active {s.active} = {s.cycle}); "
+                       "give it more data or lower --wait/--warmup")
+    return Outcome(protocol.EXIT_OK)  # the loop ended inside the window: the steps recorded are reported
+
+
+# -- reading the spec, the rank ---------------------------------------------------------------
+def read_spec(path: str) -> AgentSpec:
+    """The run's spec; ValueError (one line) when it cannot be read or breaks the contract."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except OSError as e:
+        raise ValueError(f"cannot read the run's spec {path}: {e.strerror}") from None
+    except ValueError as e:
+        raise ValueError(f"the run's spec {path} is not JSON: {e}") from None
+    return AgentSpec.from_json(doc)
+
+
+def _own_process() -> int:
+    """Which of a measure run's repeated processes this is (0: the first, or any other run)."""
+    value = os.environ.pop(protocol.PROCESS_ENV, None)
+    return int(value) if value else 0
 
 
 def _own_rank() -> int | None:
@@ -56,10 +104,61 @@ def _own_rank() -> int | None:
     return int(value) if value else None
 
 
-def _rank_record(spec: dict[str, Any], rank: int, local_rank: str | None,
-                 observed: dict[str, Any]) -> dict[str, Any]:
+# -- running the program ----------------------------------------------------------------------
+def _user_frames(tb: Any) -> list[traceback.FrameSummary]:
+    return [f for f in traceback.extract_tb(tb) if not os.path.abspath(f.filename).startswith(AGENT_DIR)]
+
+
+def _print_user_traceback(exc: BaseException) -> None:
+    tb = traceback.TracebackException.from_exception(exc)
+    user = [f for f in tb.stack if not os.path.abspath(f.filename).startswith(AGENT_DIR)]
+    tb.stack = traceback.StackSummary.from_list(user)
+    sys.stderr.write("".join(tb.format()))
+    sys.stderr.flush()
+
+
+def run_program(spec: AgentSpec, files: Any, runtime: Any, *, window_complete: Callable[[], bool]) -> ProgramEnding:
+    """Run the program as `python script` or `python -m module` would, with `runtime` as its
+    `__stepscope__`; say how it stopped. A traceback of the program's own failure is printed here
+    (before the window completed: after it, the failure is no part of the run)."""
+    from .instrument import LoopNotFound
+    from .program import run_module, run_script
+    from .steps import WindowComplete
+    from .timing import BadValueExpression
+
+    try:
+        if spec.entry.kind == "module":
+            run_module(spec.entry.name, list(spec.argv), files, runtime)
+        else:
+            run_script(spec.entry.path, list(spec.argv), files, runtime)
+    except WindowComplete:
+        return ProgramEnding("window-complete")
+    except LoopNotFound as e:
+        return ProgramEnding("loop-not-found", detail=str(e))
+    except BadValueExpression as e:
+        return ProgramEnding("bad-value", detail=str(e))
+    except SystemExit as e:
+        return ProgramEnding("exited", status=e.code)
+    except BaseException as e:  # the user's program raised: show its own traceback
+        if not window_complete():
+            _print_user_traceback(e)
+        user = _user_frames(e.__traceback__)
+        at = f" at {os.path.basename(user[-1].filename)}:{user[-1].lineno}" if user else ""
+        return ProgramEnding("raised", detail=f"{type(e).__name__}{at}")
+    return ProgramEnding("returned")
+
+
+# -- the records ------------------------------------------------------------------------------
+def _write_json(path: str, obj: Any) -> None:
+    tmp = f"{path}.{os.getpid()}.partial"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=2, default=str)
+    os.replace(tmp, path)
+
+
+def rank_record(spec: AgentSpec, rank: int, local_rank: str | None, observed: dict[str, Any]) -> dict[str, Any]:
     """What this rank was in the distributed run, and whether the program formed a process group."""
-    record = dict(spec.get("distributed") or {})
+    record = protocol.to_json(spec.distributed) if spec.distributed is not None else {}
     record.update(rank=rank, local_rank=int(local_rank) if local_rank else None)
     group = observed.get("process_group")
     record["process_group"] = group
@@ -69,128 +168,199 @@ def _rank_record(spec: dict[str, Any], rank: int, local_rank: str | None,
     return record
 
 
-def main(spec_path: str, process_start: float) -> int:
-    with open(spec_path, encoding="utf-8") as f:
-        spec = json.load(f)
-    emit = Events()
-    os.environ[protocol.RUN_ENV] = "1"
-
-    try:
-        import torch  # noqa: F401  (the user's interpreter must have it)
-        from torch.profiler import ProfilerActivity
-    except ImportError as e:
-        emit("failed", reason=f"torch cannot be imported in {sys.executable}: {e}", exit=protocol.EXIT_REFUSED)
-        sys.stderr.write(f"stepscope: torch cannot be imported in {sys.executable}: {e}\n")
-        return protocol.EXIT_REFUSED
-
-    from . import scenario as scenario_mod
-    from .instrument import LoopNotFound
-    from .program import Workspace, run_module, run_script
-    from .window import StepWindow, WindowComplete
-
-    opts = spec["options"]
-    machine = scenario_mod.machine_record()
-    activities = [ProfilerActivity.CPU]
-    if machine["accelerator"] in ("cuda", "rocm") and not opts.get("cpu_only"):
-        if not machine["gpu_collection"]:
-            reason = ("this is a GPU machine but torch.profiler cannot collect GPU activity here "
-                      "(CUDA activity unsupported); rerun with --cpu-only for a CPU-only trace")
-            emit("failed", reason=reason, exit=protocol.EXIT_REFUSED)
-            return protocol.EXIT_REFUSED
-        activities.append(ProfilerActivity.CUDA)
-
-    run_dir = spec["run_dir"]
-    sched = spec["schedule"]
-    rank = _own_rank()
-    local_rank = os.environ.get("LOCAL_RANK")  # read before the program can change it
-    if rank is not None:
-        machine.update(rank=rank, world_size=(spec.get("distributed") or {}).get("world_size"))
-    window = StepWindow(
-        trace_path=os.path.join(run_dir, protocol.rank_file_name("trace.json", rank)),
-        wait=sched["wait"], warmup=sched["warmup"], active=sched["active"], repeat=sched["repeat"],
-        activities=activities,
-        record_shapes=bool(opts.get("shapes")), with_stack=bool(opts.get("stack")),
-        profile_memory=bool(opts.get("memory")), run_to_end=bool(opts.get("run_to_end")),
-        max_depth=int(opts.get("depth", 2)), line_regions=bool(opts.get("line_regions", True)),
-        bound_regions=bool(opts.get("bound_regions", True)),
-        emit=emit, process_start=process_start,
-    )
-    emit("started", pid=os.getpid(), rank=rank)
-    from . import guard
-
-    guard.install(window.note)
-
-    outcome: dict[str, Any] = {"exit": protocol.EXIT_OK, "reason": None}
-    entry, target, argv = spec["entry"], spec["target"], spec.get("argv", [])
-    ws = Workspace(spec["root"], target)
-    try:
-        if entry["kind"] == "module":
-            run_module(entry["name"], argv, ws, window)
-        else:
-            run_script(entry["path"], argv, ws, window)
-    except WindowComplete:
-        pass
-    except LoopNotFound as e:
-        emit("failed", reason=str(e), exit=protocol.EXIT_NO_STEP)
-        return protocol.EXIT_NO_STEP
-    except SystemExit as e:
-        if not window.window_complete and e.code not in (None, 0):
-            outcome = {"exit": protocol.EXIT_PROGRAM_FAILED,
-                       "reason": f"the program exited with status {e.code} before the window completed"}
-    except BaseException as e:  # the user's program raised: show its own traceback
-        if not window.window_complete:
-            _print_user_traceback(e)
-            where = traceback.extract_tb(e.__traceback__)
-            user = [f for f in where if not os.path.abspath(f.filename).startswith(AGENT_DIR)]
-            at = f" at {os.path.basename(user[-1].filename)}:{user[-1].lineno}" if user else ""
-            outcome = {"exit": protocol.EXIT_PROGRAM_FAILED,
-                       "reason": f"the program raised {type(e).__name__}{at} before the window completed"}
-
-    if not window.window_complete:
-        window.finish_early()
-        if outcome["exit"] == protocol.EXIT_OK:
-            if window.steps_run() == 0:
-                step = f"the loop at line {target['line']}" if target.get("line") else f"a call of {target.get('function')}()"
-                outcome = {"exit": protocol.EXIT_NO_STEP,
-                           "reason": f"the program ended without reaching {step}"}
-            elif window.active_steps_seen() == 0:
-                need = sched["wait"] + sched["warmup"] + sched["active"]
-                outcome = {"exit": protocol.EXIT_PROGRAM_FAILED,
-                           "reason": (f"the loop ran {window.steps_run()} steps, fewer than the "
-                                      f"{sched['wait'] + sched['warmup'] + 1} needed to reach the active window "
-                                      f"(wait {sched['wait']} + warmup {sched['warmup']} + active {sched['active']} = {need}); "
-                                      "give it more data or lower --wait/--warmup")}
-
-    from . import compiled
-
-    torch_compile = compiled.record(window.observed, window.dynamo_at_window_start,
-                                    window.dynamo_at_window_end, window.traces_written)
-    record = dict(spec.get("scenario", {}))
+def scenario_record(spec: AgentSpec, *, machine: dict[str, Any], clock: Any, activities: list[str],
+                    traces: list[str], program_state: dict[str, Any], torch_compile: dict[str, Any],
+                    rank: int | None, local_rank: str | None) -> dict[str, Any]:
+    """The scenario record (scenario.json): the capture side's part from the spec, then what this
+    agent saw. `clock`: the run's steps.StepClock."""
+    observed = clock.observed
+    record = dict(spec.scenario)
     record.update({
-        "machine": machine | {"devices": scenario_mod.cuda_device_names()},
-        "schedule": sched,
-        "startup": window.startup(),
-        "steps_run": window.steps_run(),
-        "active_steps_recorded": window.active_steps_seen(),
-        "window_complete": window.window_complete,
-        "activities": [str(a).split(".")[-1] for a in activities],
-        "program_state": scenario_mod.program_state() | {"torch_compile_used": torch_compile["compiled_step"]},
+        "machine": machine,
+        "schedule": protocol.to_json(clock.schedule),
+        "startup": clock.startup(),
+        "steps_run": clock.steps_run(),
+        "active_steps_recorded": clock.active_steps_seen(),
+        "window_complete": clock.window_complete,
+        "activities": activities,
+        "program_state": program_state | {"torch_compile_used": torch_compile["compiled_step"]},
         "torch_compile": torch_compile,
-        "traces": window.traces_written,
-        "observed": window.observed,
-        "notes": window.notes,
+        "traces": traces,
+        "observed": observed,
+        "notes": clock.notes,
     })
-    batch = (window.observed.get("batch") or {}).get("batch_size")
+    batch = (observed.get("batch") or {}).get("batch_size")
     if batch is None:
-        batch = (window.observed.get("data_source") or {}).get("batch_size")
+        batch = (observed.get("data_source") or {}).get("batch_size")
     record["batch_size"] = batch
     if rank is not None:
-        record["distributed"] = _rank_record(spec, rank, local_rank, window.observed)
-    _write_json(os.path.join(run_dir, protocol.rank_file_name("scenario.json", rank)), record)
-    _write_json(os.path.join(run_dir, protocol.rank_file_name("files.json", rank)), ws.table())
-    if outcome["exit"] != protocol.EXIT_OK:
-        emit("failed", **outcome)
-    emit("finished", exit=outcome["exit"], traces=window.traces_written)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    return outcome["exit"]
+        record["distributed"] = rank_record(spec, rank, local_rank, observed)
+    return record
+
+
+# -- the mode's runtime ----------------------------------------------------------------------
+class Refused(Exception):
+    """The run cannot be made here (agent exit EXIT_REFUSED); the message is one line."""
+
+
+@dataclass
+class ModeRuntime:
+    """What a mode runs the program with: the step clock, its recorder, and the files the
+    program's rewrite reports into (a mode that records no regions rewrites without them)."""
+
+    clock: Any  # steps.StepClock
+    recorder: Any  # a steps.Recorder
+    files: Any  # program.ProgramFiles
+    activities: list[str]  # what the recorder collects, for the scenario record
+    timings: Any = None  # what writes the timings record (timing.TimingRecorder / UnprofiledTail)
+    seeds: dict[str, Any] | None = None  # what was seeded before the program started (mode "measure")
+
+
+def build_profile(spec: AgentSpec, machine: dict[str, Any], rank: int | None, events: EventSink,
+                  process_start: float) -> ModeRuntime:
+    """Mode "profile": the clock with torch.profiler as its recorder. Refused on a GPU machine whose
+    torch.profiler cannot collect GPU activity (unless the options say CPU only)."""
+    from torch.profiler import ProfilerActivity
+
+    from .profiling import ProfilerSession
+    from .program import ProgramFiles
+    from .steps import StepClock
+
+    options = spec.profile
+    assert options is not None  # AgentSpec checks it
+    activities = [ProfilerActivity.CPU]
+    if machine["accelerator"] in ("cuda", "rocm") and not options.cpu_only:
+        if not machine["gpu_collection"]:
+            raise Refused("this is a GPU machine but torch.profiler cannot collect GPU activity here "
+                          "(CUDA activity unsupported); rerun with --cpu-only for a CPU-only trace")
+        activities.append(ProfilerActivity.CUDA)
+    session = ProfilerSession(run_dir=spec.run_dir, rank=rank, options=options, activities=activities)
+    sched = options.schedule
+    # After the window, the same steps without the profiler: as many warm-up steps as preceded the
+    # window, then as many timed ones as it had active (the profiler's distortion, analysis/distortion.py).
+    tail = UnprofiledTail(warmup=sched.wait + sched.warmup, passes=sched.active)
+    clock = StepClock(schedule=sched, recorder=session, emit=events.send, process_start=process_start,
+                      run_to_end=options.run_to_end, after_window=tail)
+    return ModeRuntime(clock, session, ProgramFiles(spec.root, spec.target),
+                       [str(a).split(".")[-1] for a in activities], timings=tail)
+
+
+def build_measure(spec: AgentSpec, machine: dict[str, Any], rank: int | None, events: EventSink,
+                  process_start: float) -> ModeRuntime:
+    """Mode "measure": the clock with a timer as its recorder, a rewrite with the step boundaries
+    only, and the seeds set (`seed_everything`). No profiler is imported."""
+    from .program import ProgramFiles
+    from .steps import StepClock
+
+    options = spec.measure
+    assert options is not None  # AgentSpec checks it
+    recorder = TimingRecorder(warmup=options.warmup, passes=options.passes, value=options.value,
+                              capture_values=spec.target.function is None)
+    clock = StepClock(schedule=options.schedule, recorder=recorder, emit=events.send, process_start=process_start)
+    return ModeRuntime(clock, recorder, ProgramFiles(spec.root, spec.target, regions=False), [], timings=recorder,
+                       seeds=seed_everything(options.seed))
+
+
+def seed_everything(seed: int) -> dict[str, Any]:
+    """Seed what a training step draws from before the program starts, and say what was seeded:
+    Python's `random`, torch (the CPU and every CUDA device), and numpy's global generator when
+    numpy is loaded. PYTHONHASHSEED is the capture side's (it must be set before Python starts)."""
+    import random
+
+    import torch
+
+    random.seed(seed)
+    torch.manual_seed(seed)
+    seeded = {"seed": seed, "python_random": True, "torch": True, "numpy": False,
+              "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED")}
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        try:
+            numpy.random.seed(seed)
+            seeded["numpy"] = True
+        except Exception:  # an unusual numpy: leave it unseeded, and say so
+            pass
+    return seeded
+
+
+# -- main -------------------------------------------------------------------------------------
+def _refuse(events: EventSink, reason: str, code: int) -> int:
+    events.send(FailedEvent(reason=reason, exit=code))
+    return code
+
+
+def main(spec_path: str, process_start: float) -> int:
+    events = protocol.open_event_sink()
+    try:
+        return _main(spec_path, process_start, events)
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        events.close()
+
+
+def _main(spec_path: str, process_start: float, events: EventSink) -> int:
+    os.environ[protocol.RUN_ENV] = "1"
+    rank = _own_rank()
+    try:
+        spec = read_spec(spec_path)
+    except ValueError as e:
+        sys.stderr.write(f"stepscope: {e}\n")
+        return _refuse(events, str(e), protocol.EXIT_AGENT_ERROR)
+    try:
+        import torch  # noqa: F401  (the user's interpreter must have it)
+    except ImportError as e:
+        sys.stderr.write(f"stepscope: torch cannot be imported in {sys.executable}: {e}\n")
+        return _refuse(events, f"torch cannot be imported in {sys.executable}: {e}", protocol.EXIT_REFUSED)
+
+    from . import compiled, guard
+    from . import scenario as scenario_mod
+
+    machine = scenario_mod.machine_record()
+    process = _own_process()
+    try:
+        build = build_measure if spec.mode == "measure" else build_profile
+        mode = build(spec, machine, rank, events, process_start)
+    except Refused as e:
+        return _refuse(events, str(e), protocol.EXIT_REFUSED)
+    local_rank = os.environ.get("LOCAL_RANK")  # read before the program can change it
+    if rank is not None:
+        machine.update(rank=rank, world_size=spec.distributed.world_size if spec.distributed else None)
+    clock = mode.clock
+    events.send(StartedEvent(pid=os.getpid(), rank=rank))
+    guard.install(clock.note)
+
+    ending = run_program(spec, mode.files, clock.runtime(), window_complete=lambda: clock.window_complete)
+    window_complete = clock.window_complete
+    if not window_complete:
+        clock.finish()
+    outcome = classify_outcome(ending, window_complete=window_complete, steps_run=clock.steps_run(),
+                               active_steps=clock.active_steps_seen(), schedule=clock.schedule, target=spec.target,
+                               mode=spec.mode)
+    if ending.kind in ("loop-not-found", "bad-value"):  # no record worth writing
+        if ending.kind == "bad-value":
+            sys.stderr.write(f"stepscope: {outcome.reason}\n")
+        return _refuse(events, outcome.reason or "", outcome.exit)
+    timings = mode.timings.record() if mode.timings is not None else None
+    if isinstance(mode.timings, UnprofiledTail) and mode.timings.note():
+        clock.note("unprofiled", mode.timings.note())
+    if spec.mode == "measure" and timings is not None and len(timings["raw_ms"]) < spec.measure.passes:
+        clock.note("passes", f"the loop ended after {len(timings['raw_ms'])} of the {spec.measure.passes} passes "
+                             "asked: the figures are over those")
+
+    traces = mode.recorder.outputs()
+    torch_compile = compiled.record(clock.observed, clock.dynamo_at_window_start, clock.dynamo_at_window_end, traces)
+    record = scenario_record(
+        spec, machine=machine | {"devices": scenario_mod.cuda_device_names()}, clock=clock,
+        activities=mode.activities, traces=traces, program_state=scenario_mod.program_state(),
+        torch_compile=torch_compile, rank=rank, local_rank=local_rank)
+    if mode.seeds is not None:
+        record["seeds"] = mode.seeds
+    _write_json(os.path.join(spec.run_dir, protocol.run_file_name(protocol.SCENARIO, rank, process)), record)
+    _write_json(os.path.join(spec.run_dir, protocol.run_file_name(protocol.FILES, rank, process)), mode.files.table())
+    if timings is not None:
+        _write_json(os.path.join(spec.run_dir, protocol.run_file_name(protocol.TIMINGS, rank, process)), timings)
+    if not outcome.ok:
+        events.send(FailedEvent(reason=outcome.reason or "", exit=outcome.exit))
+    events.send(FinishedEvent(exit=outcome.exit, traces=tuple(traces)))
+    return outcome.exit

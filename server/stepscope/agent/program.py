@@ -20,20 +20,24 @@ import sys
 import types
 from typing import Any
 
-from .instrument import RUNTIME_NAME, compile_module
+from .instrument import RUNTIME_NAME, Runtime, compile_module
+from .protocol import Target
 
 _NOT_WORKSPACE = {"site-packages", "dist-packages", "node_modules", "__pypackages__"}
-_AGENT_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Stepscope's own files are never the user's, even when the workspace is Stepscope's source.
+_STEPSCOPE_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-class Workspace:
-    """Which files are the user's, their ids in the file table, and where the step is."""
+class ProgramFiles:
+    """Which files of the program are the user's, their ids in the file table, and where the step
+    is. `regions`: whether the rewrite adds regions (instrument.py) or the step boundaries only."""
 
-    def __init__(self, root: str, step: dict[str, Any]):
+    def __init__(self, root: str, step: Target, *, regions: bool = True):
         self.root = os.path.realpath(root)
-        self.step_path = os.path.realpath(step["path"])
-        self.step_line: int | None = step.get("line")
-        self.step_function: str | None = step.get("function")
+        self.step_path = os.path.realpath(step.path)
+        self.step_line: int | None = step.line
+        self.step_function: str | None = step.function
+        self.regions = regions
         self.files: dict[str, str] = {}  # real path → file id
         self.file_id(self.step_path)  # the step's file is always f0
 
@@ -44,7 +48,7 @@ class Workspace:
 
     def owns(self, path: str) -> bool:
         real = os.path.realpath(path)
-        if not real.endswith(".py") or real.startswith(_AGENT_PACKAGE + os.sep):
+        if not real.endswith(".py") or real.startswith(_STEPSCOPE_PACKAGE + os.sep):
             return False
         if real != self.root and not real.startswith(self.root + os.sep):
             return False
@@ -58,6 +62,7 @@ class Workspace:
             source, path, self.file_id(real),
             step_line=self.step_line if is_step else None,
             step_function=self.step_function if is_step else None,
+            regions=self.regions,
         )
 
     def table(self) -> dict[str, Any]:
@@ -66,7 +71,7 @@ class Workspace:
 
 
 class _InstrumentingLoader(importlib.machinery.SourceFileLoader):
-    def __init__(self, fullname: str, path: str, ws: Workspace, runtime: Any):
+    def __init__(self, fullname: str, path: str, ws: ProgramFiles, runtime: Runtime):
         super().__init__(fullname, path)
         self._ws, self._runtime = ws, runtime
 
@@ -81,7 +86,7 @@ class _InstrumentingLoader(importlib.machinery.SourceFileLoader):
 class _WorkspaceFinder(importlib.abc.MetaPathFinder):
     """Hands out the instrumenting loader for source modules inside the workspace."""
 
-    def __init__(self, ws: Workspace, runtime: Any):
+    def __init__(self, ws: ProgramFiles, runtime: Runtime):
         self._ws, self._runtime = ws, runtime
 
     def find_spec(self, fullname, path=None, target=None):
@@ -104,11 +109,11 @@ class _WorkspaceFinder(importlib.abc.MetaPathFinder):
         return None
 
 
-def install_import_hook(ws: Workspace, runtime: Any) -> None:
+def install_import_hook(ws: ProgramFiles, runtime: Runtime) -> None:
     sys.meta_path.insert(0, _WorkspaceFinder(ws, runtime))
 
 
-def run_script(path: str, argv: list[str], ws: Workspace, runtime: Any) -> None:
+def run_script(path: str, argv: list[str], ws: ProgramFiles, runtime: Runtime) -> None:
     """Execute `path` as __main__, instrumented like any workspace module."""
     path = os.path.abspath(path)
     sys.argv = [path, *argv]
@@ -133,7 +138,7 @@ def run_script(path: str, argv: list[str], ws: Workspace, runtime: Any) -> None:
             sys.modules["__main__"] = saved_main
 
 
-def run_module(name: str, argv: list[str], ws: Workspace, runtime: Any) -> None:
+def run_module(name: str, argv: list[str], ws: ProgramFiles, runtime: Runtime) -> None:
     install_import_hook(ws, runtime)
     sys.argv = [name, *argv]
     sys.path[0] = os.getcwd()

@@ -37,9 +37,10 @@ from operator import itemgetter, not_
 from pathlib import Path
 from typing import Hashable, Iterable
 
+from ..agent.protocol import parse_label
 from ..trace import Kind, Trace
 from .intervals import Interval, clip, union_length
-from .labels import FileTable, FrameResolver, parse_frame, parse_ss_label
+from .labels import FileTable, FrameResolver, parse_frame
 from .links import Links, copy_direction
 from .op_details import add_op_details, call_stack_nodes
 from .steps import Step
@@ -175,6 +176,8 @@ class Attribution:
     gpu_events: int
     gpu_unlinked: int
     backward_link: str  # "flows", "sequence numbers", "none needed" or "unavailable"
+    ops_in_window: int = 0  # CPU operators recorded in the window (every thread)
+    kernels_in_window: int = 0  # kernels launched in the window
 
 
 def attribute(
@@ -217,7 +220,7 @@ def attribute(
             continue
         region_nodes.append(_Node(start, end, track, label))
         if name_id not in ss_cache:
-            ss = parse_ss_label(label)
+            ss = parse_label(label)
             path = file_table.resolve(ss.file_id) if (ss and file_table) else None
             ss_cache[name_id] = ("exact", path, ss.line) if (ss and path) else None
             region_info[label] = (path, ss.line if ss else None)
@@ -243,6 +246,8 @@ def attribute(
                          [g for g, _ in launched])
     syncs = [r for r in links.sync_rows if w0 <= ts_col[r] <= w1]
     sync_points = _Points([track_col[r] for r in syncs], [ts_col[r] for r in syncs], syncs)
+    op_rows = [r for r in trace.rows(Kind.CPU_OP) if w0 <= ts_col[r] <= w1 and track_col[r] not in devices]
+    op_points = _Points([track_col[r] for r in op_rows], [ts_col[r] for r in op_rows], op_rows)
     backward_points, backward_link = _backward_points(trace, w0, w1)
     gpu_under = _gpu_under_backward(trace, backward_points, gpu_points)
 
@@ -251,6 +256,7 @@ def attribute(
     def figures(nodes: list[_Node]) -> dict[Hashable, dict]:
         gpu_hits = _hits(nodes, gpu_points, step_track, step_starts)
         sync_hits = _hits(nodes, sync_points, step_track, step_starts)
+        op_hits = _hits(nodes, op_points, None)  # the operators the line's own thread ran inside it
         bwd_hits = _hits(nodes, backward_points, None)  # forward points are on the forward thread
         self_times = _self_times(nodes)
         per_key: dict[Hashable, list[_Node]] = defaultdict(list)
@@ -269,6 +275,7 @@ def attribute(
                 "cpu_self_ms": _ms(min(self_times[key], cpu_total), n_steps),
                 "cpu_total_ms": _ms(cpu_total, n_steps),
                 "count": _per_step(len(key_nodes), n_steps),
+                "ops": _per_step(len(op_hits.get(key, ())), n_steps),
             }
             fig.update(_gpu_figures(trace, [gpu_points.row[i] for i in gpu_hits.get(key, ())], n_steps, gpu_observed))
             sync_rows = [sync_points.row[i] for i in sync_hits.get(key, ())]
@@ -308,7 +315,8 @@ def attribute(
             "count": fig["count"],
         })
     regions.sort(key=lambda d: (-d["wall_ms"], d["label"]))
-    return Attribution(lines, regions, len(links.gpu_rows), links.unlinked, backward_link)
+    kernels = sum(1 for g, _ in launched if trace.kind[g] == Kind.KERNEL)
+    return Attribution(lines, regions, len(links.gpu_rows), links.unlinked, backward_link, len(op_rows), kernels)
 
 
 def _ms(us: float, n_steps: int) -> float:

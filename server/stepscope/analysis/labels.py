@@ -1,7 +1,8 @@
 """Names that point at source: Stepscope's region labels and with_stack Python frames.
 
 - `ss:<file-id>:<line>` labels a statement; `ss:<file-id>:<line>:next` the loop header's batch
-  fetch (attributed to the header line). Nothing else is ever encoded in a label.
+  fetch (attributed to the header line). Nothing else is ever encoded in a label; the run
+  contract (agent/protocol.py) writes and parses them (`parse_label`).
 - A `python_function` event is named `<path>(<def line>): <function>`; its line is the function's
   def line, so figures from frames have "function" precision.
 - A 1.9-era `Call stack` arg is `<path>(<line>): <function>;...`, innermost frame first, and each
@@ -22,25 +23,10 @@ from pathlib import Path
 from ..errors import UsageError
 from .. import jsonio
 
-_SS = re.compile(r"^ss:([A-Za-z0-9_]+):(\d+)(:next)?$")
 _FRAME = re.compile(r"^(.+)\((\d+)\): (.+)$")
 
 # Frames from these places are library code, never the user's line.
 _LIBRARY_MARKERS = ("site-packages", "dist-packages", "/lib/python", "\\lib\\python", "<frozen", "<built-in")
-
-
-@dataclass(frozen=True)
-class SsLabel:
-    file_id: str
-    line: int
-    is_next: bool
-
-
-def parse_ss_label(name: str) -> SsLabel | None:
-    m = _SS.match(name)
-    if not m:
-        return None
-    return SsLabel(m.group(1), int(m.group(2)), m.group(3) is not None)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ Invariants:
 - Reports are ordered by rank (`machine.rank`, from the trace's `distributedInfo` or the run's
   record); traces without a rank come last, in the order they were read.
 - A distributed capture's run folder holds each rank's own file table and scenario record beside its
-  trace (`rank_in_file_name`); report.py reads each rank's trace with them.
+  trace, named by the run contract (agent/protocol.py); report.py reads each rank's trace with them.
 - The headline (top-level figures: ms/step, lines, regions, findings) is the first report in that
   order, the lowest rank, and `notes` says so.
 - Every figure of a `ranks[i]` entry is that rank's own, from its own trace: nothing is summed or
@@ -20,28 +20,10 @@ Invariants:
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 MAX_RANK_LINES = 10
-
-# A distributed capture names every file a rank writes `<name>-rank<r>...` (trace-rank1.json,
-# trace-rank1-1.json for a second repeat cycle, scenario-rank1.json, files-rank1.json):
-# agent/protocol.py's rank_file_name, read back here without importing the agent.
-_RANK_IN_NAME = re.compile(r"^[^.]*?-rank(\d+)(?:-\d+)?\.")
-
-
-def rank_in_file_name(path: Path) -> int | None:
-    """The rank a distributed capture wrote into this file's name, else None."""
-    match = _RANK_IN_NAME.match(Path(path).name)
-    return int(match.group(1)) if match else None
-
-
-def rank_file_name(name: str, rank: int) -> str:
-    """`name` ("scenario.json") as rank `rank` of a distributed capture writes it ("scenario-rank1.json")."""
-    stem, dot, ext = name.partition(".")
-    return f"{stem}-rank{rank}{dot}{ext}"
 
 
 def order_by_rank(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -5,49 +5,22 @@ step runs torch.compile'd code when the run recorded it), the per-line table sor
 the inputs and memory of the top lines (when recorded), regions, findings, and what was not
 observed. A trace without step markers has no ms/step: its headline names the window and its
 figures are per window.
+
+Layout only: how each figure is rounded and worded (ms, the machine, the headline) comes from
+present.py, which the editor's surfaces use too.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from ..textsafe import printable
+from . import present
+
+_fmt_ms = present.ms_table
+_short = present.short_path
+_bytes_text = present.bytes_text
 
 MAX_ROWS = 30
 MAX_STEPS_SHOWN = 10
-
-
-def _fmt_ms(v: float | None) -> str:
-    return "n/o" if v is None else f"{v:.3f}"
-
-
-def _machine_name(machine: dict) -> str:
-    parts = [str(machine.get("device") or "unknown device")]
-    if machine.get("host"):
-        parts.append(f"host {machine['host']}")
-    if machine.get("rank") is not None:
-        parts.append(f"rank {machine['rank']}")
-    parts.append(f"from the {machine.get('source', 'trace')}")
-    return ", ".join(parts)
-
-
-def _short(path: str | None, root: str | None) -> str:
-    if not path:
-        return "-"
-    if root:
-        try:
-            return Path(path).relative_to(root).as_posix()
-        except ValueError:
-            pass
-    return path
-
-
-def _headline(report: dict) -> str:
-    if report.get("ms_per_step") is None:
-        window_ms = (report.get("window") or {}).get("ms") or 0.0
-        return f"no step markers (ProfilerStep#N): one window of {window_ms:.3f} ms, no ms/step"
-    headline = f"{report['ms_per_step']:.3f} ms/step (median of {len(report.get('steps', []))} active steps)"
-    if report.get("samples_per_s") is not None:
-        headline += f", {report['samples_per_s']:.1f} samples/s"
-    return headline
 
 
 def render_ranks(report: dict) -> list[str]:
@@ -58,7 +31,7 @@ def render_ranks(report: dict) -> list[str]:
     if not ranks:
         return []
     headline = ranks[0]
-    whose = f"rank {headline['rank']}" if headline.get("rank") is not None else headline["trace"]
+    whose = f"rank {headline['rank']}" if headline.get("rank") is not None else printable(headline["trace"])
     # ranks without step markers are compared by their window: show what was compared
     measure, title = ("ms_per_step", "ms/step") if any(r.get("ms_per_step") is not None for r in ranks) \
         else ("window_ms", "window ms")
@@ -108,7 +81,7 @@ def render_torch_compile(report: dict) -> str | None:
             line += f"; dynamo compiled {during} frame(s) inside the window, so its step times include compiling"
         return line
     if record.get("compiled_step") is False and objects:
-        return (f"torch.compile: compiled objects in the step's frame ({', '.join(map(str, objects))}), "
+        return (f"torch.compile: compiled objects in the step's frame ({printable(', '.join(map(str, objects)))}), "
                 "but the step ran no compiled code in the window")
     return None
 
@@ -116,15 +89,18 @@ def render_torch_compile(report: dict) -> str | None:
 def render_text(report: dict) -> str:
     out: list[str] = []
     steps = report.get("steps", [])
-    per = "window" if report.get("ms_per_step") is None else "step"
-    out.append(_headline(report))
-    out.append(f"measured on: {_machine_name(report.get('machine', {}))}")
+    per = present.per(report)
+    out.append(present.headline(report))
+    distortion = present.distortion_text(report)
+    if distortion:
+        out.append(distortion)
+    out.append(f"measured on: {printable(present.machine_label(report.get('machine', {})))}")
     compiled = render_torch_compile(report)
     if compiled:
         out.append(compiled)
     contents = report.get("step_contents")
     if contents:
-        out.append(f"the step contains: {contents['summary']} ({contents['kind']})")
+        out.append(f"the step contains: {printable(contents['summary'])} ({printable(contents['kind'])})")
     values = [s["ms"] for s in steps]
     if not values:
         pass
@@ -133,14 +109,11 @@ def render_text(report: dict) -> str:
     else:
         shown = ", ".join(f"{v:.3f}" for v in values[:MAX_STEPS_SHOWN])
         out.append(f"steps (ms): {shown}, ... ({len(values)} steps; min {min(values):.3f}, max {max(values):.3f})")
-    startup = report.get("startup") or {}
-    if startup.get("to_first_step_ms") is not None:
-        first = ", ".join(f"{v:.1f}" for v in startup.get("first_steps_ms") or [])
-        out.append(f"start-up (separate from the window): {startup['to_first_step_ms']:.1f} ms to the first step"
-                   + (f"; first steps {first} ms" if first else ""))
+    startup = present.startup_text(report.get("startup"))
+    if startup:
+        out.append(startup)
     out.extend(render_ranks(report))
-    gpu = report.get("gpu") or {}
-    out.append("GPU: observed" if gpu.get("observed") else f"GPU: not observed ({gpu.get('reason')})")
+    out.append(printable(present.gpu_text(report.get("gpu"))))
 
     root = report.get("source_root")
     lines = report.get("lines") or []
@@ -150,13 +123,19 @@ def render_text(report: dict) -> str:
         header = f"{'file:line':<40} {'prec':<8} {'wall ms':>9} {'self ms':>9} {'gpu ms':>9} {'bwd ms':>9} {'kern':>5} {'sync ms':>8}"
         out.append(header)
         for row in lines[:MAX_ROWS]:
-            where = f"{_short(row['file'], root)}:{row['line']}"
+            where = printable(f"{_short(row['file'], root)}:{row['line']}")
             out.append(
                 f"{where[-40:]:<40} {row['precision']:<8} {row['wall_ms']:>9.3f} {row['cpu_self_ms']:>9.3f} "
                 f"{_fmt_ms(row['gpu_ms']):>9} {_fmt_ms(row['backward_ms']):>9} {row['kernels']:>5} {row['sync_ms']:>8.3f}"
             )
         if len(lines) > MAX_ROWS:
             out.append(f"... {len(lines) - MAX_ROWS} more lines (see --json)")
+        costly = [row for row in lines[:MAX_ROWS] if (row.get("profiler_ms_estimate") or 0) > 0]
+        if costly:
+            top = max(costly, key=lambda row: row["profiler_ms_estimate"])
+            out.append(f"the profiler's own cost, an estimate per line from its operators and kernels (--json: "
+                       f"profiler_ms_estimate): most at {_short(top['file'], root)}:{top['line']}, "
+                       f"~{present.ms_short(top['profiler_ms_estimate'])} ms per {per}")
     else:
         out.append("no per-line figures")
     out.extend(render_op_details(report))
@@ -165,22 +144,22 @@ def render_text(report: dict) -> str:
         out.append("")
         out.append(f"regions, per {per}:")
         for r in regions[:MAX_ROWS]:
-            out.append(f"  {r['label'][:50]:<50} wall {r['wall_ms']:>9.3f} ms   gpu {_fmt_ms(r['gpu_ms']):>9} ms")
+            out.append(f"  {printable(r['label'], 50):<50} wall {r['wall_ms']:>9.3f} ms   gpu {_fmt_ms(r['gpu_ms']):>9} ms")
     findings = report.get("findings") or []
     if findings:
         out.append("")
         out.append("findings:")
         for f in findings:
-            where = f" ({_short(f.get('file'), root)}:{f.get('line')})" if f.get("file") else ""
-            out.append(f"  [{f['kind']}]{where} {f['observation']}")
-            out.append(f"      hypothesis: {f['hypothesis']}")
-            out.append(f"      next check: {f['next_check']}")
+            where = f" ({printable(_short(f.get('file'), root))}:{f.get('line')})" if f.get("file") else ""
+            out.append(f"  [{f['kind']}]{where} {printable(f['observation'])}")
+            out.append(f"      hypothesis: {printable(f['hypothesis'])}")
+            out.append(f"      next check: {printable(f['next_check'])}")
     notes = report.get("notes") or []
     if notes:
         out.append("")
         out.append("not observed / limits:")
         for n in notes:
-            out.append(f"  - {n}")
+            out.append(f"  - {printable(n)}")
     return "\n".join(out) + "\n"
 
 
@@ -210,15 +189,6 @@ def _calls_text(calls: float) -> str:
     return f"×{calls:g}"
 
 
-def _bytes_text(n: int | None) -> str:
-    if n is None:
-        return "n/o"
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if abs(n) >= size:
-            return f"{n / size:.2f} {unit}"
-    return f"{n} B"
-
-
 def render_op_details(report: dict) -> list[str]:
     """Inputs and memory of the top lines, when the trace recorded them (nothing otherwise).
 
@@ -233,7 +203,7 @@ def render_op_details(report: dict) -> list[str]:
     has_memory = any(row.get("alloc_bytes") is not None for row in lines)
     if not (has_shapes or has_memory):
         return []
-    per = "window" if report.get("ms_per_step") is None else "step"
+    per = present.per(report)
     legend = []
     if has_shapes:
         legend.append(f"op [tensor input shapes] ×calls, ms per {per}")
@@ -245,7 +215,7 @@ def render_op_details(report: dict) -> list[str]:
     shown = [row for row in lines if row.get("shapes") or row.get("alloc_bytes") is not None][:MAX_DETAIL_LINES]
     width = max((len(_op_text(op)) for row in shown for op in row.get("shapes") or []), default=0)
     for row in shown:
-        where = f"{_short(row['file'], root)}:{row['line']}"
+        where = printable(f"{_short(row['file'], root)}:{row['line']}")
         memory = ""
         if row.get("alloc_bytes") is not None:
             memory = f"alloc {_bytes_text(row['alloc_bytes'])}, peak {_bytes_text(row.get('peak_bytes'))}"
@@ -257,5 +227,5 @@ def render_op_details(report: dict) -> list[str]:
 
 def _op_text(op: dict) -> str:
     inputs = _tensor_inputs_text(op.get("shapes") or [], op.get("types"))
-    text = " ".join(part for part in (op["op"], inputs, _calls_text(op["calls"])) if part)
+    text = " ".join(part for part in (printable(op["op"]), inputs, _calls_text(op["calls"])) if part)
     return text if len(text) <= MAX_OP_TEXT else text[:MAX_OP_TEXT - 3] + "..."

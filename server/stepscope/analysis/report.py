@@ -1,4 +1,5 @@
-"""The analysis report: `analyze(paths) -> dict`, in the shape of shared/PRODUCT.md (`--json`).
+"""The analysis report: `analyze(paths) -> dict`, in the shape of the CLI contract (`--json`), typed
+and versioned in model.py (`Report`, `SCHEMA_VERSION`, the shipped `report.schema.json`).
 
 Invariants:
 - The headline `ms_per_step` is the median of the active steps' elapsed times (see steps.py), never
@@ -7,12 +8,17 @@ Invariants:
 - Every figure is per active step and comes from one named machine (`machine`, with its `source`).
 - Missing data is said, not zero-filled: `gpu.observed` false with a reason, `gpu_ms` null, and
   `notes` listing what the trace lacks.
-- Paths in the report are absolute.
+- Paths in the report are absolute; the file table `files` lists them once, relative to the source
+  root where they lie under it, and every object pointing at a line has its `file_id` (model.py).
 - Steps come from CPU `ProfilerStep#N` markers; only when a trace has none, from the markers on a
   GPU stream (their `cpu_ms` is null and `notes` says where the steps came from; see steps.py).
-- Bad input raises `NotATraceError` / `UsageError` with a one-line reason.
+- Bad input raises `NotATraceError` / `UsageError` (a class per reason, errors.py) with a one-line
+  reason; what the reader left out of a trace it read (events without a usable time, ids beyond
+  int64) is said in `notes`, never dropped silently.
 - Beyond the contract's shape: `evidence` (the trace facts the findings read) and `missing_labels`
   (region labels written in the step's source but absent from the window); see docs/findings.md.
+- `unprofiled` / `distortion` come from the steps the agent timed without the profiler after the
+  window (the run folder's timings record; distortion.py); null for a trace without one.
 
 A folder of per-rank traces gives one report: the figures of the lowest rank (the headline), and
 `ranks` with every rank's own ms/step, GPU time and top lines, plus `slowest_rank` (ranks.py). In a
@@ -23,53 +29,56 @@ table and scenario record; the headline's `scenario` is the run's scenario.json.
 from __future__ import annotations
 
 import re
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 from .. import jsonio
-from ..errors import NotATraceError, UsageError
+from ..agent.protocol import FILES, RECORDS, SCENARIO, TIMINGS, parse_label, parse_run_file_name, run_file_name
+from ..errors import EmptyTrace, NotAProfilerTrace, NotATraceError, NotJSON, UsageError
 from ..trace import Kind, Trace, read_trace
+from ..trace.model import MAX_TIME_US
 from . import parallel
 from .attribution import Attribution, attribute
+from .distortion import add_line_estimates, distortion, unprofiled_figures
 from .findings import Thresholds, find, load_thresholds, missing_labels
 from .findings.evidence import evidence_window, merge_evidence, moment_evidence, operator_evidence
 from .intervals import clip, union_length
 from .step_contents import describe_step
-from .labels import FileTable, load_file_table, parse_ss_label
+from .labels import FileTable, load_file_table
 from .links import Links, build_links
 from .machine import describe_machine, gpu_observation
-from .ranks import order_by_rank, rank_file_name, rank_in_file_name, summarize_ranks
+from .model import attach_files
+from .panel import timeline_json
+from .ranks import order_by_rank, summarize_ranks
 from .steps import GPU_MARKERS_NOTE, Step, find_steps, gpu_marker_steps, ms_per_step, whole_window, window_note
-
-FILES_JSON = "files.json"
-SCENARIO_JSON = "scenario.json"
-_NOT_TRACES = {"files.json", "scenario.json", "status.json", "report.json", "spec.json"}
 
 
 def trace_paths(path: Path) -> tuple[list[Path], Path | None]:
     """The trace files named by a CLI argument, and the run folder when it is one.
 
-    A file is taken as given. In a run folder (it holds `files.json`) only `trace*.json(.gz)` are
-    traces; in any other folder every `.json` / `.json.gz` but the run folder's own records is.
+    A file is taken as given. In a run folder (it holds `files.json`) only its traces are (named by
+    the run contract: trace.json(.gz), trace-1.json, trace-rank1.json, ...); in any other folder
+    every `.json` / `.json.gz` but a run folder's own records is.
     """
     path = Path(path)
     if not path.exists():
         raise UsageError(f"no such file or folder: {path}")
     if not path.is_dir():  # a file, or a device / pipe: the reader says what it holds
-        run_dir = path.parent if (path.parent / FILES_JSON).is_file() else None
+        run_dir = path.parent if (path.parent / FILES).is_file() else None
         return [path], run_dir
-    run_dir = path if (path / FILES_JSON).is_file() else None
+    run_dir = path if (path / FILES).is_file() else None
     found = sorted(
         p for p in path.iterdir()
-        if p.is_file() and p.name not in _NOT_TRACES and (p.name.endswith(".json") or p.name.endswith(".json.gz"))
-        and (run_dir is None or p.name.startswith("trace"))
+        if p.is_file() and p.name not in RECORDS and (p.name.endswith(".json") or p.name.endswith(".json.gz"))
+        and (run_dir is None or parse_run_file_name(p.name).is_trace)
     )
     if not found:
         raise UsageError(f"no trace (.json / .json.gz) in folder: {path}")
     return found, run_dir
 
 
-def _read_scenario(run_dir: Path | None, name: str = SCENARIO_JSON) -> dict[str, Any] | None:
+def _read_scenario(run_dir: Path | None, name: str = SCENARIO) -> dict[str, Any] | None:
     if run_dir is None or not (run_dir / name).is_file():
         return None
     try:
@@ -86,18 +95,20 @@ def _records_of(trace: Path, run_dir: Path | None, file_table: FileTable | None,
     """The file table and scenario record to read `trace` with: for one rank's trace of a distributed
     capture, that rank's own (files-rank<r>.json, scenario-rank<r>.json) when the run folder has them;
     the run's scenario.json stays the record of the rank it was made from (its `distributed.rank`)."""
-    rank = rank_in_file_name(trace)
+    rank = parse_run_file_name(trace.name).rank
     if run_dir is None or rank is None:
         return file_table, scenario
-    table_path = run_dir / rank_file_name(FILES_JSON, rank)
+    table_path = run_dir / run_file_name(FILES, rank)
     own_table = load_file_table(table_path) if table_path.is_file() else file_table
     if scenario is not None and (scenario.get("distributed") or {}).get("rank") == rank:
         return own_table, scenario
-    return own_table, _read_scenario(run_dir, rank_file_name(SCENARIO_JSON, rank)) or scenario
+    return own_table, _read_scenario(run_dir, run_file_name(SCENARIO, rank)) or scenario
 
 
-def analyze(paths: list[Path], *, source_root: Path | None = None, run_dir: Path | None = None) -> dict:
-    """Analyse one trace (or several per-rank traces of one run) into the report."""
+def analyze(paths: list[Path], *, source_root: Path | None = None, run_dir: Path | None = None,
+            timelines: dict[Path, bytes] | None = None) -> dict:
+    """Analyse one trace (or several per-rank traces of one run) into the report. With `timelines`,
+    also each trace's timeline document for the trace panel (panel.py), by trace path."""
     if not paths:
         raise UsageError("no trace given")
     files: list[Path] = []
@@ -110,12 +121,15 @@ def analyze(paths: list[Path], *, source_root: Path | None = None, run_dir: Path
         if run_dir is None:
             run_dir = found_run
     run_dir = Path(run_dir).resolve() if run_dir is not None else None
-    file_table = load_file_table(run_dir / FILES_JSON) if run_dir and (run_dir / FILES_JSON).is_file() else None
+    file_table = load_file_table(run_dir / FILES) if run_dir and (run_dir / FILES).is_file() else None
     scenario = _read_scenario(run_dir)
     root = Path(source_root).resolve() if source_root is not None else None
 
     shown_root = root or (file_table.root if file_table else None)
-    thresholds, config_notes = load_thresholds(shown_root)
+    # the pyproject.toml of the run's step file, within the workspace: the one its static checks use
+    step_file = ((scenario or {}).get("step") or {}).get("file")
+    config_start = Path(step_file) if isinstance(step_file, str) and Path(step_file).is_absolute() else shown_root
+    thresholds, config_notes = load_thresholds(config_start if shown_root else None, within=shown_root)
     reports: list[dict] = []
     skipped: list[str] = []
     errors: list[NotATraceError] = []
@@ -123,7 +137,8 @@ def analyze(paths: list[Path], *, source_root: Path | None = None, run_dir: Path
         own_table, own_scenario = _records_of(f, run_dir, file_table, scenario)
         try:
             reports.append(_analyze_one(read_trace(f), file_table=own_table, source_root=root, scenario=own_scenario,
-                                        thresholds=thresholds))
+                                        thresholds=thresholds, timelines=timelines,
+                                        timings=_timings_of(f, run_dir)))
         except NotATraceError as e:
             if f not in from_folder:
                 raise
@@ -131,15 +146,15 @@ def analyze(paths: list[Path], *, source_root: Path | None = None, run_dir: Path
             skipped.append(str(e))
             errors.append(e)
     if not reports:
-        # the reason of a file that is a trace says more than "this JSON is not a trace"
-        traces_only = [e for e in errors if "not a profiler trace" not in str(e) and "not JSON" not in str(e)]
+        # the reason of a file that is a trace (truncated, invalid, empty) says more than "this is not a trace"
+        traces_only = [e for e in errors if not isinstance(e, (NotAProfilerTrace, NotJSON))]
         raise (traces_only or errors)[0]
-    files = [Path(r["traces"][0]) for r in reports]
+    files = [r["traces"][0] for r in reports]  # already absolute (a pipe's name is kept as given)
     reports = order_by_rank(reports)
     report = reports[0]
     # before the headline's `traces` becomes the list of every trace: each rank's entry names its own
     rank_summary = summarize_ranks(reports) if len(reports) > 1 else None
-    report["traces"] = [str(f.resolve()) for f in files]
+    report["traces"] = files
     report["source_root"] = str(shown_root) if shown_root else None
     report["notes"].extend(f"left out: {reason}" for reason in skipped)
     if rank_summary is not None:
@@ -149,7 +164,7 @@ def analyze(paths: list[Path], *, source_root: Path | None = None, run_dir: Path
     report["notes"].extend(config_notes + label_notes)
     report["step_contents"] = describe_step(report)
     report["findings"] = find(report, thresholds)
-    return report
+    return attach_files(report)
 
 
 def _lines_not_split(scenario: dict[str, Any] | None, file_table: FileTable | None) -> list[str]:
@@ -159,7 +174,7 @@ def _lines_not_split(scenario: dict[str, Any] | None, file_table: FileTable | No
         return []
     out = []
     for entry in record["functions"]:
-        ss = parse_ss_label(str(entry.get("function", "")))
+        ss = parse_label(str(entry.get("function", "")))
         path = file_table.resolve(ss.file_id) if (ss and file_table) else None
         where = f"{Path(path).name}:{ss.line}" if (path and ss) else str(entry.get("function"))
         out.append(
@@ -170,8 +185,22 @@ def _lines_not_split(scenario: dict[str, Any] | None, file_table: FileTable | No
     return out
 
 
+def _timings_of(trace: Path, run_dir: Path | None) -> dict[str, Any] | None:
+    """The steps the agent that wrote `trace` timed without the profiler after its window
+    (timings.json, per rank timings-rank<r>.json), or None."""
+    if run_dir is None:
+        return None
+    path = run_dir / run_file_name(TIMINGS, parse_run_file_name(trace.name).rank)
+    try:
+        doc = jsonio.read_json(path) if path.is_file() else None
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
 def _analyze_one(trace: Trace, *, file_table: FileTable | None, source_root: Path | None,
-                 scenario: dict[str, Any] | None, thresholds: Thresholds = Thresholds()) -> dict:
+                 scenario: dict[str, Any] | None, thresholds: Thresholds = Thresholds(),
+                 timelines: dict[Path, bytes] | None = None, timings: dict[str, Any] | None = None) -> dict:
     links = build_links(trace)
     steps = find_steps(trace, links)
     # markers only on a GPU stream (no CPU thread holds one): steps complete on the GPU (steps.py)
@@ -183,31 +212,38 @@ def _analyze_one(trace: Trace, *, file_table: FileTable | None, source_root: Pat
     if stepless:
         window = whole_window(trace, links)
         if window is None:
-            raise NotATraceError(f"{trace.path}: no ProfilerStep#N events and the trace spans no time")
+            raise EmptyTrace(trace.path, "no ProfilerStep#N events and the trace spans no time")
         steps = [window]
     window_us = (steps[0].cpu_start, steps[-1].completion)
     if window_us[1] <= window_us[0]:
-        raise NotATraceError(f"{trace.path}: the active window is empty (its steps have no duration)")
+        raise EmptyTrace(trace.path, "the active window is empty (its steps have no duration)")
     # On a large trace the longest parts are computed in forked children while this process does
     # the rest: the evidence's operator half (the trace facts the findings read: operators,
     # kernels, copies, syncs), and, with a third core, the attribution, which needs no evidence.
     large = len(trace) >= parallel.MIN_EVENTS
-    with parallel.alongside(attribute, trace, links, steps, file_table=file_table, source_root=source_root,
-                            worth_it=large and parallel.cores() >= 3) as attribution:
+    # the trace panel's timeline (with `timelines`), in a child too on a large trace
+    timeline = parallel.alongside(timeline_json, trace, links, steps, per="window" if stepless else "step",
+                                  file_table=file_table, source_root=source_root,
+                                  batch_read_patterns=thresholds.batch_read_patterns,
+                                  worth_it=large) if timelines is not None else nullcontext()
+    with timeline, parallel.alongside(attribute, trace, links, steps, file_table=file_table, source_root=source_root,
+                                      worth_it=large and parallel.cores() >= 3) as attribution:
         win = evidence_window(trace, links, steps, file_table=file_table, source_root=source_root,
                               batch_read_patterns=thresholds.batch_read_patterns)
         with parallel.alongside(operator_evidence, trace, links, win, worth_it=large) as ops:
             moments = moment_evidence(trace, links, steps, win, file_table)
             att = attribution.result()
             report = _report(trace, links, steps, att, file_table=file_table, scenario=scenario,
-                             stepless=stepless, gpu_marked=gpu_marked, window_us=window_us)
+                             stepless=stepless, gpu_marked=gpu_marked, window_us=window_us, timings=timings)
             report["evidence"] = merge_evidence(ops.result(), moments)
+        if timelines is not None:
+            timelines[trace.path] = timeline.result()
     return report
 
 
 def _report(trace: Trace, links: Links, steps: list[Step], att: Attribution, *,
             file_table: FileTable | None, scenario: dict[str, Any] | None, stepless: bool, gpu_marked: bool,
-            window_us: tuple[float, float]) -> dict:
+            window_us: tuple[float, float], timings: dict[str, Any] | None = None) -> dict:
     """The report of one trace, but for its evidence (computed alongside: its key is held as None
     in its place)."""
     gpu = gpu_observation(trace, links, scenario)
@@ -221,6 +257,7 @@ def _report(trace: Trace, links: Links, steps: list[Step], att: Attribution, *,
     if not isinstance(schedule, dict):
         schedule = {"wait": None, "warmup": None, "active": 0 if stepless else len(steps), "repeat": None, "source": "trace"}
     notes = [window_note(trace, links, steps[0])] if stepless else []
+    notes.extend(left_out_notes(trace))
     if gpu_marked:
         notes.append(GPU_MARKERS_NOTE)
     if not gpu["observed"]:
@@ -236,6 +273,11 @@ def _report(trace: Trace, links: Links, steps: list[Step], att: Attribution, *,
     if not att.lines:
         notes.append("no figure could be attributed to a source line (no Stepscope labels and no user-code "
                      "Python frames; pass --source-root for traces recorded with stacks)")
+    unprofiled = None if stepless else unprofiled_figures(timings)
+    profiled = round(headline, 4) if headline is not None else None
+    ratio = distortion(profiled, unprofiled)
+    add_line_estimates(att.lines, profiled_ms=profiled, unprofiled=unprofiled,
+                       events_per_step=(att.ops_in_window + att.kernels_in_window) / max(1, len(steps)))
     return {
         "traces": [str(trace.path)],
         "machine": describe_machine(trace, scenario),
@@ -244,8 +286,10 @@ def _report(trace: Trace, links: Links, steps: list[Step], att: Attribution, *,
         "gpu": gpu,
         "startup": startup,
         "steps": [{"name": s.name, "ms": round(s.ms, 4), "cpu_ms": _cpu_ms(s)} for s in steps] if not stepless else [],
-        "ms_per_step": round(headline, 4) if headline is not None else None,
+        "ms_per_step": profiled,
         "samples_per_s": samples,
+        "unprofiled": unprofiled,
+        "distortion": round(ratio, 4) if ratio is not None else None,
         "lines": att.lines,
         "regions": att.regions,
         "findings": [],
@@ -258,6 +302,24 @@ def _report(trace: Trace, links: Links, steps: list[Step], att: Attribution, *,
         "evidence": None,
         "notes": notes,
     }
+
+
+def left_out_notes(trace: Trace) -> list[str]:
+    """What the reader left out of the trace or changed, and why (nothing for a clean trace)."""
+    notes = []
+    no_time = trace.skipped.get("X", 0)
+    if no_time:
+        notes.append(f"{no_time} complete event(s) left out: their ts is missing, null or not a number "
+                     "(a ProfilerStep#N among them does not count as a step)")
+    if trace.times_out_of_range:
+        notes.append(f"{trace.times_out_of_range} complete event(s) left out: their ts or dur lies beyond "
+                     f"±{MAX_TIME_US:.0f} µs (2^53 µs, about 285 years), no time a profiler writes")
+    if trace.negative_durations:
+        notes.append(f"{trace.negative_durations} complete event(s) with a negative dur, read as 0 µs")
+    if trace.ids_out_of_range:
+        notes.append(f"{trace.ids_out_of_range} id(s) or byte count(s) outside the signed 64-bit range (correlation, External id, "
+                     "Sequence number, bytes, flow id), read as absent: the events they would link are not linked")
+    return notes
 
 
 def _cpu_ms(step: Step) -> float | None:

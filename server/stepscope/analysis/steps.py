@@ -1,6 +1,6 @@
 """Steps and their elapsed time (guide §3: the unit is ms/step, never a sum of events).
 
-Definition (shared/PRODUCT.md): a step *completes* when its CPU span has ended and every GPU
+Definition: a step *completes* when its CPU span has ended and every GPU
 event launched inside that span has ended. A step's duration runs from the previous step's
 completion to its own; the first active step's duration runs from its CPU start (it may include
 GPU work queued before the window: that is part of the window, not start-up).

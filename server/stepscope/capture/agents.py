@@ -5,8 +5,9 @@ Invariants:
 - The process leads its own session, so stopping its group stops the program and every worker it
   started (DataLoader workers included), and a signal meant for Stepscope (Ctrl-C in a terminal)
   never reaches the program behind Stepscope's back.
-- Its events come from a pipe of its own (protocol.EVENTS_FD_ENV). Its stdout and stderr are only
-  copied, line by line, to its log file and to the caller's sink (with `prefix`), never parsed.
+- Its events come from a pipe of its own (protocol.EVENTS_FD_ENV), typed by the run contract (a
+  line that is no event of it is skipped). Its stdout and stderr are only copied, line by line, to
+  its log file and to the caller's sink (with `prefix`), never parsed.
 - `failed_at` is the monotonic time at which this process was first seen failing: when its "failed"
   event arrived, else when its non-zero exit was seen. Compared across the ranks of a run, it names
   the rank that failed first (the others usually fail because that one went away).
@@ -22,8 +23,8 @@ import time
 from pathlib import Path
 from typing import Callable, TextIO
 
-from .. import jsonio
 from ..agent import protocol
+from ..agent.protocol import Event, FailedEvent, StepEvent
 
 
 def _pump(stream, log: TextIO, sink: TextIO | None, prefix: str, lock: threading.Lock) -> None:
@@ -48,11 +49,11 @@ class AgentProcess:
 
     def __init__(self, proc: subprocess.Popen, log: TextIO, read_fd: int, *, rank: int | None,
                  sink: TextIO | None, prefix: str, sink_lock: threading.Lock,
-                 on_event: Callable[[dict], None] | None):
+                 on_event: Callable[[Event], None] | None):
         self.proc = proc
         self.rank = rank
-        self.events: list[dict] = []
-        self.last_step: dict | None = None
+        self.events: list[Event] = []
+        self.last_step: StepEvent | None = None
         self._log = log
         self._on_event = on_event
         self._failed_event_at: float | None = None
@@ -68,7 +69,7 @@ class AgentProcess:
     @classmethod
     def start(cls, cmd: list[str], *, cwd: str, env: dict[str, str], log_path: Path, rank: int | None = None,
               sink: TextIO | None = None, prefix: str = "", sink_lock: threading.Lock | None = None,
-              on_event: Callable[[dict], None] | None = None) -> "AgentProcess":
+              on_event: Callable[[Event], None] | None = None) -> "AgentProcess":
         """Start `cmd` with a fresh events pipe. Raises OSError when the interpreter cannot start."""
         read_fd, write_fd = os.pipe()
         env = {**env, protocol.EVENTS_FD_ENV: str(write_fd)}
@@ -91,17 +92,12 @@ class AgentProcess:
     def _read_events(self, read_fd: int) -> None:
         with os.fdopen(read_fd, encoding="utf-8", errors="replace") as f:
             for line in f:
-                try:
-                    event = jsonio.loads(line)
-                except Exception:
+                event = protocol.decode_event(line)
+                if event is None:
                     continue
-                if not isinstance(event, dict):
-                    continue
-                if self.rank is not None:
-                    event.setdefault("rank", self.rank)
-                if event.get("event") == "failed" and self._failed_event_at is None:
+                if isinstance(event, FailedEvent) and self._failed_event_at is None:
                     self._failed_event_at = time.monotonic()
-                elif event.get("event") == "step":
+                elif isinstance(event, StepEvent):
                     self.last_step = event
                 self.events.append(event)
                 if self._on_event is not None:
@@ -124,20 +120,20 @@ class AgentProcess:
         times = [t for t in (self._failed_event_at, exited_badly) if t is not None]
         return min(times) if times else None
 
-    def failure(self) -> dict | None:
+    def failure(self) -> FailedEvent | None:
         """The agent's last "failed" event (its `reason` and agent `exit` code), if it sent one."""
-        failed = [e for e in self.events if e.get("event") == "failed"]
+        failed = [e for e in self.events if isinstance(e, FailedEvent)]
         return failed[-1] if failed else None
 
     def failure_reason(self) -> str | None:
         failed = self.failure()
-        return failed.get("reason") if failed else None
+        return failed.reason if failed else None
 
     def where(self) -> str:
         """How far the program got, from its step events: for messages about a stopped run."""
         if self.last_step is None:
             return "before its first step"
-        return f"in step {int(self.last_step.get('index', 0)) + 1} ({self.last_step.get('phase')})"
+        return f"in step {self.last_step.index + 1} ({self.last_step.phase})"
 
     def drain_events(self, timeout: float) -> None:
         """Wait (briefly) until every event the exited agent sent has been read."""

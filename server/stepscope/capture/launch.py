@@ -65,13 +65,13 @@ def rank_environment(rank: int) -> dict[str, str]:
     return {"RANK": str(rank), "LOCAL_RANK": str(rank), "ROLE_RANK": str(rank), protocol.RANK_ENV: str(rank)}
 
 
-def _serialised(on_event: Callable[[dict], None] | None) -> Callable[[dict], None] | None:
+def _serialised(on_event: Callable[[protocol.Event], None] | None) -> Callable[[protocol.Event], None] | None:
     """The caller's callback, called by one events thread at a time (there is one per rank)."""
     if on_event is None:
         return None
     lock = threading.Lock()
 
-    def call(event: dict) -> None:
+    def call(event: protocol.Event) -> None:
         with lock:
             on_event(event)
 
@@ -79,11 +79,11 @@ def _serialised(on_event: Callable[[dict], None] | None) -> Callable[[dict], Non
 
 
 def start_agents(cmd: list[str], *, run: workspace.RunFolder, cwd: str, env: dict[str, str], nproc: int,
-                 output: TextIO | None, on_event: Callable[[dict], None] | None) -> list[AgentProcess]:
+                 output: TextIO | None, on_event: Callable[[protocol.Event], None] | None) -> list[AgentProcess]:
     """Start one agent (nproc 1: the environment as given, program.log) or one per rank.
     Raises OSError when the interpreter cannot start; ranks already started are stopped first."""
     if nproc == 1:
-        return [AgentProcess.start(cmd, cwd=cwd, env=env, log_path=run.file(workspace.PROGRAM_LOG),
+        return [AgentProcess.start(cmd, cwd=cwd, env=env, log_path=run.file(protocol.PROGRAM_LOG),
                                    sink=output, on_event=on_event)]
     shared = {**env, **distributed_environment(env, nproc, free_port())}
     sink_lock = threading.Lock()
@@ -93,7 +93,7 @@ def start_agents(cmd: list[str], *, run: workspace.RunFolder, cwd: str, env: dic
         for rank in range(nproc):
             agents.append(AgentProcess.start(
                 cmd, cwd=cwd, env={**shared, **rank_environment(rank)}, rank=rank,
-                log_path=run.file(protocol.rank_file_name(workspace.PROGRAM_LOG, rank)),
+                log_path=run.file(protocol.run_file_name(protocol.PROGRAM_LOG, rank)),
                 sink=output, prefix=f"[rank {rank}] ", sink_lock=sink_lock, on_event=on_event))
     except OSError:
         stop_all(agents)

@@ -31,7 +31,7 @@ def _read(path: Path) -> dict[str, Any] | None:
 
 def _rank_summary(rank: int, ending: dict[str, Any], record: dict[str, Any] | None) -> dict[str, Any]:
     summary: dict[str, Any] = {"rank": rank, **ending,
-                               "record": protocol.rank_file_name(workspace.SCENARIO, rank) if record else None}
+                               "record": protocol.run_file_name(protocol.SCENARIO, rank) if record else None}
     if record is not None:
         startup = record.get("startup") or {}
         summary.update(
@@ -58,10 +58,10 @@ def _merged_file_table(tables: list[dict[str, Any]]) -> dict[str, Any]:
 def write_run_records(run: workspace.RunFolder, world_size: int, endings: list[dict[str, Any]]) -> None:
     """Write scenario.json and files.json of a distributed run; `endings[r]` is how rank r ended
     (`exit`, `reason`), as the capture side saw it."""
-    records = {r: _read(run.file(protocol.rank_file_name(workspace.SCENARIO, r))) for r in range(world_size)}
-    tables = [t for r in range(world_size) if (t := _read(run.file(protocol.rank_file_name(workspace.FILES, r))))]
+    records = {r: _read(run.file(protocol.run_file_name(protocol.SCENARIO, r))) for r in range(world_size)}
+    tables = [t for r in range(world_size) if (t := _read(run.file(protocol.run_file_name(protocol.FILES, r))))]
     if tables:
-        jsonio.write_json(run.file(workspace.FILES), _merged_file_table(tables), replace=True)
+        jsonio.write_json(run.file(protocol.FILES), _merged_file_table(tables), replace=True)
     present = [r for r in range(world_size) if records[r] is not None]
     if not present:
         return
@@ -71,4 +71,4 @@ def write_run_records(run: workspace.RunFolder, world_size: int, endings: list[d
         "world_size": world_size,
         "ranks": [_rank_summary(r, endings[r], records[r]) for r in range(world_size)],
     }
-    jsonio.write_json(run.file(workspace.SCENARIO), main, replace=False)
+    jsonio.write_json(run.file(protocol.SCENARIO), main, replace=False)

@@ -1,41 +1,54 @@
-"""What to capture: the step, the program, the window and the options, validated up front."""
+"""What to capture: the step, the program, how to run it, and what to record, validated up front.
+
+The options are declared once, with their defaults, limits, flags and settings: what the agent
+records in `agent/protocol.py` (`ProfileOptions`, `MeasureOptions`), how the capture side runs the
+program here (`RunOptions`, `MeasureRunOptions`); `options.py` offers them as flags and editor
+settings.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..agent.protocol import MeasureOptions, ProfileOptions, Schedule, check_options, option
 from ..errors import UsageError
+
+#: Modules that start other processes to run the program (torchrun and its predecessor): run
+#: inside the agent, their workers would be left uninstrumented.
+LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch")
 
 
 @dataclass(frozen=True)
-class Schedule:
-    wait: int = 1
-    warmup: int = 2
-    active: int = 5
-    repeat: int = 1
+class RunOptions:
+    """How the capture side runs the program."""
+
+    timeout: float = option(0.0, "stop the program after this many seconds (exit 4)", flag="--timeout",
+                            setting="timeout", minimum=0, unit="seconds", zero="no limit")
+    nproc: int = option(1, "start N processes, one per rank, as `torchrun --nproc_per_node N` would (one trace "
+                        "per rank)", flag="--nproc", setting="nproc", minimum=1)
 
     def __post_init__(self) -> None:
-        for name in ("wait", "warmup", "active", "repeat"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 0:
-                raise UsageError(f"--{name} must be a whole number >= 0 (got {value!r})")
-        if self.active < 1:
-            raise UsageError("--active must be at least 1")
-        if self.repeat < 1:
-            raise UsageError("--repeat must be at least 1")
+        check_options(self)
 
-    def as_dict(self) -> dict[str, int]:
-        return {"wait": self.wait, "warmup": self.warmup, "active": self.active, "repeat": self.repeat}
+    @property
+    def timeout_s(self) -> float | None:
+        return self.timeout or None
 
-    def warnings(self) -> list[str]:
-        out = []
-        if self.active < 3:
-            out.append(f"only {self.active} active step(s): enough to show the mechanism, not a distribution "
-                       "(use --active 5 or more)")
-        if self.warmup == 0:
-            out.append("no warm-up step: the first active step may include one-time costs")
-        return out
+
+@dataclass(frozen=True)
+class MeasureRunOptions:
+    """How `stepscope measure` runs and compares (the capture side's part; MeasureOptions is the
+    agent's)."""
+
+    runs: int = option(1, "processes to time the step in, one after the other (with --against: per side, "
+                          "alternating; default 3 there)", flag="--runs", setting="runs", minimum=1)
+    tolerance: float = option(1e-4, "largest relative difference between two runs' values (the loss, or "
+                                    "--value) that still counts as the same result", flag="--tolerance",
+                              setting="tolerance", minimum=0)
+
+    def __post_init__(self) -> None:
+        check_options(self)
 
 
 @dataclass(frozen=True)
@@ -47,31 +60,44 @@ class CaptureRequest:
     target_line: int | None          # 1-based line of the loop header (None with target_function)
     python: str                      # interpreter that runs the program (must have torch)
     target_function: str | None = None  # each call of this function is a step
-    depth: int = 2                    # workspace call depth that gets line regions
-    line_regions: bool = True         # False: only step boundaries (to measure the regions' overhead)
-    bound_regions: bool = True        # False: split every function into lines, whatever the regions cost
     entry_script: Path | None = None  # the program's start, when not target_file
     entry_module: str | None = None   # `-m MODULE`
     args: tuple[str, ...] = ()
     cwd: Path | None = None
     env: dict[str, str] = field(default_factory=dict)
-    schedule: Schedule = Schedule()
-    cpu_only: bool = False
-    shapes: bool = False
-    stack: bool = False
-    memory: bool = False
-    run_to_end: bool = False
-    timeout_s: float | None = None
     note: str | None = None
     out: Path | None = None
-    nproc: int = 1                    # > 1: one process per rank, started as torchrun would (launch.py)
+    profile: ProfileOptions = field(default_factory=ProfileOptions)
+    run: RunOptions = field(default_factory=RunOptions)
+    measure: MeasureOptions | None = None  # set: mode "measure" (no profiler; `profile` is not used)
+    step_header: str | None = None  # the loop header's text, as the scenario records the step
+    env_defaults: dict[str, str] = field(default_factory=dict)  # set in the program's environment unless set
+
+    @property
+    def mode(self) -> str:
+        return "profile" if self.measure is None else "measure"
 
     def __post_init__(self) -> None:
-        check_nproc(self.nproc)
+        check_entry_module(self.entry_module)
+
+    @property
+    def schedule(self) -> Schedule:
+        return self.profile.schedule
 
 
-def check_nproc(nproc: object) -> int:
-    """`nproc`, when it is a usable number of processes (ranks); else a UsageError."""
-    if not isinstance(nproc, int) or isinstance(nproc, bool) or nproc < 1:
-        raise UsageError(f"--nproc must be a whole number >= 1 (got {nproc!r})")
-    return nproc
+def check_entry_module(name: str | None) -> None:
+    """A UsageError for a module that is a launcher (torchrun): Stepscope starts the ranks itself."""
+    if name in LAUNCHER_MODULES:
+        raise UsageError(f"{name} is a launcher, and Stepscope cannot profile through a launcher yet: start the "
+                         "script itself, and Stepscope starts one process per rank (--nproc N, or the setting "
+                         "stepscope.profile.nproc)")
+
+
+def schedule_warnings(schedule: Schedule) -> list[str]:
+    out = []
+    if schedule.active < 3:
+        out.append(f"only {schedule.active} active step(s): enough to show the mechanism, not a distribution "
+                   "(use --active 5 or more)")
+    if schedule.warmup == 0:
+        out.append("no warm-up step: the first active step may include one-time costs")
+    return out

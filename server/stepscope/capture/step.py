@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import NO_STEP, StepscopeError, UsageError
+from ..errors import NO_STEP, NoStepError, StepscopeError, UsageError
 
 
 def _read(path: Path) -> str:
@@ -27,16 +27,20 @@ def resolve_step(path: Path, line: int | None) -> int:
         if line is not None:
             loop = loops.loop_at(text, line)
             if loop is None:
-                raise StepscopeError(f"line {line} of {path.name} is not inside a for/while loop", NO_STEP)
+                raise NoStepError(f"line {line} of {path.name} is not inside a for/while loop", kind="not-in-loop",
+                                  file=str(path), line=line)
             return loop.line
         return loops.choose_step(text).line
     except loops.SourceSyntaxError as e:
         raise UsageError(f"{path.name}: cannot parse: {e}") from None
     except loops.AmbiguousStep as e:
-        listing = "; ".join(f"line {c.line} ({', '.join(c.reasons) or c.kind})" for c in e.candidates)
-        raise StepscopeError(f"more than one loop could be the step, choose with --line: {listing}", NO_STEP) from None
+        candidates = tuple((c.line, ", ".join(c.reasons) or c.kind) for c in e.candidates)
+        listing = "; ".join(f"line {line} ({why})" for line, why in candidates)
+        raise NoStepError(f"more than one loop could be the step, choose with --line: {listing}", kind="ambiguous",
+                          file=str(path), candidates=candidates) from None
     except loops.NoStepFound:
-        raise StepscopeError(f"no loop in {path.name} looks like a training or inference step; choose one with --line", NO_STEP) from None
+        raise NoStepError(f"no loop in {path.name} looks like a training or inference step; choose one with --line",
+                          kind="no-step", file=str(path)) from None
 
 
 def resolve_function(path: Path, name: str) -> int:

@@ -17,36 +17,16 @@ from pathlib import Path
 from typing import Iterator
 
 from .. import errors
+from . import program
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("script", help="the file that holds the step loop")
-    which = p.add_mutually_exclusive_group()
-    which.add_argument("--line", type=int, help="line of the step loop (or any line inside it)")
-    which.add_argument("--function", help="each call of this function is a step (e.g. a request handler)")
-    start = p.add_mutually_exclusive_group()
-    start.add_argument("--entry", help="the program starts from this file instead of SCRIPT")
-    start.add_argument("-m", dest="module", help="the program starts as `python -m MODULE`")
-    p.add_argument("--python", help="interpreter that runs the program (default: this one)")
-    p.add_argument("--wait", type=int, default=1)
-    p.add_argument("--warmup", type=int, default=2)
-    p.add_argument("--active", type=int, default=5)
-    p.add_argument("--repeat", type=int, default=1)
-    p.add_argument("--depth", type=int, default=2,
-                   help="how many workspace calls below the step get per-line regions (0: the step's own lines only)")
-    p.add_argument("--no-line-regions", dest="line_regions", action="store_false",
-                   help="mark steps only, no per-line regions (to measure their overhead)")
-    p.add_argument("--all-lines", dest="bound_regions", action="store_false",
-                   help="split every workspace function into lines, even one called so often that its regions "
-                        "cost more than 5%% of the step (by default such a function is left whole)")
-    p.add_argument("--shapes", action="store_true", help="record input shapes (adds overhead)")
-    p.add_argument("--stack", action="store_true", help="record Python stacks (adds overhead)")
-    p.add_argument("--memory", action="store_true", help="record memory (adds overhead)")
-    p.add_argument("--cpu-only", action="store_true", help="collect CPU activity only, even on a GPU machine")
-    p.add_argument("--run-to-end", action="store_true", help="let the program finish after the window")
-    p.add_argument("--timeout", type=float, help="stop the program after this many seconds (exit 4)")
-    p.add_argument("--nproc", type=int, default=1,
-                   help="start N processes, one per rank, as `torchrun --nproc_per_node N` would (one trace per rank)")
+    from ..agent.protocol import ProfileOptions
+    from ..capture import options
+    from ..capture.request import RunOptions
+
+    program.add_arguments(p)
+    options.add_arguments(p, ProfileOptions, RunOptions)
     p.add_argument("--note", help="recorded in the scenario, e.g. 'simplified input'")
     p.add_argument("--out", help="run folder to create (must not exist)")
     p.add_argument("--json", action="store_true", help="print the report as one JSON document")
@@ -54,38 +34,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..capture.request import CaptureRequest, Schedule, check_nproc
+    from ..agent.protocol import ProfileOptions
+    from ..capture import options
+    from ..capture.request import CaptureRequest, RunOptions, schedule_warnings
     from ..capture.runner import run_capture
-    from ..capture.step import resolve_function, resolve_step
-    from ..workspace import find_root
 
-    check_nproc(args.nproc)
-    script = Path(args.script).resolve()
-    if not script.is_file():
-        raise errors.UsageError(f"no such file: {args.script}")
-    schedule = Schedule(args.wait, args.warmup, args.active, args.repeat)
-    if args.function:
-        resolve_function(script, args.function)
-        loop_line = None
-    else:
-        loop_line = resolve_step(script, args.line)
-    root = find_root(Path.cwd()) if Path.cwd() in script.parents else find_root(script)
-    entry = Path(args.entry).resolve() if args.entry else None
-    if entry is not None and not entry.is_file():
-        raise errors.UsageError(f"no such file: {args.entry}")
-    extra = list(getattr(args, "script_args", []))
+    profile, run_options = options.from_arguments(args, ProfileOptions, RunOptions)
+    target = program.resolve(args)
+    root = target.root
     req = CaptureRequest(
-        root=root, target_file=script, target_line=loop_line,
-        target_function=args.function.rsplit(".", 1)[-1] if args.function else None, depth=args.depth,
-        line_regions=args.line_regions,
-        bound_regions=args.bound_regions,
-        python=args.python or sys.executable, entry_script=entry, entry_module=args.module,
-        args=tuple(extra), cwd=Path.cwd(), schedule=schedule,
-        cpu_only=args.cpu_only, shapes=args.shapes, stack=args.stack, memory=args.memory,
-        run_to_end=args.run_to_end, timeout_s=args.timeout, note=args.note,
-        out=Path(args.out) if args.out else None, nproc=args.nproc,
+        root=root, target_file=target.script, target_line=target.loop_line, target_function=target.function,
+        python=target.python, entry_script=target.entry, entry_module=target.module, args=target.args,
+        cwd=target.cwd, note=args.note, out=Path(args.out) if args.out else None, profile=profile, run=run_options,
     )
-    for warning in schedule.warnings():
+    for warning in schedule_warnings(profile.schedule):
         sys.stderr.write(f"stepscope: note: {warning}\n")
     if not (root / ".stepscope" / "runs").exists():
         sys.stderr.write(
@@ -93,15 +55,24 @@ def run(args: argparse.Namespace) -> int:
             "writes). Run it on an experimental state, never on weights you must keep. "
             "The program sees STEPSCOPE_RUN=1 and can skip saving.\n"
         )
-    if args.nproc > 1 and "OMP_NUM_THREADS" not in os.environ:
-        sys.stderr.write(f"stepscope: note: each of the {args.nproc} ranks runs with OMP_NUM_THREADS=1, as under "
-                         "torchrun; set OMP_NUM_THREADS to choose another value\n")
+    if run_options.nproc > 1 and "OMP_NUM_THREADS" not in os.environ:
+        sys.stderr.write(f"stepscope: note: each of the {run_options.nproc} ranks runs with OMP_NUM_THREADS=1, as "
+                         "under torchrun; set OMP_NUM_THREADS to choose another value\n")
     # With --json, stdout is reserved for the report: the program's output goes to stderr.
-    with _cancel_on_signals() as cancel:
-        result = run_capture(req, output=sys.stderr, cancel=cancel)
+    from ..capture.runner import Cancelled
+
+    try:
+        with _cancel_on_signals() as cancel:
+            result = run_capture(req, output=sys.stderr, cancel=cancel)
+    except Cancelled as e:
+        if e.run_dir is not None:
+            record_in_history(root, e.run_dir)
+        raise
     if not result.traces:
+        record_in_history(root, result.run_dir)
         raise errors.StepscopeError(f"{result.reason} (run folder: {result.run_dir})", result.exit_code)
     report = _analyse_run(result)
+    record_in_history(root, result.run_dir)
     if args.json:
         from ..jsonio import dumps
 
@@ -132,10 +103,26 @@ def _cancel_on_signals() -> Iterator[threading.Event]:
             signal.signal(sig, handler)
 
 
+def record_in_history(root: Path, run_dir: Path) -> None:
+    """The run's row in the workspace's history; a history that cannot be written costs a note,
+    never the run (its folder is the source: `stepscope runs rebuild` indexes it later)."""
+    from ..history.index import record_run
+
+    try:
+        record_run(root, run_dir)
+    except errors.StepscopeError as e:
+        sys.stderr.write(f"stepscope: note: the run was not recorded in the history: {e}\n")
+
+
 def _analyse_run(result) -> dict:
-    from .. import jsonio, workspace
+    from .. import jsonio
+    from ..agent.protocol import REPORT
+    from ..analysis.panel import write_timelines
     from ..analysis.report import analyze
 
-    report = analyze(result.traces, run_dir=result.run_dir)
-    jsonio.write_json(result.run_dir / workspace.REPORT, report, replace=False)
+    timelines: dict = {}
+    report = analyze(result.traces, run_dir=result.run_dir, timelines=timelines)
+    jsonio.write_json(result.run_dir / REPORT, report, replace=False)
+    for problem in write_timelines(result.run_dir, timelines):  # the trace panel's; the report stands without
+        print(f"stepscope: {problem}", file=sys.stderr)
     return report

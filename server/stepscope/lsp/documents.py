@@ -1,8 +1,13 @@
-"""Per-document work of the server: static diagnostics, quick fixes, code lenses, timing hints.
+"""Per-document work of the server: static diagnostics, quick fixes, code lenses, and what a document
+shows of its run (findings, inlay hints, hovers).
 
-Invariant: results are computed from the document text the server holds (never from disk), and
-a document's cached diagnostics are replaced whole on each change, so quick fixes always match
-what the user sees.
+Invariants:
+- Static results are computed from the document text the server holds (never from disk), and a
+  document's cached diagnostics are replaced whole on each change, so quick fixes always match what
+  the user sees.
+- A document's published diagnostics are its static ones plus the findings of the run it shows
+  (runs.py decides which run, and drops it when the text no longer is the text measured).
+- A `[tool.stepscope]` problem is said once per server (a message and the log), never per keystroke.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from ..analysis import present
 from ..source import loops
 from . import diagnostics as lsp_diagnostics
 
@@ -23,72 +29,77 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("stepscope.lsp")
 
-_found: dict[str, list["Diagnostic"]] = {}
-_checkers: dict[str, "DocumentChecker"] = {}  # uri → incremental checker of the open document
-_run_findings: dict[str, list[types.Diagnostic]] = {}  # uri → findings of the last run, as diagnostics
 
+class Documents:
+    """The open documents' static checks, owned by the server (`ls.documents`)."""
 
-def _check(uri: str, text: str, path: str) -> list["Diagnostic"]:
-    """`check_source(text, path, config)`, answered from the block an edit touched when it can
-    (see `stepscope.rules.incremental`)."""
-    from ..rules.config import Config, load_config
-    from ..rules.incremental import DocumentChecker
+    def __init__(self) -> None:
+        self._found: dict[str, list["Diagnostic"]] = {}  # uri → static diagnostics of its current text
+        self._checkers: dict[str, "DocumentChecker"] = {}  # uri → incremental checker of the open document
+        self._said: set[str] = set()  # configuration problems already shown to the user
 
-    try:
-        config = load_config(Path(path).parent)
-    except Exception as e:  # a broken pyproject.toml must not silence every check
-        log.warning("ignoring [tool.stepscope] settings: %s", e)
-        config = Config()
-    checker = _checkers.get(uri)
-    if checker is None or checker.path != path or checker.config != config:
-        checker = _checkers[uri] = DocumentChecker(path, config)
-    try:
-        return checker.check(text)
-    except Exception:
-        log.exception("static checks failed on %s", uri)
-        _checkers.pop(uri, None)
-        return []
+    def _config(self, ls: "StepscopeServer", path: str):
+        from ..rules.config import Config, load_config
 
+        try:
+            config = load_config(Path(path).parent)
+        except Exception as e:  # a broken pyproject.toml must not silence every check
+            self._say_once(ls, f"ignoring [tool.stepscope] settings: {e}")
+            return Config()
+        for warning in getattr(config, "warnings", ()):
+            self._say_once(ls, warning)
+        return config
 
-def publish(ls: "StepscopeServer", uri: str) -> None:
-    doc = ls.workspace.get_text_document(uri)
-    if not doc.path.endswith((".py", ".pyi")) and doc.language_id not in ("python", None):
-        return
-    found = _check(uri, doc.source, doc.path)
-    if uri in _found and doc.version is not None and doc.version > 1:
-        # Timings and findings no longer line up once the text changed.
-        ls.last_runs.pop(uri, None)
-        _run_findings.pop(uri, None)
-    _found[uri] = found
-    _send(ls, uri, doc.version)
+    def _say_once(self, ls: "StepscopeServer", problem: str) -> None:
+        if problem in self._said:
+            return
+        self._said.add(problem)
+        log.warning("%s", problem)
+        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning,
+                                                       message=f"Stepscope: {problem}"))
 
+    def _check(self, ls: "StepscopeServer", uri: str, text: str, path: str) -> list["Diagnostic"]:
+        """`check_source(text, path, config)`, answered from the block an edit touched when it can
+        (see `stepscope.rules.incremental`)."""
+        from ..rules.incremental import DocumentChecker
 
-def _send(ls: "StepscopeServer", uri: str, version: int | None = None) -> None:
-    diagnostics = [lsp_diagnostics.to_lsp(d) for d in _found.get(uri, [])] + _run_findings.get(uri, [])
-    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-        uri=uri, version=version, diagnostics=diagnostics))
+        config = self._config(ls, path)
+        checker = self._checkers.get(uri)
+        if checker is None or checker.path != path or checker.config != config:
+            checker = self._checkers[uri] = DocumentChecker(path, config)
+        try:
+            return checker.check(text)
+        except Exception:
+            log.exception("static checks failed on %s", uri)
+            self._checkers.pop(uri, None)
+            return []
 
+    def publish(self, ls: "StepscopeServer", uri: str) -> None:
+        """Check a document's current text and publish its diagnostics."""
+        doc = ls.workspace.get_text_document(uri)
+        if not doc.path.endswith((".py", ".pyi")) and doc.language_id not in ("python", None):
+            return
+        self._found[uri] = self._check(ls, uri, doc.source, doc.path)
+        ls.runs.text_is(uri, doc.source)  # a changed text drops its run's figures and findings
+        self.send(ls, uri, doc.version)
 
-def show_findings(ls: "StepscopeServer", findings: list[dict], root: Path) -> None:
-    """Replace the findings shown from the last run with those of a new one."""
-    stale = set(_run_findings)
-    _run_findings.clear()
-    for finding in findings:
-        diagnostic = lsp_diagnostics.finding_to_lsp(finding, root)
-        if diagnostic is not None:
-            uri, d = diagnostic
-            _run_findings.setdefault(uri, []).append(d)
-    for uri in stale | set(_run_findings):
-        _send(ls, uri)
+    def send(self, ls: "StepscopeServer", uri: str, version: int | None = None) -> None:
+        diagnostics = [lsp_diagnostics.to_lsp(d) for d in self._found.get(uri, [])]
+        run = ls.runs.shown(uri, ls.roots())
+        if run is not None:
+            for finding in run.findings.get(uri, []):
+                placed = lsp_diagnostics.finding_to_lsp(finding, run.root)
+                if placed is not None:
+                    diagnostics.append(placed[1])
+        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+            uri=uri, version=version, diagnostics=diagnostics))
 
+    def forget(self, uri: str) -> None:
+        self._found.pop(uri, None)
+        self._checkers.pop(uri, None)
 
-def forget(uri: str) -> None:
-    _found.pop(uri, None)
-    _checkers.pop(uri, None)
-
-
-def code_actions(ls: "StepscopeServer", uri: str, wanted: types.Range) -> list[types.CodeAction]:
-    return lsp_diagnostics.code_actions(uri, _found.get(uri, []), wanted)
+    def code_actions(self, uri: str, wanted: types.Range) -> list[types.CodeAction]:
+        return lsp_diagnostics.code_actions(uri, self._found.get(uri, []), wanted)
 
 
 def step_lenses(ls: "StepscopeServer", uri: str, command: str) -> list[types.CodeLens]:
@@ -111,20 +122,34 @@ def step_lenses(ls: "StepscopeServer", uri: str, command: str) -> list[types.Cod
 
 
 def timing_hints(ls: "StepscopeServer", uri: str, wanted: types.Range) -> list[types.InlayHint]:
-    run = ls.last_runs.get(uri)
-    if not run:
+    run = ls.runs.shown(uri, ls.roots())
+    if run is None:
         return []
-    doc = ls.workspace.get_text_document(uri)
-    lines = doc.lines
+    lines = ls.workspace.get_text_document(uri).lines
+    ms = run.report.get("ms_per_step")
     hints = []
-    for entry in run["lines"]:
-        if entry["uri"] != uri or not (wanted.start.line <= entry["line"] <= wanted.end.line):
+    for number, line in sorted(run.lines.get(uri, {}).items()):
+        if not (wanted.start.line <= number <= wanted.end.line) or number >= len(lines):
             continue
-        if entry["line"] >= len(lines):
-            continue
-        end = len(lines[entry["line"]].rstrip("\r\n"))
+        end = len(lines[number].rstrip("\r\n"))
         hints.append(types.InlayHint(
-            position=types.Position(line=entry["line"], character=end),
-            label=f"  {entry['label']}", padding_left=True,
+            position=types.Position(line=number, character=end),
+            label=f"  {present.line_label(line, ms)}", padding_left=True,
         ))
     return hints
+
+
+def timing_hover(ls: "StepscopeServer", uri: str, position: types.Position) -> types.Hover | None:
+    """The figures of the line under the cursor, from the run the document shows."""
+    found = ls.runs.line_at(uri, position.line, ls.roots())
+    if found is None:
+        return None
+    run, line = found
+    lines = ls.workspace.get_text_document(uri).lines
+    end = len(lines[position.line].rstrip("\r\n")) if position.line < len(lines) else 0
+    return types.Hover(
+        contents=types.MarkupContent(kind=types.MarkupKind.Markdown,
+                                     value=present.line_hover(line, run.report, run.run_id)),
+        range=types.Range(start=types.Position(line=position.line, character=0),
+                          end=types.Position(line=position.line, character=end)),
+    )

@@ -1,14 +1,15 @@
 """The `stepscope.profile` command: position → step loop → capture → report → editor result.
 
-The capture and the analysis run in a worker thread; this coroutine waits on them so that a
-`$/cancelRequest` (or the client cancelling the progress) stops the program promptly. Progress
-is reported to the client's work-done token when it sent one.
+The capture runs in a worker thread and the analysis in a child process (analysis_child.py); this
+coroutine waits on them so that a `$/cancelRequest` (or the client cancelling the progress) stops
+the program, or the analysis, promptly. Progress is reported to the client's work-done token when
+it sent one. The run is then held by the run registry under its id and shown in the documents it
+measured.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import sys
 import threading
@@ -19,7 +20,8 @@ from urllib.parse import unquote, urlparse
 from lsprotocol import types
 
 from .. import errors, jsonio, workspace
-from . import documents, results
+from ..agent import protocol
+from . import analysis_child, results
 
 FIRST_RUN_NOTICE = ("Stepscope ran your step for real: it performs real updates (optimizer steps, writes). "
                     "Profile an experimental state, never weights you must keep; your program sees "
@@ -37,7 +39,7 @@ class ProfileFailed(Exception):
         self.exit_code, self.run_dir = exit_code, run_dir
 
 
-def _path_of(uri: str) -> Path:
+def path_of(uri: str) -> Path:
     parsed = urlparse(uri)
     if parsed.scheme != "file":
         raise ProfileFailed(f"only files on disk can be profiled (got a {parsed.scheme}: document)", errors.USAGE)
@@ -48,7 +50,7 @@ def _root_for(ls: "StepscopeServer", path: Path) -> Path:
     best: Path | None = None
     for folder in ls.workspace.folders.values():
         try:
-            root = _path_of(folder.uri)
+            root = path_of(folder.uri)
         except ProfileFailed:
             continue
         if root == path or root in path.parents:
@@ -102,112 +104,74 @@ class _LogLines:
 
 
 def _build_request(ls: "StepscopeServer", args: dict[str, Any]):
-    from ..capture.request import CaptureRequest, Schedule
+    from ..agent.protocol import ProfileOptions
+    from ..capture import options
+    from ..capture.request import CaptureRequest, RunOptions
     from ..capture.step import resolve_step
 
-    path = _path_of(str(args.get("uri", "")))
+    path = path_of(str(args.get("uri", "")))
     if not path.is_file():
         raise ProfileFailed(f"{path} is not a saved file; save it before profiling", errors.USAGE)
     position = args.get("position") or {}
     line = int(position.get("line", 0)) + 1
     try:
         loop_line = resolve_step(path, line)
-    except errors.StepscopeError as e:
-        if e.exit_code != errors.NO_STEP:
-            raise ProfileFailed(str(e), e.exit_code) from None
+    except errors.NoStepError as e:
+        if e.kind != "not-in-loop":
+            raise ProfileFailed(no_step_message(e), e.exit_code) from None
         # The cursor is outside any loop: fall back to the loop that is clearly the step.
         try:
             loop_line = resolve_step(path, None)
+        except errors.NoStepError as e2:
+            raise ProfileFailed(no_step_message(e2), e2.exit_code) from None
         except errors.StepscopeError as e2:
-            reason = str(e2).replace("choose one with --line", "put the cursor inside the loop to profile")
-            raise ProfileFailed(f"the cursor is not in a loop, and {reason}", e2.exit_code) from None
+            raise ProfileFailed(str(e2), e2.exit_code) from None
+    except errors.StepscopeError as e:
+        raise ProfileFailed(str(e), e.exit_code) from None
     python = args.get("python") or ls.options.get("interpreter") or sys.executable
     root = _root_for(ls, path)
-    options = _capture_options(_profile_settings(ls, args))
-    schedule = Schedule(**options.pop("schedule"))
+    # The stepscope.profile.* settings: those sent with the command over those given at
+    # initialisation. VS Code sends them with every command, read for the file's folder, so a
+    # change applies to the next run without a restart; other editors may set them once.
+    try:
+        settings = options.merge_settings([("initializationOptions.profile", ls.options.get("profile")),
+                                           ("the command's profile argument", args.get("profile"))])
+        profile, run = options.from_settings(settings, ProfileOptions, RunOptions)
+    except options.SettingError as e:
+        raise ProfileFailed(str(e), errors.USAGE) from None
     launch = _launch_options(args.get("launch"), path)
     return CaptureRequest(root=root, target_file=path, target_line=loop_line, python=str(python),
-                          schedule=schedule, **options, **launch)
+                          profile=profile, run=run, **launch)
 
 
-def _profile_settings(ls: "StepscopeServer", args: dict[str, Any]) -> dict[str, Any]:
-    """The `stepscope.profile.*` settings for this run: those sent with the command over those
-    given at initialisation. VS Code sends them with every command, read for the file's folder,
-    so a change applies to the next run without a restart; other editors may set them once."""
-    merged: dict[str, Any] = {}
-    for where, given in (("initializationOptions.profile", ls.options.get("profile")),
-                         ("the command's profile argument", args.get("profile"))):
-        if given is None:
-            continue
-        if not isinstance(given, dict):
-            raise ProfileFailed(f"{where} must be an object of stepscope.profile settings, got {_shown(given)}",
-                                errors.USAGE)
-        merged.update(given)
-    return merged
-
-
-def _capture_options(settings: dict[str, Any]) -> dict[str, Any]:
-    """CaptureRequest fields from the profile settings. A bad value stops the run with one line that
-    names its setting, never a traceback."""
-    from ..capture.request import Schedule, check_nproc
-
-    schedule_keys = ("wait", "warmup", "active", "repeat")
-    minimum = {"wait": 0, "warmup": 0, "active": 1, "repeat": 1, "depth": 0, "nproc": 1}
-    # The capture module's own checks run too, so the editor never takes a value the CLI refuses.
-    # Each schedule field is checked alone: the other fields keep their (valid) defaults.
-    capture_check = {**{k: (lambda v, k=k: Schedule(**{k: v})) for k in schedule_keys}, "nproc": check_nproc}
-    booleans = ("shapes", "stack", "memory", "allLines")
-    known = [*minimum, "timeout", *booleans]
-    unknown = sorted(set(settings) - set(known))
-    if unknown:
-        raise ProfileFailed(f"stepscope.profile.{unknown[0]} is not a setting; the profile settings are "
-                            + ", ".join(known), errors.USAGE)
-
-    def bad(name: str, rule: str, value: Any) -> ProfileFailed:
-        return ProfileFailed(f"stepscope.profile.{name} must be {rule}, got {_shown(value)}", errors.USAGE)
-
-    given = {k: v for k, v in settings.items() if v is not None}  # null: the default, as if unset
-    for name, least in minimum.items():
-        if name not in given:
-            continue
-        value = given[name]
-        # bool is an int to Python (and to the capture checks); a settings value `true` is not a count.
-        if not isinstance(value, int) or isinstance(value, bool) or value < least:
-            raise bad(name, f"an integer ≥ {least}", value)
-        try:
-            capture_check.get(name, lambda v: None)(value)
-        except errors.UsageError:
-            raise bad(name, f"an integer ≥ {least}", value) from None
-    for name in booleans:
-        if name in given and not isinstance(given[name], bool):
-            raise bad(name, "true or false", given[name])
-    timeout = given.get("timeout", 0)
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 <= timeout < float("inf"):
-        raise bad("timeout", "a number of seconds ≥ 0 (0: no limit)", timeout)
-
-    options: dict[str, Any] = {
-        "schedule": {k: given[k] for k in schedule_keys if k in given},
-        "timeout_s": float(timeout) if timeout else None,
-        "bound_regions": not given.get("allLines", False),  # allLines: split every function into lines
-    }
-    for name in ("depth", "nproc", "shapes", "stack", "memory"):
-        if name in given:
-            options[name] = given[name]
-    return options
-
-
-def _shown(value: Any) -> str:
-    """A setting's value as the user wrote it in settings.json, quoted when it is text."""
-    return repr(value) if isinstance(value, str) else json.dumps(value)
+def no_step_message(e: errors.NoStepError) -> str:
+    """Why no loop was profiled, in the editor's words (the CLI's name its flags)."""
+    name = Path(e.file).name
+    if e.kind == "ambiguous":
+        listing = "; ".join(f"line {line} ({why})" for line, why in e.candidates)
+        return (f"the cursor is not in a loop, and more than one loop in {name} could be the step: {listing}; "
+                "put the cursor inside the one to profile")
+    if e.kind == "no-step":
+        return (f"the cursor is not in a loop, and no loop in {name} looks like a training or inference step; "
+                "put the cursor inside the loop to profile")
+    return f"line {e.line} of {name} is not inside a for/while loop; put the cursor inside the loop to profile"
 
 
 def _launch_options(launch: Any, path: Path) -> dict[str, Any]:
     """The program's start, arguments, environment and folder, from the editor's launch
-    configuration when it sent one; else `python <the file>` from the file's folder."""
+    configuration when it sent one; else `python <the file>` from the file's folder. A
+    configuration that starts a launcher (torchrun) is refused in one line."""
+    from ..capture.request import check_entry_module
+
     if not isinstance(launch, dict):
         return {"cwd": path.parent}
     options: dict[str, Any] = {"cwd": Path(launch["cwd"]) if isinstance(launch.get("cwd"), str) else path.parent}
     if isinstance(launch.get("module"), str) and launch["module"]:
+        try:
+            check_entry_module(launch["module"])
+        except errors.UsageError as e:
+            name = f" {launch['name']!r}" if isinstance(launch.get("name"), str) else ""
+            raise ProfileFailed(f"launch configuration{name}: {e}", errors.USAGE) from None
         options["entry_module"] = launch["module"]
     elif isinstance(launch.get("program"), str) and Path(launch["program"]) != path:
         options["entry_script"] = Path(launch["program"])
@@ -218,32 +182,47 @@ def _launch_options(launch: Any, path: Path) -> dict[str, Any]:
     return options
 
 
+def _record_in_history(root: Path, run_dir: Path) -> None:
+    """The run's row in the workspace's history (the editor's runs view reads it); a history that
+    cannot be written is logged, never the end of the run."""
+    from ..history.index import record_run
+
+    try:
+        record_run(root, run_dir)
+    except errors.StepscopeError as e:
+        log.warning("the run was not recorded in the history: %s", e)
+
+
 def _capture_and_analyse(req, progress: _Progress, output: _LogLines, cancel: threading.Event):
-    from ..analysis.report import analyze
     from ..capture.runner import Cancelled, run_capture
 
     total = req.schedule.wait + req.schedule.warmup + req.schedule.active
 
-    def on_event(event: dict) -> None:
-        if event.get("event") == "step":
-            index = int(event.get("index", 0))
-            progress.report(f"step {index + 1}/{total} ({event.get('phase')})", int(90 * (index + 1) / total))
-        elif event.get("event") == "window-complete":
+    def on_event(event: protocol.Event) -> None:
+        if isinstance(event, protocol.StepEvent):
+            progress.report(f"step {event.index + 1}/{total} ({event.phase})", int(90 * (event.index + 1) / total))
+        elif isinstance(event, protocol.WindowCompleteEvent):
             progress.report("window captured, analysing", 92)
 
     try:
         result = run_capture(req, output=output, on_event=on_event, cancel=cancel)
     except Cancelled as e:
+        if e.run_dir is not None:
+            _record_in_history(req.root, e.run_dir)
         raise ProfileFailed(str(e), e.exit_code) from None
     except errors.StepscopeError as e:
         raise ProfileFailed(str(e), e.exit_code) from None
     if not result.ok:
+        _record_in_history(req.root, result.run_dir)
         raise ProfileFailed(f"{result.reason} (run folder {result.run_dir})", result.exit_code, str(result.run_dir))
     try:
-        report = analyze(result.traces, run_dir=result.run_dir)
+        report = analysis_child.analyse(result.run_dir, cancel)
+    except analysis_child.AnalysisCancelled as e:
+        raise ProfileFailed(str(e), e.exit_code, str(result.run_dir)) from None
     except errors.StepscopeError as e:
-        raise ProfileFailed(f"the trace could not be analysed: {e}", e.exit_code, str(result.run_dir)) from None
-    jsonio.write_json(result.run_dir / workspace.REPORT, report, replace=False)
+        raise ProfileFailed(str(e), e.exit_code, str(result.run_dir)) from None
+    jsonio.write_json(result.run_dir / protocol.REPORT, report, replace=False)
+    _record_in_history(req.root, result.run_dir)
     return result, report
 
 
@@ -269,10 +248,13 @@ async def profile_at(ls: "StepscopeServer", args: dict[str, Any]) -> dict[str, A
     except ProfileFailed as e:
         progress.end(str(e))
         raise
-    editor = results.profile_result(report, result.run_dir, req.root)
-    for uri in {entry["uri"] for entry in editor["lines"]}:
-        ls.last_runs[uri] = editor
-    documents.show_findings(ls, report.get("findings", []), req.root)
+    run = ls.runs.add(Path(result.run_dir), Path(req.root), report)
+    open_texts = {uri: ls.workspace.get_text_document(uri).source for uri in run.uris()
+                  if uri in ls.workspace.text_documents}
+    for uri in ls.runs.show(run, open_texts):
+        ls.documents.send(ls, uri)
+    shown = {uri for uri in run.uris() if ls.runs.shown(uri, ls.roots()) is run}
+    editor = results.profile_result(run, shown)
     if result.first_run:
         ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=FIRST_RUN_NOTICE))
     progress.end(editor["summary"])

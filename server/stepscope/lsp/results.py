@@ -1,71 +1,47 @@
-"""A run's report, shaped for the editor: one entry per source line with a short label.
+"""A run, shaped for the editor: the `stepscope.profile` command's result (docs/extension.md).
 
-Pure: report dict in, plain dicts out (the `stepscope.profile` command's result contract in
-docs/extension.md). Only lines of files inside the workspace root are returned.
+Pure: a run (its report) in, plain dicts out. Every string a client paints (labels, the summary,
+the status bar's text and tooltip) comes from the presenter (analysis/present.py); the client only
+places them. Only lines of files inside the workspace root are returned.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-
-def _fmt_ms(ms: float) -> str:
-    if ms >= 100:
-        return f"{ms:.0f}"
-    if ms >= 10:
-        return f"{ms:.1f}"
-    return f"{ms:.2f}"
+from ..analysis import present
+from .runs import Run, in_workspace
 
 
-def machine_summary(report: dict[str, Any]) -> str:
-    m = report.get("machine") or {}
-    device = m.get("device") or ", ".join(m.get("devices") or []) or "unknown device"
-    torch_v = m.get("torch")
-    return f"{device}" + (f", torch {torch_v}" if torch_v else "")
-
-
-def line_label(line: dict[str, Any], ms_per_step: float | None) -> str:
-    label = f"{_fmt_ms(line['wall_ms'])} ms/step"
-    if ms_per_step:
-        label += f" · {100 * line['wall_ms'] / ms_per_step:.0f}%"
-    gpu = line.get("gpu_ms")
-    if gpu is not None and gpu > 0:
-        label += f" · GPU {_fmt_ms(gpu)} ms"
-    if line.get("backward_ms"):
-        label += f" · bwd {_fmt_ms(line['backward_ms'])} ms"
-    return label
-
-
-def editor_lines(report: dict[str, Any], root: Path) -> list[dict[str, Any]]:
-    root = Path(root).resolve()
-    ms = report.get("ms_per_step") or None
+def editor_lines(run: Run, shown: set[str] | None = None) -> list[dict[str, Any]]:
+    """The run's lines in workspace files (those of `shown` documents only, when given), costliest first."""
+    ms = run.report.get("ms_per_step")
     out = []
-    for line in report.get("lines", []):
-        path = Path(line["file"]).resolve()
-        if root != path and root not in path.parents:
+    for line in run.report.get("lines") or []:
+        uri = in_workspace(line.get("file"), run.root)
+        if uri is None or (shown is not None and uri not in shown):
             continue  # never point the editor at files outside the workspace
         out.append({
-            "uri": path.as_uri(),
+            "uri": uri,
             "line": int(line["line"]) - 1,
             "wallMs": line["wall_ms"],
             "gpuMs": line.get("gpu_ms"),
-            "fraction": min(1.0, line["wall_ms"] / ms) if ms else 0.0,
+            "fraction": present.heat(line, ms),
             "precision": line.get("precision", "exact"),
-            "label": line_label(line, ms),
+            "label": present.line_label(line, ms),
         })
     return out
 
 
-def profile_result(report: dict[str, Any], run_dir: Path, root: Path) -> dict[str, Any]:
-    ms = report.get("ms_per_step")
-    machine = machine_summary(report)
-    summary = f"{_fmt_ms(ms)} ms/step on {machine}" if ms is not None else f"no steady step measured on {machine}"
+def profile_result(run: Run, shown: set[str] | None = None) -> dict[str, Any]:
+    report = run.report
     return {
-        "runDir": str(run_dir),
-        "msPerStep": ms,
-        "machine": machine,
-        "summary": summary,
-        "lines": editor_lines(report, root),
+        "runId": run.run_id,
+        "runDir": str(run.run_dir),
+        "msPerStep": report.get("ms_per_step"),
+        "machine": present.machine_label(report.get("machine")),
+        "summary": present.run_summary(report),
+        "status": {"text": present.status_text(report), "tooltip": present.status_tooltip(report, run.run_id)},
+        "lines": editor_lines(run, shown),
         "findings": report.get("findings", []),
     }

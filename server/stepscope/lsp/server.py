@@ -1,16 +1,19 @@
-"""The Stepscope language server: diagnostics, code lenses, quick fixes, and "Profile this step".
+"""The Stepscope language server: diagnostics, code lenses, quick fixes, hovers, "Profile this step",
+and the runs of the workspace (`stepscope/runs`, `stepscope/report`).
 
 Handlers stay thin: rules come from `stepscope.rules`, loops from `stepscope.source`, captures
-from `stepscope.capture`, reports from `stepscope.analysis`. Anything slow (a capture, an
-analysis) runs in a worker thread; the event loop only waits on it, so `$/cancelRequest` reaches
-the handler at its next await and stops the program.
+from `stepscope.capture`, reports from an analysis child process (analysis_child.py), their words
+from `stepscope.analysis.present`. State has two owners: `documents` (the open documents' static
+checks) and `runs` (the runs by id, and which run each document shows). Anything slow (a capture,
+an analysis) runs in a worker thread or a child process; the event loop only waits on it, so
+`$/cancelRequest` reaches the handler at its next await and stops the program.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
-import threading
+from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
@@ -19,13 +22,16 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
-from .. import __version__
+from .. import __version__, errors
 from . import documents, profiling
+from .runs import RunRegistry
 
 log = logging.getLogger("stepscope.lsp")
 
 PROFILE_COMMAND = "stepscope.profile"
 CLIENT_PROFILE_COMMAND = "stepscope.profileStep"  # the editor's command the code lens invokes
+RUNS_REQUEST = "stepscope/runs"  # {} → {schemaVersion, runs: [run summary]}
+REPORT_REQUEST = "stepscope/report"  # {runId} → the run's report (report.json, validated)
 
 
 class StepscopeProtocol(LanguageServerProtocol):
@@ -42,8 +48,20 @@ class StepscopeServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("stepscope", __version__, protocol_cls=StepscopeProtocol)
         self.options: dict[str, Any] = {}
-        self.last_runs: dict[str, dict[str, Any]] = {}  # uri → editor result of the last run
-        self.runs_lock = threading.Lock()
+        self.documents = documents.Documents()
+        self.runs = RunRegistry()
+
+    def roots(self) -> list[Path]:
+        """Where runs live: the workspace folders, and any root a run of this session was made in."""
+        folders = []
+        for folder in self.workspace.folders.values():
+            try:
+                folders.append(profiling.path_of(folder.uri))
+            except profiling.ProfileFailed:
+                continue
+        if not folders and self.workspace.root_path:
+            folders.append(Path(self.workspace.root_path))
+        return self.runs.roots(folders)
 
 
 server = StepscopeServer()
@@ -57,22 +75,22 @@ def initialize(ls: StepscopeServer, params: types.InitializeParams) -> None:
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
 def did_open(ls: StepscopeServer, params: types.DidOpenTextDocumentParams) -> None:
-    documents.publish(ls, params.text_document.uri)
+    ls.documents.publish(ls, params.text_document.uri)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
 def did_change(ls: StepscopeServer, params: types.DidChangeTextDocumentParams) -> None:
-    documents.publish(ls, params.text_document.uri)
+    ls.documents.publish(ls, params.text_document.uri)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
 def did_save(ls: StepscopeServer, params: types.DidSaveTextDocumentParams) -> None:
-    documents.publish(ls, params.text_document.uri)
+    ls.documents.publish(ls, params.text_document.uri)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: StepscopeServer, params: types.DidCloseTextDocumentParams) -> None:
-    documents.forget(params.text_document.uri)
+    ls.documents.forget(params.text_document.uri)
     ls.text_document_publish_diagnostics(
         types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[]))
 
@@ -82,7 +100,7 @@ def did_close(ls: StepscopeServer, params: types.DidCloseTextDocumentParams) -> 
     types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]),
 )
 def code_action(ls: StepscopeServer, params: types.CodeActionParams) -> list[types.CodeAction]:
-    return documents.code_actions(ls, params.text_document.uri, params.range)
+    return ls.documents.code_actions(params.text_document.uri, params.range)
 
 
 @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
@@ -95,6 +113,25 @@ def inlay_hint(ls: StepscopeServer, params: types.InlayHintParams) -> list[types
     if ls.options.get("inlayHints") is False:  # VS Code paints decorations instead
         return []
     return documents.timing_hints(ls, params.text_document.uri, params.range)
+
+
+@server.feature(types.TEXT_DOCUMENT_HOVER)
+def hover(ls: StepscopeServer, params: types.HoverParams) -> types.Hover | None:
+    return documents.timing_hover(ls, params.text_document.uri, params.position)
+
+
+@server.feature(RUNS_REQUEST)
+def list_runs(ls: StepscopeServer, params: Any) -> dict[str, Any]:
+    return ls.runs.list_runs(ls.roots())
+
+
+@server.feature(REPORT_REQUEST)
+def run_report(ls: StepscopeServer, params: Any) -> dict[str, Any]:
+    run_id = params.get("runId") if isinstance(params, dict) else getattr(params, "runId", None)
+    try:
+        return ls.runs.report(run_id, ls.roots())
+    except errors.StepscopeError as e:
+        raise JsonRpcServerError(str(e), -32002, data={"exit": e.exit_code}) from None
 
 
 @server.command(PROFILE_COMMAND)

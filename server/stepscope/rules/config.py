@@ -1,5 +1,8 @@
 """Configuration of the static rules, from `[tool.stepscope]` of the nearest pyproject.toml.
 
+Which pyproject.toml applies, and reading it, is `stepscope.config`'s (shared with the findings'
+thresholds); this module gives the rules' keys their meaning.
+
 ```toml
 [tool.stepscope]
 select = ["SS1", "SS3"]          # codes or prefixes; default: the rules that are on by default
@@ -10,18 +13,19 @@ sync-min-calls = 2               # SS102: synchronize calls in one region before
 ```
 
 Invariants: `load_config` never raises for a bad file; it returns defaults and puts a one-line
-reason in `Config.warnings`. Unknown keys are left alone (other parts of Stepscope read the same
-table). Rule selection is a pure function: `Config.enabled(code, path)`.
+reason in `Config.warnings`, with the file's own problems (unreadable, a key no part reads).
+`[tool.stepscope.findings]` is left to the findings. Rule selection is a pure function:
+`Config.enabled(code, path)`.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import functools
-import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
+from typing import Any, Mapping
 
+from ..config import read_table
 from .model import RULES
 
 
@@ -85,61 +89,20 @@ def validate_codes(values: list[str] | tuple[str, ...]) -> list[str]:
     return [v for v in values if not any(code.startswith(v) for code in RULES)]
 
 
-def find_pyproject(start: Path) -> Path | None:
-    start = Path(start).resolve()
-    folder = start if start.is_dir() else start.parent
-    for candidate in (folder, *folder.parents):
-        path = candidate / "pyproject.toml"
-        if path.is_file():
-            return path
-    return None
+def load_config(start: Path, within: Path | None = None) -> Config:
+    """The configuration that applies to `start` (a file or folder): `[tool.stepscope]` of the
+    nearest pyproject.toml, not above `within` (the workspace root) when given; defaults if none.
 
-
-def _toml_loader():
-    if sys.version_info >= (3, 11):
-        import tomllib
-        return tomllib
-    try:  # pragma: no cover - Python 3.10 only
-        import tomli
-        return tomli
-    except ImportError:  # pragma: no cover
-        return None
-
-
-def load_config(start: Path) -> Config:
-    """The configuration that applies to `start` (a file or folder); defaults if none.
-
-    Cheap to call on every edit: the parsed table is reused until the file's size or
-    modification time changes.
+    Cheap to call on every edit: `stepscope.config` parses a file once per size and modification time.
     """
-    path = find_pyproject(Path(start))
-    if path is None:
+    table = read_table(Path(start), within)
+    if table.path is None:
         return Config()
-    try:
-        stat = path.stat()
-    except OSError:
-        return Config()
-    return _load_cached(path, stat.st_mtime_ns, stat.st_size)
+    config = config_from_table(table.values, root=table.root, origin=table.origin)
+    return replace(config, warnings=table.warnings + config.warnings)
 
 
-@functools.lru_cache(maxsize=64)
-def _load_cached(path: Path, _mtime_ns: int, _size: int) -> Config:
-    loader = _toml_loader()
-    if loader is None:  # pragma: no cover - Python 3.10 without tomli
-        return Config(root=path.parent, warnings=(
-            f"{path}: [tool.stepscope] not read (Python 3.10 needs the 'tomli' package)",))
-    try:
-        data = loader.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
-        return Config(root=path.parent, warnings=(f"{path}: not read ({reason}); using defaults",))
-    table = data.get("tool", {}).get("stepscope", {})
-    if not isinstance(table, dict):
-        return Config(root=path.parent, warnings=(f"{path}: [tool.stepscope] is not a table",))
-    return config_from_table(table, root=path.parent, origin=str(path))
-
-
-def _code_list(table: dict, key: str, warnings: list[str], origin: str) -> tuple[str, ...] | None:
+def _code_list(table: Mapping[str, Any], key: str, warnings: list[str], origin: str) -> tuple[str, ...] | None:
     if key not in table:
         return None
     value = table[key]
@@ -152,7 +115,9 @@ def _code_list(table: dict, key: str, warnings: list[str], origin: str) -> tuple
     return tuple(v for v in value if v not in unknown)
 
 
-def config_from_table(table: dict, root: Path | None = None, origin: str = "pyproject.toml") -> Config:
+def config_from_table(table: Mapping[str, Any], root: Path | None = None, origin: str = "pyproject.toml") -> Config:
+    """The rules' keys (`stepscope.config.RULES_KEYS`) of a `[tool.stepscope]` table; what cannot be
+    used keeps its default, with a one-line warning."""
     warnings: list[str] = []
     select = _code_list(table, "select", warnings, origin)
     ignore = _code_list(table, "ignore", warnings, origin) or ()

@@ -1,6 +1,7 @@
 """Understanding the user's source: which loops there are, and which one is the step.
 
-Standard library only (`ast`): the agent imports this inside the user's interpreter.
+Standard library only (`ast`): `stepscope check`, the language server and the capture side (which
+loop `profile` instruments) read the user's source without torch.
 See `stepscope.source.loops` for the contract.
 """
 

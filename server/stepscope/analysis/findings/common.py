@@ -7,6 +7,8 @@ from; a hypothesis is a possible reading, never a conclusion; no finding claims 
 
 from __future__ import annotations
 
+from ..present import machine_words  # noqa: F401  (the machine in a finding's words: present.py)
+
 Anchor = tuple[str | None, int | None]
 
 
@@ -26,18 +28,6 @@ def loop_header(report: dict) -> Anchor:
     if isinstance(step.get("file"), str) and isinstance(step.get("line"), int):
         return step["file"], step["line"]
     return None, None
-
-
-def machine_words(report: dict) -> str:
-    """Which machine the figures come from, in a few words (guide §13)."""
-    machine = report.get("machine") or {}
-    device = machine.get("device") or "no device named"
-    host = machine.get("host")
-    if host:
-        return f"measured on {host} ({device})"
-    if machine.get("devices"):
-        return f"measured on {device}"
-    return "measured on a machine the trace does not name"
 
 
 def precision_words(precision: str | None, evidence: dict) -> str:

@@ -42,10 +42,11 @@ from pathlib import Path
 from statistics import median
 from typing import Iterable
 
+from ...agent.protocol import parse_label
 from ...trace import Kind, Trace
 from ..intervals import Interval, clip, length, merge
 from ..attribution import LastStatement
-from ..labels import CallLines, FileTable, FrameResolver, parse_frame, parse_ss_label
+from ..labels import CallLines, FileTable, FrameResolver, parse_frame
 from ..links import Links, copy_direction
 from ..nesting import add_self_times, nest_tracks
 from ..steps import Step
@@ -370,7 +371,7 @@ def evidence_window(trace: Trace, links: Links, steps: list[Step], *, file_table
     ss_ids: set[int] = set()
     for nid, label in enumerate(names):
         key = None
-        ss = parse_ss_label(label)
+        ss = parse_label(label)
         if ss:
             ss_ids.add(nid)
             path = file_table.resolve(ss.file_id) if file_table else None
@@ -731,7 +732,7 @@ def _new_names(trace: Trace, ops_by_track: dict[int, list[int]], steps: list[Ste
     late = sorted((k, names[nid]) for nid, k in first_step.items() if k > 0 and not _STEP.match(names[nid]))
     out = []
     for k, name in late[:10]:
-        ss = parse_ss_label(name)
+        ss = parse_label(name)
         path = file_table.resolve(ss.file_id) if (ss and file_table) else None
         out.append({"name": name, "step": steps[k].name, "file": path, "line": ss.line if ss else None})
     return out

@@ -6,17 +6,19 @@ dominant-op-share = 0.7                      # any field of `Thresholds`, '-' or
 batch-read-patterns = ["read_batch*", "ss:*:next", "my_loader*"]
 ```
 
-Invariants: `load_thresholds` never raises for a bad file or value; it returns the defaults for
-what it cannot use and a one-line reason per problem. Patterns are shell-style (`fnmatch`), matched
-case-insensitively against whole event names.
+Which pyproject.toml applies, and reading it, is `stepscope.config`'s (shared with the static
+rules). Invariants: `load_thresholds` never raises for a bad file or value; it returns the defaults
+for what it cannot use and a one-line reason per problem, the file's own problems included.
+Patterns are shell-style (`fnmatch`), matched case-insensitively against whole event names.
 """
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
+
+from ...config import FINDINGS_KEY, read_table
 
 #: Names of the events that read a batch, by default. Stepscope's own loop-header region, the
 #: DataLoader's own event and its Python frame (with stacks), and common hand-written labels.
@@ -76,20 +78,7 @@ class Thresholds:
     rank_wait_ratio: float = 2.0
 
 
-def _toml():
-    if sys.version_info >= (3, 11):
-        import tomllib
-
-        return tomllib
-    try:  # pragma: no cover - Python 3.10
-        import tomli
-
-        return tomli
-    except ImportError:  # pragma: no cover
-        return None
-
-
-def thresholds_from_table(table: dict[str, Any], base: Thresholds = Thresholds()) -> tuple[Thresholds, list[str]]:
+def thresholds_from_table(table: Mapping[str, Any], base: Thresholds = Thresholds()) -> tuple[Thresholds, list[str]]:
     """`base` with the values of a `[tool.stepscope.findings]` table; problems as one-line reasons."""
     known = {f.name: f for f in fields(Thresholds)}
     changes: dict[str, Any] = {}
@@ -116,24 +105,14 @@ def thresholds_from_table(table: dict[str, Any], base: Thresholds = Thresholds()
     return replace(base, **changes), problems
 
 
-def load_thresholds(root: Path | None) -> tuple[Thresholds, list[str]]:
-    """Thresholds from `root/pyproject.toml` (`[tool.stepscope.findings]`), else the defaults."""
-    if root is None:
+def load_thresholds(start: Path | None, within: Path | None = None) -> tuple[Thresholds, list[str]]:
+    """Thresholds from `[tool.stepscope.findings]` of the pyproject.toml that applies to `start` (a
+    run's step file, or a folder), not above `within` (the workspace root); else the defaults.
+
+    Which file applies is `stepscope.config`'s rule, the same as for the static rules."""
+    if start is None:
         return Thresholds(), []
-    path = Path(root) / "pyproject.toml"
-    if not path.is_file():
-        return Thresholds(), []
-    loader = _toml()
-    if loader is None:  # pragma: no cover - Python 3.10 without tomli
-        return Thresholds(), [f"{path}: [tool.stepscope.findings] not read (Python 3.10 needs the 'tomli' package)"]
-    try:
-        doc = loader.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        return Thresholds(), [f"{path}: not read ({e}); default finding thresholds used"]
-    table = ((doc.get("tool") or {}).get("stepscope") or {}).get("findings")
-    if table is None:
-        return Thresholds(), []
-    if not isinstance(table, dict):
-        return Thresholds(), [f"{path}: [tool.stepscope.findings] is not a table; defaults used"]
-    thresholds, problems = thresholds_from_table(table)
-    return thresholds, [f"{path}: {p}" for p in problems]
+    table = read_table(Path(start), within)
+    findings, problems = table.subtable(FINDINGS_KEY)
+    thresholds, value_problems = thresholds_from_table(findings)
+    return thresholds, [*table.warnings, *problems, *(f"{table.origin}: {p}" for p in value_problems)]

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from statistics import median
 
+from ...textsafe import shorten
 from .common import Anchor, finding, machine_words
 from .thresholds import Thresholds
 
@@ -84,7 +85,7 @@ def unsteady_window(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
     return finding(
         "unsteady-window", anchor,
         f"Step times range from {min(rest):.2f} to {max(rest):.2f} ms (median {mid:.2f} ms, spread {spread:.0%}, "
-        f"first active step {values[0]:.2f} ms left out; {machine}); the slowest is {steps[slowest]['name']}.{new}",
+        f"first active step {values[0]:.2f} ms left out; {machine}); the slowest is {shorten(steps[slowest]['name'])}.{new}",
         "The window is not steady: warm-up may be too short, or the step takes different paths "
         "(new shapes, recompilation, a periodic action such as logging or checkpointing).",
         "Profile again with a longer warm-up and more active steps, and compare the slow step's events "
@@ -97,7 +98,7 @@ def unsteady_window(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
 def _name_words(item: dict) -> str:
     if item.get("line"):
         return f"line {item['line']}" + (f" of {Path(item['file']).name}" if item.get("file") else "")
-    return str(item["name"])
+    return shorten(str(item["name"]))
 
 
 def startup_cost(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:

@@ -12,6 +12,7 @@ Invariants:
 
 from __future__ import annotations
 
+from ...textsafe import shorten
 from .common import Anchor, finding, machine_words, placed, step_ms, where_words
 from .thresholds import Thresholds
 from .window import gpu_expected
@@ -24,7 +25,7 @@ def input_bound(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
     read_ms = read.get("ms") or 0.0
     if not step or read_ms <= 0:
         return None
-    signals = ", ".join(read.get("signals") or []) or "batch-read events"
+    signals = ", ".join(map(shorten, read.get("signals") or [])) or "batch-read events"
     gpu_observed = (report.get("gpu") or {}).get("observed")
     where, precision = placed(read, anchor, evidence)
     figures = {"read_ms": read_ms, "step_ms": step, "signals": read.get("signals") or []}
@@ -68,7 +69,7 @@ def dominant_op(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
     where, precision = placed(top, (None, None), evidence)
     return finding(
         "dominant-op", where,
-        f"{top['name']} holds {which} per step, {own / step:.0%} of the {step:.2f} ms step, in {top['count']:g} "
+        f"{shorten(top['name'])} holds {which} per step, {own / step:.0%} of the {step:.2f} ms step, in {top['count']:g} "
         f"call(s) per step{where_words(top)} ({machine_words(report)})." + precision,
         "A decisive shape or algorithm choice for this operator sets the step's time; the call count may also be "
         "higher than intended.",

@@ -1,0 +1,347 @@
+// The trace panel's webview: receives the run's state from the host, shows it in tabs (overview,
+// timeline, lines, operators, kernels, steps), and asks the host to open source lines.
+
+import { clear, h, shorten } from "./dom";
+import { fmtCount, fmtMs, fmtUs } from "./format";
+import { HostMessage, PanelState, parseHostMessage, WebviewMessage } from "./messages";
+import { measureProblem } from "./measure";
+import { PART_LABELS, renderOverview } from "./overview";
+import { FileIds, LineRow, PanelReport, reportProblem } from "./report";
+import { DataTable } from "./table-view";
+import type { Column } from "./table-logic";
+import { BreakdownStep, KernelRow, OperatorRow, parseTimeline, TimelineDoc, TimelineModel } from "./timeline-doc";
+import { TimelineView } from "./timeline-view";
+
+interface VsCodeApi {
+  postMessage(message: WebviewMessage): void;
+  getState(): unknown;
+  setState(state: unknown): void;
+}
+
+declare global {
+  interface Window {
+    acquireVsCodeApi?: () => VsCodeApi;
+    stepscopePanel?: { timeline: TimelineView; state: () => PanelState | null; posted: WebviewMessage[] };
+  }
+}
+
+const TABS = ["overview", "timeline", "lines", "operators", "kernels", "steps"] as const;
+type Tab = (typeof TABS)[number];
+const TAB_LABELS: Record<Tab, string> = {
+  overview: "Overview",
+  timeline: "Timeline",
+  lines: "Lines",
+  operators: "Operators",
+  kernels: "Kernels",
+  steps: "Steps",
+};
+
+class Panel {
+  private readonly api: VsCodeApi;
+  private readonly app: HTMLElement;
+  private readonly banner: HTMLElement;
+  private readonly panels = new Map<Tab, HTMLElement>();
+  private readonly tabs = new Map<Tab, HTMLButtonElement>();
+  private readonly timeline: TimelineView;
+  private state: PanelState | null = null;
+  private current: Tab = "overview";
+  private readonly pending = new Map<Tab, () => HTMLElement | null>();
+  readonly posted: WebviewMessage[] = [];
+
+  constructor(app: HTMLElement, api: VsCodeApi) {
+    this.api = api;
+    this.app = app;
+    this.banner = h("div", { class: "banner", role: "alert", hidden: true });
+    this.timeline = new TimelineView({
+      onOpen: (fileId, line) => this.post({ type: "openSource", fileId, line }),
+      onRangeRequest: (startUs, endUs) => {
+        if (this.state) this.post({ type: "requestRange", runId: this.state.runId, startUs, endUs, maxSpans: 200_000 });
+      },
+    });
+    const saved = api.getState() as { tab?: string } | undefined;
+    if (saved && TABS.includes(saved.tab as Tab)) this.current = saved.tab as Tab;
+    const tablist = h("div", { class: "tabs", role: "tablist", "aria-label": "Trace panel" });
+    for (const tab of TABS) {
+      const button = h("button", {
+        type: "button",
+        role: "tab",
+        id: `tab-${tab}`,
+        "aria-controls": `panel-${tab}`,
+        "aria-selected": tab === this.current ? "true" : "false",
+        tabindex: tab === this.current ? 0 : -1,
+      }, TAB_LABELS[tab]);
+      button.addEventListener("click", () => this.show(tab));
+      button.addEventListener("keydown", (e) => this.onTabKey(e, tab));
+      this.tabs.set(tab, button);
+      tablist.appendChild(button);
+      const panel = h("div", { role: "tabpanel", id: `panel-${tab}`, "aria-labelledby": `tab-${tab}`, class: `tabpanel panel-${tab}`, tabindex: 0, hidden: tab !== this.current });
+      this.panels.set(tab, panel);
+    }
+    this.panels.get("timeline")!.appendChild(this.timeline.root);
+    clear(app);
+    app.append(this.banner, tablist, ...this.panels.values());
+    window.addEventListener("message", (e) => this.receive(e.data));
+    window.stepscopePanel = { timeline: this.timeline, state: () => this.state, posted: this.posted };
+    this.post({ type: "ready" });
+  }
+
+  private post(message: WebviewMessage): void {
+    this.posted.push(message);
+    this.api.postMessage(message);
+  }
+
+  private error(text: string): void {
+    this.banner.textContent = shorten(text, 500);
+    this.banner.hidden = false;
+    this.post({ type: "log", level: "error", message: text });
+  }
+
+  private show(tab: Tab): void {
+    this.current = tab;
+    const build = this.pending.get(tab);
+    if (build) {
+      this.pending.delete(tab);
+      this.fill(tab, build());
+    }
+    for (const t of TABS) {
+      const selected = t === tab;
+      this.tabs.get(t)!.setAttribute("aria-selected", selected ? "true" : "false");
+      this.tabs.get(t)!.tabIndex = selected ? 0 : -1;
+      this.panels.get(t)!.hidden = !selected;
+    }
+    if (tab === "timeline") this.timeline.resize();
+    this.api.setState({ tab });
+  }
+
+  private onTabKey(e: KeyboardEvent, tab: Tab): void {
+    const k = TABS.indexOf(tab);
+    const to: Record<string, number> = { ArrowRight: k + 1, ArrowLeft: k - 1, Home: 0, End: TABS.length - 1 };
+    if (!(e.key in to)) return;
+    const next = TABS[(to[e.key] + TABS.length) % TABS.length];
+    this.show(next);
+    this.tabs.get(next)!.focus();
+    e.preventDefault();
+  }
+
+  private receive(data: unknown): void {
+    const parsed = parseHostMessage(data);
+    if (!parsed.ok) {
+      this.error(`Ignored a message from the editor: ${parsed.reason}`);
+      return;
+    }
+    const message: HostMessage = parsed.message;
+    if (message.type === "error") this.error(message.message);
+    else if (message.type === "state") this.load(message.state);
+    else if (message.type === "range" && this.state && message.runId === this.state.runId) {
+      const doc = parseTimeline(message.timeline);
+      if (doc.ok) this.timeline.setDetail(new TimelineModel(doc.doc));
+      else this.error(`A finer level of the timeline was refused: ${doc.reason}`);
+    }
+  }
+
+  private load(state: PanelState): void {
+    const started = performance.now();
+    const phase = (name: string, since: number) => performance.measure(`stepscope ${name}`, { start: since, end: performance.now() });
+    this.banner.hidden = true;
+    const problems: string[] = [];
+    let report: PanelReport | null = state.report;
+    const reportIssue = report ? reportProblem(report) : null;
+    if (reportIssue) {
+      problems.push(reportIssue);
+      report = null;
+    }
+    let timeline: TimelineDoc | null = null;
+    if (state.timeline) {
+      const parsed = parseTimeline(state.timeline);
+      if (parsed.ok) timeline = parsed.doc;
+      else problems.push(`the timeline cannot be shown: ${parsed.reason}`);
+    }
+    phase("check", started);
+    const measure = state.measure && !measureProblem(state.measure) ? state.measure : null;
+    if (state.measure && !measure) problems.push(measureProblem(state.measure)!);
+    this.state = { ...state, report, timeline, measure };
+    const fileIds = new FileIds(timeline?.files ?? {}, Array.isArray(report?.files) ? report!.files : []);
+    const open = (fileId: string, line: number) => this.post({ type: "openSource", fileId, line });
+    let t = performance.now();
+    renderOverview(this.panels.get("overview")!, { title: state.title, stale: state.stale, report, timeline, measure, fileIds, onOpen: open });
+    phase("overview", t);
+    t = performance.now();
+    this.timeline.setModel(timeline ? new TimelineModel(timeline) : null);
+    phase("timeline model", t);
+    t = performance.now();
+    if (!timeline) {
+      const p = this.panels.get("timeline")!;
+      p.querySelector(".empty")?.remove();
+      p.prepend(h("p", { class: "empty" }, "No timeline for this run (runs analysed before the trace panel existed have none)."));
+    } else {
+      this.panels.get("timeline")!.querySelector(".empty")?.remove();
+    }
+    // each table is built when its tab is first shown (a window of thousands of steps makes big ones)
+    this.pending.clear();
+    this.pending.set("lines", () => (report ? linesTable(report, timeline, fileIds, open) : null));
+    this.pending.set("operators", () => (timeline?.operators ? operatorsTable(timeline, open) : null));
+    this.pending.set("kernels", () => (timeline?.kernels ? kernelsTable(timeline, open) : null));
+    this.pending.set("steps", () => stepsTable(report, timeline, open, (a, b) => this.showStep(a, b)));
+    for (const tab of this.pending.keys()) clear(this.panels.get(tab)!);
+    phase("tables", t);
+    if (problems.length) this.error(problems.join("; "));
+    this.show(this.current);
+    this.app.setAttribute("aria-busy", "false");
+    this.app.dataset.state = "ready";
+  }
+
+  private showStep(startUs: number, endUs: number): void {
+    this.show("timeline");
+    this.timeline.setView(startUs, endUs);
+  }
+
+  private fill(tab: Tab, table: HTMLElement | null): void {
+    const panel = this.panels.get(tab)!;
+    clear(panel);
+    panel.appendChild(table ?? h("p", { class: "empty" }, "Nothing to show for this run."));
+  }
+}
+
+function relPath(timeline: TimelineDoc | null, fileId: string | null, fallback: string): string {
+  if (fileId && timeline?.files[fileId]) return timeline.files[fileId];
+  return fallback.replace(/\\/g, "/").split("/").slice(-2).join("/");
+}
+
+type Open = (fileId: string, line: number) => void;
+
+function linesTable(report: PanelReport, timeline: TimelineDoc | null, ids: FileIds, onOpen: Open): HTMLElement {
+  const gpu = report.gpu.observed;
+  const copies = (r: LineRow) => {
+    const c = r.copies;
+    return c ? c.h2d.count + c.d2h.count + c.d2d.count : 0;
+  };
+  const columns: Column<LineRow>[] = [
+    { key: "file", label: "File", numeric: false, value: (r) => relPath(timeline, ids.of(r.file, r.file_id), r.file) },
+    { key: "line", label: "Line", numeric: true, value: (r) => r.line },
+    { key: "wall", label: "Wall", numeric: true, value: (r) => r.wall_ms, format: (r) => fmtMs(r.wall_ms), help: "elapsed time on the line per step (a union: nested work counts once)" },
+    { key: "self", label: "Self", numeric: true, value: (r) => r.cpu_self_ms, format: (r) => fmtMs(r.cpu_self_ms), help: "CPU time of the line less that of other lines inside it" },
+    { key: "gpu", label: "GPU", numeric: true, value: (r) => (gpu ? r.gpu_ms : null), format: (r) => (gpu ? fmtMs(r.gpu_ms) : "n/o"), help: "GPU work it launched per step (n/o: not observed)" },
+    { key: "backward", label: "Backward", numeric: true, value: (r) => r.backward_ms, format: (r) => fmtMs(r.backward_ms), help: "backward work its forward caused" },
+    { key: "kernels", label: "Kernels", numeric: true, value: (r) => r.kernels, format: (r) => fmtCount(r.kernels) },
+    { key: "copies", label: "Copies", numeric: true, value: copies, format: (r) => (r.copies ? `${r.copies.h2d.count} H→D · ${r.copies.d2h.count} D→H · ${r.copies.d2d.count} D→D` : "") },
+    { key: "syncs", label: "Syncs", numeric: true, value: (r) => r.sync_ms, format: (r) => fmtMs(r.sync_ms), help: "time the host waited on the device" },
+  ];
+  const note = report.window?.per === "window" ? "Figures per window (the trace has no step markers)." : "Figures per active step.";
+  return new DataTable<LineRow>({
+    id: "lines",
+    caption: "Lines",
+    columns,
+    rows: report.lines,
+    sortBy: "wall",
+    note,
+    source: (r) => {
+      const id = ids.of(r.file, r.file_id);
+      return id ? { fileId: id, line: r.line, label: `${relPath(timeline, id, r.file)}:${r.line}` } : null;
+    },
+    onOpen,
+  }).root;
+}
+
+function operatorsTable(timeline: TimelineDoc, onOpen: Open): HTMLElement {
+  const gpu = timeline.window.gpu_observed;
+  const t = timeline.operators!;
+  const columns: Column<OperatorRow>[] = [
+    { key: "name", label: "Operator", numeric: false, value: (r) => r.name },
+    { key: "calls", label: "Calls", numeric: true, value: (r) => r.calls, format: (r) => fmtCount(r.calls) },
+    { key: "self", label: "Self CPU", numeric: true, value: (r) => r.self_ms, format: (r) => fmtMs(r.self_ms), help: "its time less that of the operators it calls" },
+    { key: "total", label: "Total CPU", numeric: true, value: (r) => r.total_ms, format: (r) => fmtMs(r.total_ms), help: "its time including what it calls (outermost calls only)" },
+    { key: "gpu", label: "GPU", numeric: true, value: (r) => (gpu ? r.gpu_ms : null), format: (r) => (gpu ? fmtMs(r.gpu_ms) : "n/o"), help: "GPU work launched from inside it (a union)" },
+    { key: "shapes", label: "Input shapes", numeric: false, value: (r) => (r.shapes ? r.shapes.text : null), format: (r) => (r.shapes ? `${r.shapes.text} (${Math.round(r.shapes.share * 100)}% of calls)` : "not recorded") },
+    { key: "where", label: "Line", numeric: false, value: (r) => (r.file ? `${timeline.files[r.file] ?? r.file}:${r.line}` : null), format: (r) => (r.file ? `${timeline.files[r.file] ?? r.file}:${r.line}` : "") },
+  ];
+  return new DataTable<OperatorRow>({
+    id: "operators",
+    caption: "Operators",
+    columns,
+    rows: t.rows,
+    sortBy: "total",
+    note: `Per ${timeline.window.per} of the window, batch read included${t.left_out ? `; ${t.left_out} smaller operators are not listed` : ""}.`,
+    source: (r) => (r.file && r.line ? { fileId: r.file, line: r.line, label: `${timeline.files[r.file] ?? r.file}:${r.line}` } : null),
+    onOpen,
+  }).root;
+}
+
+function kernelsTable(timeline: TimelineDoc, onOpen: Open): HTMLElement {
+  const t = timeline.kernels!;
+  if (!timeline.window.gpu_observed) return h("p", { class: "empty" }, "GPU events were not observed in this trace: no kernel to list (not zero kernels).");
+  const columns: Column<KernelRow>[] = [
+    { key: "name", label: "Kernel", numeric: false, value: (r) => r.name },
+    { key: "launches", label: "Launches", numeric: true, value: (r) => r.launches, format: (r) => fmtCount(r.launches) },
+    { key: "total", label: "Total", numeric: true, value: (r) => r.total_ms, format: (r) => fmtMs(r.total_ms), help: "its time on every stream (a union) per step" },
+    { key: "mean", label: "Mean", numeric: true, value: (r) => r.mean_us, format: (r) => fmtUs(r.mean_us), help: "mean duration of one launch" },
+    { key: "where", label: "Launched from", numeric: false, value: (r) => (r.file ? `${timeline.files[r.file] ?? r.file}:${r.line}` : null), format: (r) => (r.file ? `${timeline.files[r.file] ?? r.file}:${r.line}` : "") },
+  ];
+  return new DataTable<KernelRow>({
+    id: "kernels",
+    caption: "Kernels",
+    columns,
+    rows: t.rows,
+    sortBy: "total",
+    note: `Per ${timeline.window.per} of the window${t.left_out ? `; ${t.left_out} smaller kernels are not listed` : ""}.`,
+    source: (r) => (r.file && r.line ? { fileId: r.file, line: r.line, label: `${timeline.files[r.file] ?? r.file}:${r.line}` } : null),
+    onOpen,
+  }).root;
+}
+
+interface StepRow {
+  name: string;
+  ms: number;
+  cpu_ms: number | null;
+  parts: Record<string, number | null>;
+  start: number | null;
+  end: number | null;
+}
+
+function stepsTable(report: PanelReport | null, timeline: TimelineDoc | null, onOpen: Open, show: (a: number, b: number) => void): HTMLElement | null {
+  const bounds = new Map((timeline?.steps ?? []).map((s) => [s.name, s]));
+  const parts = new Map((timeline?.breakdown?.steps ?? []).map((s: BreakdownStep) => [s.name, s.parts]));
+  const source = report?.steps?.length ? report.steps : (timeline?.steps ?? []).map((s) => ({ name: s.name, ms: s.ms, cpu_ms: null }));
+  if (!source.length) return null;
+  const rows: StepRow[] = source.map((s) => ({
+    name: s.name,
+    ms: s.ms,
+    cpu_ms: s.cpu_ms ?? null,
+    parts: parts.get(s.name) ?? {},
+    start: bounds.get(s.name)?.start_us ?? null,
+    end: bounds.get(s.name)?.completion_us ?? null,
+  }));
+  const partNames = timeline?.breakdown?.parts.filter((p) => timeline.window.gpu_observed || (p !== "gpu_busy" && p !== "copies")) ?? [];
+  const columns: Column<StepRow>[] = [
+    { key: "name", label: "Step", numeric: false, value: (r) => r.name },
+    { key: "ms", label: "Elapsed", numeric: true, value: (r) => r.ms, format: (r) => fmtMs(r.ms), help: "from the previous step's completion to its own" },
+    { key: "cpu", label: "CPU span", numeric: true, value: (r) => r.cpu_ms, format: (r) => (r.cpu_ms === null ? "unknown" : fmtMs(r.cpu_ms)) },
+    ...partNames.map((p) => ({ key: p, label: PART_LABELS[p] ?? p, numeric: true, value: (r: StepRow) => r.parts[p] ?? null, format: (r: StepRow) => fmtMs(r.parts[p] ?? null) })),
+  ];
+  return new DataTable<StepRow>({
+    id: "steps",
+    caption: "Steps",
+    columns,
+    rows,
+    sortBy: "name",
+    direction: "ascending",
+    limit: 5000,
+    note: "Enter or a click shows the step on the timeline.",
+    source: () => null,
+    activate: (r) => {
+      if (r.start !== null && r.end !== null) show(r.start, r.end);
+    },
+    activateLabel: (r) => (r.start !== null ? `Show ${r.name} on the timeline` : ""),
+    onOpen,
+  }).root;
+}
+
+function start(): void {
+  const app = document.getElementById("app");
+  if (!app) return;
+  const api: VsCodeApi = window.acquireVsCodeApi
+    ? window.acquireVsCodeApi()
+    : { postMessage: () => undefined, getState: () => undefined, setState: () => undefined };
+  new Panel(app, api);
+}
+
+start();

@@ -1,0 +1,263 @@
+// The overview: the headline (ms/step, samples/s, the machine), where each step's time went (stacked
+// bars that add up to the step), start-up apart from the window, the findings with their next check,
+// and, when there is one, the profiler's distortion and a measure run's distribution.
+
+import { append, clear, h, shorten, svg } from "./dom";
+import { fmtCount, fmtMs, fmtPercent } from "./format";
+import { histogram, MeasureResult } from "./measure";
+import { FileIds, PanelReport } from "./report";
+import type { TimelineDoc } from "./timeline-doc";
+
+export const PART_LABELS: Record<string, string> = {
+  gpu_busy: "GPU busy",
+  copies: "copies (no kernel running)",
+  batch_read: "batch read (GPU idle)",
+  host_wait: "host waits on the device (GPU idle)",
+  cpu_work: "CPU-bound work (GPU idle)",
+  other: "nothing recorded",
+};
+
+const CPU_PART_LABELS: Record<string, string> = {
+  batch_read: "batch read",
+  host_wait: "host waits",
+  cpu_work: "recorded CPU work",
+  other: "nothing recorded (Python between events)",
+};
+
+const MAX_BARS = 200;
+
+export interface OverviewInput {
+  title: string;
+  stale: boolean;
+  report: PanelReport | null;
+  timeline: TimelineDoc | null;
+  measure: MeasureResult | null;
+  fileIds: FileIds;
+  onOpen: (fileId: string, line: number) => void;
+}
+
+export function machineLabel(machine: PanelReport["machine"] | MeasureResult["machine"] | undefined): string {
+  if (!machine) return "an unnamed machine";
+  const device = typeof machine.device === "string" ? machine.device : "";
+  const host = typeof machine.host === "string" ? machine.host : "";
+  return [device, host ? `host ${host}` : ""].filter(Boolean).join(", ") || "an unnamed machine";
+}
+
+export function renderOverview(root: HTMLElement, input: OverviewInput): void {
+  clear(root);
+  const { report, timeline } = input;
+  append(root, h("h2", { class: "run-title name" }, shorten(input.title, 300)));
+  if (input.stale) {
+    root.appendChild(h("p", { class: "stale", role: "note" }, "The code changed since this run: these figures describe the code as it was then."));
+  }
+  if (!report) {
+    root.appendChild(h("p", { class: "empty" }, "No report for this run."));
+  } else {
+    root.appendChild(headline(report));
+    const distortion = distortionSection(report);
+    if (distortion) root.appendChild(distortion);
+  }
+  if (timeline?.breakdown) root.appendChild(breakdownSection(timeline, report));
+  if (report) root.appendChild(startupSection(report));
+  if (input.measure) root.appendChild(measureSection(input.measure));
+  if (report) root.appendChild(findingsSection(report, input));
+  const notes = [...(report?.notes ?? []), ...(timeline?.notes ?? [])];
+  if (notes.length) {
+    root.appendChild(h("section", { class: "notes", "aria-label": "Notes" }, h("h3", {}, "Not observed, limits"), listOf(notes)));
+  }
+}
+
+function listOf(items: string[]): HTMLElement {
+  const ul = h("ul");
+  for (const item of items) ul.appendChild(h("li", { class: "name" }, shorten(item, 2000)));
+  return ul;
+}
+
+function headline(report: PanelReport): HTMLElement {
+  const per = report.window?.per === "window";
+  const steps = report.steps.length;
+  const main = per
+    ? `No step markers: one window of ${fmtMs(report.window?.ms ?? null)} (figures are per window)`
+    : `${fmtMs(report.ms_per_step)} per step`;
+  const detail = per ? "" : `median of ${steps} active step${steps === 1 ? "" : "s"}, each from the previous one's completion to its own`;
+  return h(
+    "section",
+    { class: "headline", "aria-label": "Headline" },
+    h("p", { class: "big" }, main),
+    detail ? h("p", { class: "hint" }, detail) : null,
+    report.samples_per_s !== null && report.samples_per_s !== undefined
+      ? h("p", {}, `${fmtCount(report.samples_per_s)} samples/s`)
+      : null,
+    h("p", { class: "machine name" }, `Measured on ${shorten(machineLabel(report.machine), 200)}`),
+    report.gpu.observed ? null : h("p", { class: "hint name" }, shorten(report.gpu.reason ?? "GPU time was not observed", 500)),
+  );
+}
+
+function distortionSection(report: PanelReport): HTMLElement | null {
+  const u = report.unprofiled;
+  if (!u || typeof u.ms_per_step !== "number") return null;
+  const ratio = typeof report.distortion === "number" ? report.distortion : null;
+  return h(
+    "section",
+    { class: "distortion", "aria-label": "Profiler distortion" },
+    h("h3", {}, "Outside the profiler"),
+    h("p", {}, `${fmtMs(u.ms_per_step)} per step over ${u.passes} passes (IQR ${fmtMs(u.iqr_ms)}) in the same process without the profiler.`),
+    ratio !== null ? h("p", {}, `The profiled step reads ${ratio.toFixed(2)}× that: figures under the profiler are inflated by its cost.`) : null,
+  );
+}
+
+function breakdownSection(timeline: TimelineDoc, report: PanelReport | null): HTMLElement {
+  const b = timeline.breakdown!;
+  const gpu = timeline.window.gpu_observed;
+  const parts = b.parts.filter((p) => gpu || (p !== "gpu_busy" && p !== "copies"));
+  const labels = gpu ? PART_LABELS : { ...PART_LABELS, ...CPU_PART_LABELS };
+  const section = h("section", { class: "breakdown", "aria-label": "Where each step's time went" });
+  section.appendChild(h("h3", {}, timeline.window.per === "window" ? "Where the window's time went" : "Where each step's time went"));
+  section.appendChild(
+    h(
+      "p",
+      { class: "hint" },
+      "Each moment of a step counts once, in the first part that holds then: ",
+      gpu ? "GPU busy, then copies, then, while the GPU does neither, batch read, host waits, CPU work; the rest had nothing recorded." : "batch read, host waits, recorded CPU work; the rest had nothing recorded (GPU time was not observed).",
+    ),
+  );
+  const legend = h("ul", { class: "legend", "aria-hidden": "true" });
+  for (const p of parts) legend.appendChild(h("li", {}, h("span", { class: `swatch part-${p}` }), labels[p] ?? p));
+  section.appendChild(legend);
+  const steps = b.steps;
+  const longest = Math.max(...steps.map((s) => s.ms), 1e-9);
+  const list = h("ol", { class: "bars" });
+  const total: Record<string, number> = {};
+  let totalMs = 0;
+  for (const s of steps) {
+    totalMs += s.ms;
+    for (const p of parts) total[p] = (total[p] ?? 0) + (s.parts[p] ?? 0);
+  }
+  if (steps.length > 1) list.appendChild(bar("all steps (mean)", totalMs / steps.length, longest, Object.fromEntries(parts.map((p) => [p, total[p] / steps.length])), parts, labels));
+  for (const s of steps.slice(0, MAX_BARS)) list.appendChild(bar(s.name, s.ms, longest, s.parts, parts, labels));
+  section.appendChild(list);
+  if (steps.length > MAX_BARS) section.appendChild(h("p", { class: "hint" }, `The first ${MAX_BARS} of ${steps.length} steps are shown; the steps table lists every one.`));
+  if (report && report.ms_per_step !== null && timeline.window.per === "step") {
+    section.appendChild(h("p", { class: "hint" }, `The headline is the median step (${fmtMs(report.ms_per_step)}); the first bar is the mean of the steps shown below it.`));
+  }
+  return section;
+}
+
+function bar(name: string, ms: number, longest: number, values: Record<string, number | null>, parts: string[], labels: Record<string, string>): HTMLElement {
+  const words = parts
+    .filter((p) => (values[p] ?? 0) > 0)
+    .map((p) => `${labels[p] ?? p} ${fmtMs(values[p])} (${fmtPercent(values[p] ?? 0, ms)})`);
+  const track = h("div", { class: "bar", role: "img", "aria-label": `${name}: ${fmtMs(ms)}; ${words.join("; ")}`, title: words.join("\n") });
+  track.style.width = `${Math.max(0.5, (100 * ms) / longest)}%`;
+  let used = 0;
+  for (const p of parts) {
+    const v = values[p] ?? 0;
+    if (!(v > 0) || !(ms > 0)) continue;
+    const share = Math.min(100 - used, (100 * v) / ms); // never above the step
+    used += share;
+    const seg = h("span", { class: `segment part-${p}` });
+    seg.style.width = `${share}%`;
+    track.appendChild(seg);
+  }
+  return h("li", {}, h("span", { class: "bar-label name" }, shorten(name, 80)), h("span", { class: "bar-ms" }, fmtMs(ms)), h("div", { class: "bar-track" }, track));
+}
+
+function startupSection(report: PanelReport): HTMLElement {
+  const s = report.startup;
+  const section = h("section", { class: "startup", "aria-label": "Start-up" }, h("h3", {}, "Start-up, apart from the window"));
+  if (s.to_first_step_ms === null && !s.first_steps_ms.length) {
+    section.appendChild(h("p", { class: "hint" }, "Not recorded in this trace."));
+    return section;
+  }
+  if (s.to_first_step_ms !== null) section.appendChild(h("p", {}, `${fmtMs(s.to_first_step_ms)} from the program's start to its first step.`));
+  if (s.first_steps_ms.length) {
+    section.appendChild(h("p", {}, `Steps before the window (waited and warmed up): ${s.first_steps_ms.map((v) => fmtMs(v)).join(", ")}.`));
+  }
+  return section;
+}
+
+function findingsSection(report: PanelReport, input: OverviewInput): HTMLElement {
+  const section = h("section", { class: "findings", "aria-label": "Findings" }, h("h3", {}, `Findings (${report.findings.length})`));
+  if (!report.findings.length) {
+    section.appendChild(h("p", { class: "hint" }, "No finding: nothing in this window matched a pattern worth a next check."));
+    return section;
+  }
+  const list = h("ol", { class: "finding-list" });
+  for (const f of report.findings) {
+    const fileId = input.fileIds.of(f.file, f.file_id ?? null);
+    const where = f.file && f.line ? `${shorten(fileId && input.timeline?.files[fileId] ? input.timeline.files[fileId] : baseName(f.file), 120)}:${f.line}` : null;
+    let link: HTMLElement | null = null;
+    if (where && fileId && f.line) {
+      const line = f.line;
+      link = h("button", { type: "button", class: "link", title: `Open ${where}` }, where);
+      link.addEventListener("click", () => input.onOpen(fileId, line));
+    } else if (where) {
+      link = h("span", { class: "muted" }, where);
+    }
+    list.appendChild(
+      h(
+        "li",
+        { class: "finding" },
+        h("p", {}, h("span", { class: "kind" }, shorten(f.kind, 60)), " ", link),
+        h("p", { class: "name" }, shorten(f.observation, 3000)),
+        h("p", {}, h("strong", {}, "Hypothesis: "), shorten(f.hypothesis, 3000)),
+        h("p", {}, h("strong", {}, "Next check: "), shorten(f.next_check, 3000)),
+      ),
+    );
+  }
+  section.appendChild(list);
+  return section;
+}
+
+function baseName(path: string): string {
+  const parts = path.replace(/\\/g, "/").split("/");
+  return parts.slice(-2).join("/");
+}
+
+function measureSection(m: MeasureResult): HTMLElement {
+  const section = h("section", { class: "measure", "aria-label": "Measured without the profiler" }, h("h3", {}, "Measured without the profiler"));
+  section.appendChild(
+    h("p", {}, `Median ${fmtMs(m.median_ms)} per step over ${m.raw_ms.length} passes (IQR ${fmtMs(m.iqr_ms)}, p10 ${fmtMs(m.p10_ms)}, p90 ${fmtMs(m.p90_ms)}) on ${shorten(machineLabel(m.machine), 200)}.`),
+  );
+  if (m.noisy) section.appendChild(h("p", { class: "stale" }, "Noisy: the IQR is more than 10% of the median; compare with care."));
+  // the axis spans the measured passes (and the compared ones); warm-up passes beyond it sit at its edge
+  const values = [...m.raw_ms, ...(m.compare_raw_ms ?? [])];
+  const pad = (Math.max(...values) - Math.min(...values)) * 0.08 || Math.abs(m.median_ms) * 0.05 || 1;
+  const lo = Math.min(...values) - pad;
+  const hi = Math.max(...values) + pad;
+  const W = 560;
+  const H = m.compare_raw_ms?.length ? 124 : 96;
+  const x = (v: number) => 70 + ((Math.min(hi, Math.max(lo, v)) - lo) / (hi - lo)) * (W - 90);
+  const plot = svg("svg", { viewBox: `0 0 ${W} ${H}`, class: "strip", role: "img", "aria-label": `Distribution of ${m.raw_ms.length} measured passes, ${m.warmup_ms.length} warm-up passes shown apart` });
+  const row = (label: string, y: number, vals: number[], cls: string) => {
+    plot.appendChild(svg("text", { x: 0, y: y + 4, class: "axis" }, label));
+    vals.forEach((v, k) => {
+      const beyond = v > hi || v < lo;
+      plot.appendChild(svg("circle", { cx: x(v).toFixed(1), cy: (y + ((k % 5) - 2) * 2.5).toFixed(1), r: 3, class: cls + (beyond ? " beyond" : "") }));
+    });
+  };
+  row("warm-up", 14, m.warmup_ms, "dot warm");
+  row("passes", 40, m.raw_ms, "dot");
+  if (m.compare_raw_ms?.length) row("before", 66, m.compare_raw_ms, "dot before");
+  plot.appendChild(svg("line", { x1: x(m.median_ms).toFixed(1), x2: x(m.median_ms).toFixed(1), y1: 28, y2: 52, class: "median" }));
+  const bins = histogram(m.raw_ms, 16, lo, hi);
+  const most = Math.max(...bins, 1);
+  bins.forEach((count, k) => {
+    const bx = 70 + (k / bins.length) * (W - 90);
+    const bh = (count / most) * 16;
+    plot.appendChild(svg("rect", { x: bx.toFixed(1), y: (H - 24 - bh).toFixed(1), width: ((W - 90) / bins.length - 1).toFixed(1), height: bh.toFixed(1), class: "hist" }));
+  });
+  const beyond = m.warmup_ms.filter((v) => v > hi || v < lo);
+  if (beyond.length) {
+    plot.appendChild(svg("text", { x: W - 4, y: 8, "text-anchor": "end", class: "axis" }, `warm-up beyond the axis: ${beyond.map((v) => fmtMs(v)).join(", ")}`));
+  }
+  plot.appendChild(svg("text", { x: 70, y: H - 8, class: "axis" }, fmtMs(lo)));
+  plot.appendChild(svg("text", { x: W - 60, y: H - 8, class: "axis" }, fmtMs(hi)));
+  section.appendChild(plot);
+  if (typeof m.ratio === "number" && m.ci95) {
+    section.appendChild(
+      h("p", { class: "verdict" }, `After / before: ${m.ratio.toFixed(3)}× (95% interval ${m.ci95[0].toFixed(3)} – ${m.ci95[1].toFixed(3)}): ${m.verdict ?? "no verdict"}.`),
+    );
+  }
+  return section;
+}

@@ -1,0 +1,113 @@
+// The part of the analysis report the panel reads (shared/PRODUCT.md's `--json` shape), and how a
+// report row finds its `{fileId, line}`. No DOM here.
+//
+// Report rows carry absolute `file` paths (the CLI contract) and `file_id`, an index into the report's
+// `files` table. The panel opens sources by the *timeline's* file ids only (`f0`, `x1`: its `files`
+// table of workspace-relative paths, which the host resolves): a report row finds its id through the
+// report's table (the same relative path), else by matching the end of its absolute path.
+
+export interface Copies {
+  h2d: { count: number; bytes: number };
+  d2h: { count: number; bytes: number };
+  d2d: { count: number; bytes: number };
+}
+
+export interface FileEntry {
+  path: string;
+  in_root: boolean;
+}
+
+export interface LineRow {
+  file: string;
+  file_id?: number | null;
+  line: number;
+  precision: string;
+  wall_ms: number;
+  cpu_self_ms: number;
+  cpu_total_ms: number;
+  gpu_ms: number | null;
+  backward_ms: number | null;
+  kernels: number;
+  copies: Copies;
+  sync_ms: number;
+}
+
+export interface Finding {
+  kind: string;
+  file: string | null;
+  file_id?: number | null;
+  line: number | null;
+  observation: string;
+  hypothesis: string;
+  next_check: string;
+}
+
+export interface PanelReport {
+  ms_per_step: number | null;
+  samples_per_s: number | null;
+  machine: { device?: string; host?: string; source?: string; [key: string]: unknown };
+  gpu: { observed: boolean; reason: string | null };
+  steps: { name: string; ms: number; cpu_ms?: number | null }[];
+  startup: { to_first_step_ms: number | null; first_steps_ms: number[] };
+  lines: LineRow[];
+  findings: Finding[];
+  window?: { per?: string; steps?: number; ms?: number };
+  notes?: string[];
+  /** the report's file table (`file_id` is an index into it) */
+  files?: FileEntry[];
+  /** the profiler's distortion (measure issue): null until measured */
+  unprofiled?: { ms_per_step: number; passes: number; iqr_ms: number } | null;
+  distortion?: number | null;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** Check the few fields the panel relies on; returns a one-line reason, or null when usable. */
+export function reportProblem(value: unknown): string | null {
+  if (!isObject(value)) return "the report is not an object";
+  for (const key of ["lines", "findings", "steps"]) {
+    if (!Array.isArray(value[key])) return `the report has no ${key} list`;
+  }
+  if (!isObject(value.machine) || !isObject(value.gpu) || !isObject(value.startup)) {
+    return "the report lacks machine, gpu or startup";
+  }
+  return null;
+}
+
+/** Maps report rows to the timeline's file ids (see above). */
+export class FileIds {
+  private readonly byRel: [string, string][];
+  private readonly exact: Map<string, string>;
+  private readonly reportFiles: FileEntry[];
+  private readonly cache = new Map<string, string | null>();
+
+  constructor(files: Record<string, string>, reportFiles: FileEntry[] = []) {
+    // longest paths first: `pkg/model/net.py` wins over `net.py`
+    this.byRel = Object.entries(files)
+      .map(([id, rel]) => [rel, id] as [string, string])
+      .sort((a, b) => b[0].length - a[0].length);
+    this.exact = new Map(this.byRel);
+    this.reportFiles = reportFiles;
+  }
+
+  /** The timeline's id of a report row's file: by its `file_id` in the report's table, else by its path. */
+  of(path: string | null | undefined, fileId?: number | null): string | null {
+    if (typeof fileId === "number") {
+      const entry = this.reportFiles[fileId];
+      if (entry && entry.in_root) {
+        const id = this.exact.get(entry.path);
+        if (id) return id;
+      }
+    }
+    if (!path) return null;
+    const cached = this.cache.get(path);
+    if (cached !== undefined) return cached;
+    const norm = path.replace(/\\/g, "/");
+    const hit = this.byRel.find(([rel]) => norm === rel || norm.endsWith("/" + rel));
+    const id = hit ? hit[1] : null;
+    this.cache.set(path, id);
+    return id;
+  }
+}

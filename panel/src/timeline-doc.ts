@@ -1,0 +1,270 @@
+// The timeline document the server writes (server/stepscope/schemas/timeline.schema.json, version 1),
+// its validation, and the indexed model the timeline view draws from. No DOM here.
+
+export const SCHEMA_VERSION = 1;
+
+export interface TrackInfo {
+  label: string;
+  kind: "cpu" | "gpu";
+  main: boolean;
+  rows: number;
+}
+
+export interface StepBounds {
+  name: string;
+  start_us: number;
+  cpu_start_us: number;
+  cpu_end_us: number;
+  completion_us: number;
+  ms: number;
+  cpu_known: boolean;
+}
+
+export interface BreakdownStep {
+  name: string;
+  ms: number;
+  parts: Record<string, number | null>;
+}
+
+export interface OperatorRow {
+  name: string;
+  calls: number;
+  self_ms: number;
+  total_ms: number;
+  gpu_ms: number | null;
+  shapes: { text: string; share: number } | null;
+  file: string | null;
+  line: number | null;
+}
+
+export interface KernelRow {
+  name: string;
+  launches: number;
+  total_ms: number;
+  mean_us: number;
+  file: string | null;
+  line: number | null;
+}
+
+export interface TimelineDoc {
+  schema_version: number;
+  window: { duration_us: number; per: "step" | "window"; steps: number; gpu_observed: boolean };
+  range: { start_us: number; end_us: number };
+  cap: number;
+  reduced: boolean;
+  resolution_us: number;
+  spans_in_range: number;
+  notes: string[];
+  categories: string[];
+  tracks: TrackInfo[];
+  names: string[];
+  files: Record<string, string>;
+  lines: { file: string[]; line: number[] };
+  spans: {
+    track: number[];
+    start_us: number[];
+    dur_us: number[];
+    name: number[];
+    category: number[];
+    depth: number[];
+    line: number[];
+  };
+  merged: { span: number[]; count: number[]; busy_us: number[] };
+  steps: StepBounds[];
+  breakdown?: { parts: string[]; steps: BreakdownStep[] };
+  operators?: { rows: OperatorRow[]; left_out: number };
+  kernels?: { rows: KernelRow[]; left_out: number };
+}
+
+export type ParsedDoc = { ok: true; doc: TimelineDoc } | { ok: false; reason: string };
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function numbers(v: unknown, what: string, n: number | null, check: (x: number) => boolean): string | null {
+  if (!Array.isArray(v)) return `${what} is not a list`;
+  if (n !== null && v.length !== n) return `${what} has ${v.length} entries, not ${n}`;
+  for (let i = 0; i < v.length; i++) {
+    const x = v[i];
+    if (typeof x !== "number" || !Number.isFinite(x) || !check(x)) return `${what}[${i}] is out of range`;
+  }
+  return null;
+}
+
+function strings(v: unknown, what: string): string | null {
+  if (!Array.isArray(v)) return `${what} is not a list`;
+  for (let i = 0; i < v.length; i++) if (typeof v[i] !== "string") return `${what}[${i}] is not text`;
+  return null;
+}
+
+/** Check a timeline document: its version, and that every index in it points where it may, so the
+ * view can trust it (a document from a newer Stepscope is refused with its version). */
+export function parseTimeline(value: unknown): ParsedDoc {
+  if (!isObject(value)) return { ok: false, reason: "the timeline is not an object" };
+  if (value.schema_version !== SCHEMA_VERSION) {
+    return { ok: false, reason: `timeline schema version ${String(value.schema_version)} (this panel reads ${SCHEMA_VERSION})` };
+  }
+  const d = value as unknown as TimelineDoc;
+  if (!isObject(d.window) || !isObject(d.range) || !isObject(d.spans) || !isObject(d.merged) || !isObject(d.lines)) {
+    return { ok: false, reason: "the timeline lacks window, range, spans, merged or lines" };
+  }
+  if (!Array.isArray(d.tracks) || !Array.isArray(d.steps) || !isObject(d.files)) {
+    return { ok: false, reason: "the timeline lacks tracks, steps or files" };
+  }
+  for (const t of d.tracks) {
+    if (!isObject(t) || typeof t.label !== "string" || (t.kind !== "cpu" && t.kind !== "gpu") || !Number.isInteger(t.rows)) {
+      return { ok: false, reason: "a track is malformed" };
+    }
+  }
+  for (const s of d.steps) {
+    if (!isObject(s) || typeof s.name !== "string" || !Number.isFinite(s.start_us) || !Number.isFinite(s.completion_us)) {
+      return { ok: false, reason: "a step is malformed" };
+    }
+  }
+  const problem =
+    strings(d.names, "names") ??
+    strings(d.categories, "categories") ??
+    strings(d.notes, "notes") ??
+    strings(d.lines.file, "lines.file") ??
+    numbers(d.lines.line, "lines.line", d.lines.file.length, (x) => Number.isInteger(x) && x >= 0);
+  if (problem) return { ok: false, reason: problem };
+  const n = Array.isArray(d.spans.start_us) ? d.spans.start_us.length : -1;
+  const nLines = d.lines.file.length;
+  const columns: [unknown, string, (x: number) => boolean][] = [
+    [d.spans.start_us, "spans.start_us", (x) => x >= 0],
+    [d.spans.dur_us, "spans.dur_us", (x) => x >= 0],
+    [d.spans.track, "spans.track", (x) => Number.isInteger(x) && x >= 0 && x < d.tracks.length],
+    [d.spans.name, "spans.name", (x) => Number.isInteger(x) && x >= 0 && x < d.names.length],
+    [d.spans.category, "spans.category", (x) => Number.isInteger(x) && x >= 0 && x < d.categories.length],
+    [d.spans.depth, "spans.depth", (x) => Number.isInteger(x) && x >= 0],
+    [d.spans.line, "spans.line", (x) => Number.isInteger(x) && x >= -1 && x < nLines],
+  ];
+  for (const [col, what, check] of columns) {
+    const bad = numbers(col, what, n, check);
+    if (bad) return { ok: false, reason: bad };
+  }
+  for (let i = 0; i < n; i++) {
+    if (d.spans.depth[i] >= d.tracks[d.spans.track[i]].rows) return { ok: false, reason: `spans.depth[${i}] is below its track` };
+  }
+  const m = Array.isArray(d.merged.span) ? d.merged.span.length : -1;
+  const merged =
+    numbers(d.merged.span, "merged.span", m, (x) => Number.isInteger(x) && x >= 0 && x < n) ??
+    numbers(d.merged.count, "merged.count", m, (x) => Number.isInteger(x) && x >= 1) ??
+    numbers(d.merged.busy_us, "merged.busy_us", m, (x) => x >= 0);
+  if (merged) return { ok: false, reason: merged };
+  for (const fid of d.lines.file) {
+    if (!(fid in d.files)) return { ok: false, reason: `line file id "${fid.slice(0, 20)}" is not in files` };
+  }
+  return { ok: true, doc: d };
+}
+
+/** One row of a track (a nesting depth): its spans' indices, in start order (they never overlap). */
+export interface Row {
+  track: number;
+  depth: number;
+  spans: Int32Array;
+  starts: Float64Array;
+  ends: Float64Array;
+}
+
+/** The document indexed for drawing and hit-testing. */
+export class TimelineModel {
+  readonly doc: TimelineDoc;
+  readonly start: Float64Array;
+  readonly end: Float64Array;
+  readonly category: Uint8Array;
+  readonly rows: Row[];
+  /** first row index of each track */
+  readonly trackRow: number[];
+  readonly mergedCount: Map<number, number>;
+  readonly mergedBusy: Map<number, number>;
+
+  constructor(doc: TimelineDoc) {
+    this.doc = doc;
+    const n = doc.spans.start_us.length;
+    this.start = Float64Array.from(doc.spans.start_us);
+    this.end = new Float64Array(n);
+    this.category = Uint8Array.from(doc.spans.category);
+    for (let i = 0; i < n; i++) this.end[i] = this.start[i] + doc.spans.dur_us[i];
+    this.rows = [];
+    this.trackRow = [];
+    const byRow: number[][] = [];
+    const offsets: number[] = [];
+    let total = 0;
+    doc.tracks.forEach((t) => {
+      offsets.push(total);
+      total += Math.max(1, t.rows);
+    });
+    for (let r = 0; r < total; r++) byRow.push([]);
+    for (let i = 0; i < n; i++) byRow[offsets[doc.spans.track[i]] + doc.spans.depth[i]].push(i);
+    doc.tracks.forEach((t, k) => {
+      this.trackRow.push(this.rows.length);
+      for (let depth = 0; depth < Math.max(1, t.rows); depth++) {
+        const idx = byRow[offsets[k] + depth];
+        idx.sort((a, b) => this.start[a] - this.start[b] || a - b);
+        const spans = Int32Array.from(idx);
+        this.rows.push({
+          track: k,
+          depth,
+          spans,
+          starts: Float64Array.from(idx, (i) => this.start[i]),
+          ends: Float64Array.from(idx, (i) => this.end[i]),
+        });
+      }
+    });
+    this.mergedCount = new Map();
+    this.mergedBusy = new Map();
+    doc.merged.span.forEach((s, k) => {
+      this.mergedCount.set(s, doc.merged.count[k]);
+      this.mergedBusy.set(s, doc.merged.busy_us[k]);
+    });
+  }
+
+  get size(): number {
+    return this.start.length;
+  }
+
+  name(i: number): string {
+    return this.doc.names[this.doc.spans.name[i]];
+  }
+
+  /** What a person reads for a span: a Stepscope region as the line it times (`train.py:12`, and
+   * `train.py:10 batch fetch` for a loop header's), anything else by its own name. */
+  label(i: number): string {
+    const name = this.name(i);
+    if (name.startsWith("ss:")) {
+      const src = this.source(i);
+      if (src) return `${src.path.split("/").pop()}:${src.line}${name.endsWith(":next") ? " batch fetch" : ""}`;
+    }
+    return name;
+  }
+
+  categoryName(i: number): string {
+    return this.doc.categories[this.category[i]];
+  }
+
+  /** The source of a span: `{fileId, line}`, or null where none is known. */
+  source(i: number): { fileId: string; line: number; path: string } | null {
+    const k = this.doc.spans.line[i];
+    if (k < 0) return null;
+    const fileId = this.doc.lines.file[k];
+    return { fileId, line: this.doc.lines.line[k], path: this.doc.files[fileId] ?? fileId };
+  }
+
+  /** The span of `row` under time `t` (µs), or -1: binary search on ends, then a check of its start.
+   * `slack` widens spans shorter than a pixel so they can be hovered. */
+  spanAt(row: number, t: number, slack = 0): number {
+    const r = this.rows[row];
+    if (!r) return -1;
+    let lo = 0;
+    let hi = r.ends.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (r.ends[mid] + slack < t) lo = mid + 1;
+      else hi = mid;
+    }
+    if (lo < r.starts.length && r.starts[lo] - slack <= t) return r.spans[lo];
+    return -1;
+  }
+}

@@ -1,0 +1,173 @@
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { test } from "node:test";
+import { binRow } from "../src/binning";
+import { fmtBytes, fmtMs, fmtPercent, fmtUs } from "../src/format";
+import { contentSecurityPolicy, escapeHtml, makeNonce, panelHtml } from "../src/html";
+import { mergeIntervals, selectionTotals, unionLength } from "../src/intervals";
+import { histogram } from "../src/measure";
+import { FileIds } from "../src/report";
+import { filterRows, sortRows, type Column } from "../src/table-logic";
+import { BACKGROUND, contrast, palette, textOn } from "../src/theme";
+import { parseTimeline, TimelineModel, type Row } from "../src/timeline-doc";
+import { smallDoc } from "./fixtures";
+
+test("unions never count a moment twice", () => {
+  assert.deepEqual(mergeIntervals([[5, 8], [0, 2], [1, 3], [8, 9], [4, 4]]), [[0, 3], [5, 9]]);
+  assert.equal(unionLength([[0, 10], [2, 5], [3, 4], [9, 12]]), 12);
+});
+
+test("selection totals are unions per category, over every track", () => {
+  const model = new TimelineModel(smallDoc());
+  const all = selectionTotals(model, 0, 100);
+  assert.equal(all.byCategory.get("region"), 80); // [0, 50] and [60, 90]
+  assert.equal(all.byCategory.get("operator"), 30); // mm and add, inside the region: counted in their own category
+  assert.equal(all.hostBusy, 80); // nested operators add nothing to the thread's busy time
+  // the kernels: [20, 40] plain, [50, 60] merged with 4 µs busy, counted pro rata
+  assert.equal(all.byCategory.get("kernel"), 24);
+  assert.equal(all.merged, 1);
+  const part = selectionTotals(model, 25, 40);
+  assert.equal(part.duration, 15);
+  assert.equal(part.byCategory.get("operator"), 10); // mm's [25, 30] and add's [35, 40]
+  assert.equal(part.byCategory.get("region"), 15);
+  assert.equal(part.gpuBusy, 15);
+});
+
+test("binning draws at most about one rectangle per pixel column", () => {
+  const n = 100000;
+  const starts = new Float64Array(n);
+  const ends = new Float64Array(n);
+  const spans = new Int32Array(n);
+  const category = new Uint8Array(n);
+  for (let i = 0; i < n; i++) {
+    starts[i] = i * 10;
+    ends[i] = i * 10 + (i % 7 === 0 ? 6 : 2);
+    spans[i] = i;
+    category[i] = i % 7 === 0 ? 8 : 3;
+  }
+  const row: Row = { track: 0, depth: 0, spans, starts, ends };
+  const rects: [number, number, number, boolean][] = [];
+  const visited = binRow(row, category, 0, n * 10, 1000, (x0, x1, c, _s, several) => rects.push([x0, x1, c, several]));
+  assert.equal(visited, n);
+  assert.ok(rects.length <= 1000, `${rects.length} rectangles`);
+  assert.ok(rects.every(([, , , several]) => several));
+  // every column holds 14-15 short spans and 2 long ones (6 µs vs 2 µs): the operators win 12×2 > 2×6
+  assert.ok(rects.every(([, , c]) => c === 3));
+  // zoomed in, each span is its own rectangle, with its own category
+  const close: number[] = [];
+  binRow(row, category, 0, 100, 1000, (_x0, _x1, c) => close.push(c));
+  assert.deepEqual(close, [8, 3, 3, 3, 3, 3, 3, 8, 3, 3, 3]);
+});
+
+test("a timeline document with an index out of place is refused", () => {
+  assert.equal(parseTimeline(smallDoc()).ok, true);
+  const bad = smallDoc();
+  bad.spans.name[2] = 99;
+  const parsed = parseTimeline(bad);
+  assert.ok(!parsed.ok && /spans.name\[2\]/.test(parsed.reason));
+  const short = smallDoc();
+  short.spans.depth.pop();
+  assert.equal(parseTimeline(short).ok, false);
+  const newer = { ...smallDoc(), schema_version: 2 };
+  const refused = parseTimeline(newer);
+  assert.ok(!refused.ok && /version 2/.test(refused.reason));
+  const deep = smallDoc();
+  deep.spans.depth[1] = 5;
+  assert.equal(parseTimeline(deep).ok, false);
+  const file = smallDoc();
+  file.lines.file[0] = "f9";
+  assert.equal(parseTimeline(file).ok, false);
+});
+
+test("the model finds the span under a moment, row by row", () => {
+  const model = new TimelineModel(smallDoc());
+  assert.equal(model.rows.length, 3);
+  assert.equal(model.spanAt(0, 5), 0);
+  assert.equal(model.spanAt(0, 55), -1);
+  assert.equal(model.spanAt(0, 57, 6), 3); // within the slack of the next span
+  assert.equal(model.spanAt(1, 36), 2);
+  assert.deepEqual(model.source(1), { fileId: "f0", line: 3, path: "train.py" });
+  assert.equal(model.source(5), null);
+});
+
+test("tables sort numbers and names, nulls last, and filter on every word", () => {
+  type R = { name: string; ms: number | null };
+  const rows: R[] = [
+    { name: "ProfilerStep#10", ms: 3 },
+    { name: "ProfilerStep#9", ms: null },
+    { name: "ProfilerStep#2", ms: 7 },
+  ];
+  const ms: Column<R> = { key: "ms", label: "ms", numeric: true, value: (r) => r.ms };
+  const name: Column<R> = { key: "name", label: "name", numeric: false, value: (r) => r.name };
+  assert.deepEqual(sortRows(rows, ms, "descending").map((r) => r.ms), [7, 3, null]);
+  assert.deepEqual(sortRows(rows, ms, "ascending").map((r) => r.ms), [3, 7, null]);
+  assert.deepEqual(sortRows(rows, name, "ascending").map((r) => r.name), ["ProfilerStep#2", "ProfilerStep#9", "ProfilerStep#10"]);
+  assert.deepEqual(filterRows(rows, [name], "step #1").map((r) => r.name), ["ProfilerStep#10"]);
+  assert.equal(filterRows(rows, [name], "  ").length, 3);
+});
+
+test("report paths find their file ids through the timeline's table", () => {
+  const ids = new FileIds({ f0: "train.py", f1: "pkg/train.py" });
+  assert.equal(ids.of("/home/u/ws/pkg/train.py"), "f1");
+  assert.equal(ids.of("/home/u/ws/train.py"), "f0");
+  assert.equal(ids.of("C:\\ws\\pkg\\train.py"), "f1");
+  assert.equal(ids.of("/home/u/ws/mytrain.py"), null);
+  assert.equal(ids.of(null), null);
+  // the report's own table: file_id 1 is pkg/train.py relative to the run's root, whatever the absolute path
+  const both = new FileIds({ f0: "train.py", f1: "pkg/train.py" }, [{ path: "train.py", in_root: true }, { path: "pkg/train.py", in_root: true }, { path: "/elsewhere/x.py", in_root: false }]);
+  assert.equal(both.of("/moved/somewhere/else.py", 1), "f1");
+  assert.equal(both.of("/elsewhere/x.py", 2), null);
+});
+
+test("numbers read as a person writes them", () => {
+  assert.equal(fmtMs(12.345), "12.3 ms");
+  assert.equal(fmtMs(0.0452), "45.2 µs");
+  assert.equal(fmtMs(null), "n/o");
+  assert.equal(fmtUs(2500000), "2.50 s");
+  assert.equal(fmtBytes(4096), "4.10 kB");
+  assert.equal(fmtPercent(110, 100), "100%"); // never above 100%
+  assert.deepEqual(histogram([1, 2, 2, 3, 10], 3, 1, 10), [4, 0, 1]);
+});
+
+test("the page carries a strict policy with a fresh nonce and escapes what it is given", () => {
+  const nonce = makeNonce();
+  assert.match(nonce, /^[A-Za-z0-9_-]{32}$/);
+  assert.notEqual(nonce, makeNonce());
+  const csp = contentSecurityPolicy("https://file+.vscode-resource.vscode-cdn.net", nonce);
+  assert.match(csp, /^default-src 'none'; script-src 'nonce-/);
+  assert.doesNotMatch(csp, /unsafe|\*(?!\.)/);
+  const page = panelHtml({ cspSource: "vscode-resource:", nonce, scripts: ['x.js"><script>alert(1)</script>'], style: "s.css", title: "<b>run</b>" });
+  assert.ok(!page.includes("<script>alert(1)"));
+  assert.ok(page.includes("&#60;b&#62;run&#60;/b&#62;"));
+  assert.equal((page.match(/<script /g) ?? []).length, 1);
+  assert.throws(() => contentSecurityPolicy("x", "short"));
+  assert.throws(() => contentSecurityPolicy("x; script-src *", nonce));
+  assert.equal(escapeHtml(`"'<&>`), "&#34;&#39;&#60;&#38;&#62;");
+});
+
+test("every colour keeps its contrast in light and dark themes", () => {
+  for (const kind of ["light", "dark"] as const) {
+    for (const [name, fill] of Object.entries(palette(kind))) {
+      assert.ok(contrast(fill, BACKGROUND[kind]) >= 3, `${kind} ${name}: ${contrast(fill, BACKGROUND[kind]).toFixed(2)}:1 against the background`);
+      assert.ok(contrast(fill, textOn(fill)) >= 4.5, `${kind} ${name}: text on it`);
+    }
+  }
+});
+
+test("the stylesheet's fallback colours keep text at 4.5:1 in both themes", () => {
+  // the bundled tests run from .cache/panel-tests/
+  const css = readFileSync(new URL("../../panel/src/panel.css", import.meta.url), "utf8");
+  const blocks = [css.slice(css.indexOf(":root {"), css.indexOf("@media (prefers-color-scheme: light)")),
+    css.slice(css.indexOf("@media (prefers-color-scheme: light)"), css.indexOf("body.vscode-light {"))];
+  for (const block of blocks) {
+    const value = (name: string) => new RegExp(`--ss-${name}: var\\(--vscode-[\\w-]+, (#[0-9a-f]{6})\\)`, "i").exec(block)?.[1];
+    const pairs: [string, string][] = [["foreground", "background"], ["muted", "background"], ["accent", "background"],
+      ["button-fg", "button-bg"], ["input-fg", "input-bg"], ["error-fg", "error-bg"], ["warning", "background"]];
+    for (const [fg, bg] of pairs) {
+      const a = value(fg);
+      const b = value(bg);
+      assert.ok(a && b, `${fg}/${bg} fallbacks present`);
+      assert.ok(contrast(a!, b!) >= 4.5, `${fg} on ${bg}: ${contrast(a!, b!).toFixed(2)}:1`);
+    }
+  }
+});

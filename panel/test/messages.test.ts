@@ -1,0 +1,53 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { parseHostMessage, parseWebviewMessage } from "../src/messages";
+
+test("webview messages that match their type are accepted", () => {
+  assert.deepEqual(parseWebviewMessage({ type: "ready" }), { ok: true, message: { type: "ready" } });
+  assert.deepEqual(parseWebviewMessage({ type: "openSource", fileId: "f0", line: 12 }), {
+    ok: true,
+    message: { type: "openSource", fileId: "f0", line: 12 },
+  });
+  const range = parseWebviewMessage({ type: "requestRange", runId: "20261201T101500Z-train-1a2b", startUs: 0, endUs: 10.5, maxSpans: 200000 });
+  assert.equal(range.ok, true);
+});
+
+test("anything else from the webview is refused with a reason", () => {
+  const bad: [unknown, RegExp][] = [
+    [null, /not a message/],
+    ["ready", /not a message/],
+    [{ type: "openSource", fileId: "../../etc/passwd", line: 1 }, /fileId/],
+    [{ type: "openSource", fileId: "/abs/path.py", line: 1 }, /fileId/],
+    [{ type: "openSource", fileId: "f0", line: 0 }, /line/],
+    [{ type: "openSource", fileId: "f0", line: 1.5 }, /line/],
+    [{ type: "openSource", fileId: "f0", line: "12" }, /line/],
+    [{ type: "openSource", fileId: "f0", line: 1e12 }, /line/],
+    [{ type: "openSource", fileId: "f0", line: 3, path: "/etc/passwd" }, /unexpected field "path"/],
+    [{ type: "openSource", fileId: "f0" }, /missing field "line"/],
+    [JSON.parse('{"type":"openSource","fileId":"f0","line":3,"__proto__":{"x":1}}'), /unexpected field "__proto__"/],
+    [{ type: "requestRange", runId: "../x", startUs: 0, endUs: 1, maxSpans: 5000 }, /runId/],
+    [{ type: "requestRange", runId: "r1", startUs: 5, endUs: 1, maxSpans: 5000 }, /range/],
+    [{ type: "requestRange", runId: "r1", startUs: 0, endUs: Infinity, maxSpans: 5000 }, /range/],
+    [{ type: "requestRange", runId: "r1", startUs: 0, endUs: 1, maxSpans: 10 }, /maxSpans/],
+    [{ type: "log", level: "debug", message: "x" }, /level/],
+    [{ type: "runCommand", command: "rm -rf /" }, /unknown message type/],
+  ];
+  for (const [value, reason] of bad) {
+    const parsed = parseWebviewMessage(value);
+    assert.equal(parsed.ok, false, JSON.stringify(value));
+    if (!parsed.ok) assert.match(parsed.reason, reason);
+  }
+});
+
+test("a log message is cut to a bounded length", () => {
+  const parsed = parseWebviewMessage({ type: "log", level: "error", message: "x".repeat(100000) });
+  assert.ok(parsed.ok && parsed.message.type === "log" && parsed.message.message.length === 2000);
+});
+
+test("host messages are checked before the panel uses them", () => {
+  const state = { runId: "r1", title: "t", report: null, timeline: null, measure: null, stale: false };
+  assert.equal(parseHostMessage({ type: "state", state }).ok, true);
+  assert.equal(parseHostMessage({ type: "state", state: { ...state, timeline: "text" } }).ok, false);
+  assert.equal(parseHostMessage({ type: "state" }).ok, false);
+  assert.equal(parseHostMessage({ type: "eval", code: "alert(1)" }).ok, false);
+});

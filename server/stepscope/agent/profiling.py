@@ -1,0 +1,196 @@
+"""The profile mode's recorder: torch.profiler on the schedule, the line regions, and their cost.
+
+`ProfilerSession` is the `steps.Recorder` of a profile run. The clock starts it at the first step
+boundary and steps it at each later one; it gives the instrumented code its regions:
+- `region(label)` (a statement of the step) is a `record_function` while the profiler runs;
+- `frame(label)` counts calls into workspace functions; `line(label)` labels a statement of such a
+  function while the profiler runs and the call is at most `depth` workspace frames below the step.
+- The regions' own cost is bounded: before the first active step, the regions of the step before
+  it are counted per function and priced with a measured cost per region; if they would add more
+  than `REGION_BUDGET` of that step's time, the functions with the most regions among those called
+  at least `HOT_CALLS` times per step (a dataset's `__getitem__`, once per sample) are left whole
+  for the whole window — their time stays on the line that calls them — and the scenario's
+  `observed["lines_not_split"]` says which and why.
+
+Invariants:
+- One fresh `torch.profiler.profile` per run (events accumulate across start/stop otherwise).
+- One trace per repeat cycle, exported when the cycle's active steps end (or when the loop ends
+  inside them), named by the run contract (`protocol.run_file_name`).
+- A trace file is written under a temporary name and linked into place: it is complete or absent,
+  and an existing file is never replaced.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from torch.profiler import ProfilerActivity, profile, record_function, schedule
+
+from .protocol import TRACE, ProfileOptions, run_file_name
+from .steps import NULL_REGION
+
+REGION_BUDGET = 0.05  # largest share of a step's time the line regions may cost (estimated)
+HOT_CALLS = 16  # only a function called at least this often per step is ever left whole
+CALIBRATION_REGIONS = 200  # regions timed once to price one region on this machine
+
+
+def _region_cost() -> float:
+    """Seconds one labelled region costs here (the profiler running, as in the window)."""
+    start = time.perf_counter()
+    for _ in range(CALIBRATION_REGIONS):
+        with record_function("ss:cost"):
+            pass
+    return (time.perf_counter() - start) / CALIBRATION_REGIONS
+
+
+class _Frame:
+    """Context manager leaving a workspace function (one shared instance, no allocation):
+    `ProfilerSession.frame` did the entering."""
+
+    __slots__ = ("_session",)
+
+    def __init__(self, session: "ProfilerSession") -> None:
+        self._session = session
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: object) -> bool:
+        session = self._session
+        session.depth -= 1
+        session._functions.pop()
+        return False
+
+
+class ProfilerSession:
+    def __init__(self, *, run_dir: str, rank: int | None, options: ProfileOptions,
+                 activities: list[ProfilerActivity]) -> None:
+        sched = options.schedule
+        self._run_dir, self._rank = run_dir, rank
+        self._repeat = sched.repeat
+        self.activities = activities
+        self._profiler = profile(
+            activities=activities,
+            schedule=schedule(wait=sched.wait, warmup=sched.warmup, active=sched.active, repeat=sched.repeat),
+            on_trace_ready=self._on_trace_ready,
+            record_shapes=options.shapes,
+            with_stack=options.stack,
+            profile_memory=options.memory,
+        )
+        self.traces_written: list[str] = []
+        self._running = False
+        self.max_depth = options.depth
+        self.line_regions = options.line_regions  # False: step boundaries only (to measure our own overhead)
+        self.bound_regions = options.bound_regions  # False: no function is left whole for its regions' cost
+        self.depth = 0  # workspace frames entered and not yet left
+        self._base_depth = 0  # depth at the last step boundary: the step's own level
+        self._frame = _Frame(self)
+        self._functions: list[str] = []  # labels of the workspace functions entered, innermost last
+        self._whole: set[str] = set()  # functions whose statements get no region (see the module docstring)
+        self._counting = True  # until the window's first active step: count regions per function
+        self._regions: dict[str, int] = {}  # function label ("" = the step itself) -> regions, this step
+        self._last_regions: dict[str, int] = {}  # the same, for the step before
+        self._calls: dict[str, int] = {}
+        self._last_calls: dict[str, int] = {}
+        self._region_cost_s: float | None = None
+
+    # -- the clock's calls (steps.Recorder) ---------------------------------------------------
+    def at_boundary(self) -> None:
+        self._base_depth = self.depth
+
+    def start(self) -> None:
+        self._profiler.start()
+        self._running = True
+
+    def next_step(self) -> int:
+        self._profiler.step()
+        return len(self.traces_written)
+
+    def stop(self) -> int:
+        if self._running:
+            self._running = False
+            self._profiler.stop()
+        return len(self.traces_written)
+
+    def step_begins(self, index: int, phase: str) -> bool:
+        if not self._counting:
+            return False
+        self._last_regions, self._regions = self._regions, {}
+        self._last_calls, self._calls = self._calls, {}
+        if self._region_cost_s is None and self.line_regions and phase != "active":
+            self._region_cost_s = _region_cost()
+            return True  # the pricing is no part of the step
+        return False
+
+    def window_begins(self, previous_step_s: float | None) -> dict[str, Any]:
+        if not self._counting:
+            return {}
+        self._counting = False
+        return self._bound_region_cost(previous_step_s)
+
+    def outputs(self) -> list[str]:
+        return list(self.traces_written)
+
+    # -- called by the instrumented program ---------------------------------------------------
+    def region(self, label: str):
+        if not self._running or not self.line_regions:
+            return None
+        if self._counting:
+            self._regions[""] = self._regions.get("", 0) + 1
+        return record_function(label)
+
+    def frame(self, label: str = "") -> _Frame:
+        self.depth += 1
+        self._functions.append(label)
+        if self._counting:
+            self._calls[label] = self._calls.get(label, 0) + 1
+        return self._frame
+
+    def line(self, label: str):
+        if not self._running or not self.line_regions or not 0 <= self.depth - self._base_depth <= self.max_depth:
+            return NULL_REGION
+        function = self._functions[-1] if self._functions else ""
+        if function in self._whole:
+            return NULL_REGION
+        if self._counting:
+            self._regions[function] = self._regions.get(function, 0) + 1
+        return record_function(label)
+
+    # -- the regions' cost --------------------------------------------------------------------
+    def _bound_region_cost(self, step_s: float | None) -> dict[str, Any]:
+        """Leave whole the functions whose regions would cost more than the budget (see the
+        module docstring); decided once, from the step before the window."""
+        if not self.bound_regions or not self._last_regions or self._region_cost_s is None or step_s is None:
+            return {}
+        cost = lambda n: n * self._region_cost_s  # noqa: E731
+        total = sum(self._last_regions.values())
+        if step_s <= 0 or cost(total) <= REGION_BUDGET * step_s:
+            return {}
+        left_whole = []
+        for function, n in sorted(self._last_regions.items(), key=lambda kv: -kv[1]):
+            if not function or self._last_calls.get(function, 0) < HOT_CALLS or cost(total) <= REGION_BUDGET * step_s:
+                continue
+            self._whole.add(function)
+            total -= n
+            left_whole.append({"function": function, "calls_per_step": self._last_calls.get(function, 0),
+                               "regions_per_step": n})
+        return {"lines_not_split": {
+            "functions": left_whole,
+            "region_cost_us": round(self._region_cost_s * 1e6, 2),
+            "step_ms": round(step_s * 1000.0, 3),
+            "budget": REGION_BUDGET,
+        }}
+
+    # -- the export ---------------------------------------------------------------------------
+    def _on_trace_ready(self, prof: Any) -> None:
+        path = os.path.join(self._run_dir, run_file_name(TRACE, self._rank, cycle=len(self.traces_written)))
+        tmp = f"{path}.{os.getpid()}.partial"
+        try:
+            prof.export_chrome_trace(tmp)
+            os.link(tmp, path)  # fails rather than replace an existing trace
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        self.traces_written.append(path)

@@ -1,0 +1,389 @@
+"""The report's data model: what `analyze()` returns, what `report.json` and `--json` hold, and what
+every surface (the CLI text, the editor, the panel) reads. One typed definition, a version, the
+JSON Schema generated from it, and the file table that lets a surface point at `{file_id, line}`.
+
+Why TypedDicts, not dataclasses: the analysis builds the report as plain dicts in many small pure
+functions (attribution, ranks, evidence, findings), the findings rules read it as a dict, and
+orjson writes those dicts straight to `report.json`. Typing the dicts keeps every producer and the
+bytes of the report unchanged, costs nothing at run time, and still validates: msgspec (already the
+trace reader's decoder) checks a document against these types (`validate`) and derives the JSON
+Schema from them (`json_schema`), so the types, the runtime check and the shipped schema are one
+definition. pyinstrument's `Session` gives the same single model with its `load`/`to_json`; here
+they are `load_report` and `jsonio.dumps`.
+
+Invariants:
+- `SCHEMA_VERSION` changes when a field is removed, renamed or changes meaning; adding a field does
+  not change it. A report without `schema_version` was written before versioning: `load_report`
+  upgrades it (adds the file table) and it then reads as version 1.
+- `report.schema.json` beside this module is `json_schema()` written out (`python -m
+  stepscope.analysis.model > server/stepscope/analysis/report.schema.json`); a test fails when
+  they differ.
+- Paths in `file` fields stay absolute (the CLI contract). The file table `files` lists every file
+  the report points at once, workspace-relative (POSIX, relative to `source_root`) when it lies
+  under it, else as the report has it (absolute, but for a path a trace's own record gave relative),
+  with `in_root` saying which; every object that points at a source line
+  (`file` + `line`: lines, regions, findings, missing labels, ranks' lines and regions, evidence)
+  also carries `file_id`, its index in `files` (null when `file` is null).
+- `attach_files` adds only `schema_version`, `files` and `file_id`: no figure changes.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from pathlib import Path
+from typing import Annotated, Any, Iterator, Literal, TypedDict
+
+import msgspec
+
+from ..errors import UsageError
+
+SCHEMA_VERSION = 1
+SCHEMA_FILE = Path(__file__).with_name("report.schema.json")
+
+#: milliseconds (per active step, or per window for a trace without steps); never negative
+Ms = Annotated[float, msgspec.Meta(ge=0)]
+Count = Annotated[int, msgspec.Meta(ge=0)]
+#: an absolute path (the CLI contract: paths in JSON are absolute)
+AbsolutePath = Annotated[str, msgspec.Meta(pattern="^/")]
+#: index into the report's `files`
+FileId = Annotated[int, msgspec.Meta(ge=0)]
+LineNumber = Annotated[int, msgspec.Meta(ge=0)]
+
+
+class FileEntry(TypedDict):
+    """One file the report points at: `path` relative to `source_root` (POSIX) when `in_root`,
+    else as the report's `file` fields have it."""
+    path: str
+    in_root: bool
+
+
+class CopyCount(TypedDict):
+    count: Count
+    bytes: Count
+
+
+class Copies(TypedDict):
+    h2d: CopyCount
+    d2h: CopyCount
+    d2d: CopyCount
+
+
+class OpInputs(TypedDict, total=False):
+    """An outermost op of a line with the shapes of its inputs (`--shapes`)."""
+    op: str
+    shapes: list[Any]
+    types: list[str]
+    calls: float
+    ms: float
+
+
+class _LineRequired(TypedDict):
+    file: AbsolutePath
+    line: LineNumber
+    precision: Literal["exact", "call", "function"]
+    wall_ms: Ms
+    cpu_self_ms: Ms
+    cpu_total_ms: Ms
+    gpu_ms: Ms | None
+    backward_ms: Ms | None
+    kernels: Count
+    copies: Copies
+    sync_ms: Ms
+
+
+class Line(_LineRequired, total=False):
+    """A source line's figures per step. `wall_ms` is a union of intervals; `gpu_ms` is null where
+    GPU events were not observed; `precision` says how exact the line is."""
+    count: Annotated[float, msgspec.Meta(ge=0)]
+    backward_gpu_ms: Ms | None
+    shapes: list[OpInputs] | None
+    alloc_bytes: int | None
+    peak_bytes: int | None
+    memory_device: str | None
+    file_id: FileId
+    ops: Count  # CPU operators the line's own thread ran inside it, per step
+    profiler_ms_estimate: Ms | None  # an estimate: the line's share of the profiler's cost (distortion.py)
+
+
+class _RegionRequired(TypedDict):
+    label: str
+    file: str | None
+    line: int | None
+    wall_ms: Ms
+    gpu_ms: Ms | None
+
+
+class Region(_RegionRequired, total=False):
+    """A labelled region of the trace (Stepscope's `ss:` labels and the program's own)."""
+    cpu_total_ms: Ms
+    kernels: Count
+    count: Annotated[float, msgspec.Meta(ge=0)]
+    file_id: FileId | None
+
+
+class _FindingRequired(TypedDict):
+    kind: str
+    file: str | None
+    line: int | None
+    observation: str
+    hypothesis: str
+    next_check: str
+
+
+class Finding(_FindingRequired, total=False):
+    """What the trace suggests trying next (docs/findings.md)."""
+    severity: str
+    figures: dict[str, Any]
+    file_id: FileId | None
+
+
+class _StepRequired(TypedDict):
+    name: str
+    ms: Ms
+
+
+class Step(_StepRequired, total=False):
+    """One active step: its elapsed time, and its CPU span (null for steps read from GPU markers)."""
+    cpu_ms: Ms | None
+
+
+class _RankRequired(TypedDict):
+    trace: AbsolutePath
+    rank: int | None
+    ms_per_step: Ms | None
+    steps: Count
+    gpu_ms: Ms | None
+    collective_ms: Ms | None
+    lines: Annotated[list[Line], msgspec.Meta(max_length=10)]
+    regions: Annotated[list[Region], msgspec.Meta(max_length=10)]
+    slowest: bool
+
+
+class RankEntry(_RankRequired, total=False):
+    """One rank of a folder of per-rank traces: its own figures, from its own trace."""
+    window_ms: Ms | None
+
+
+class Gpu(TypedDict):
+    observed: bool
+    reason: str | None
+
+
+class _StartupRequired(TypedDict):
+    to_first_step_ms: Ms | None
+    first_steps_ms: list[float]
+
+
+class Startup(_StartupRequired, total=False):
+    clock: str
+
+
+class Schedule(TypedDict, total=False):
+    wait: int | None
+    warmup: int | None
+    active: int | None
+    repeat: int | None
+    source: str
+
+
+class Window(TypedDict, total=False):
+    """The active window: its length, steps, and what the figures are per (`step` or `window`)."""
+    ms: Ms
+    steps: Count
+    per: Literal["step", "window"]
+    events: Count
+    trace_bytes: int | None
+    gpu_ms: Ms | None
+    collective_ms: Ms | None
+
+
+class Attribution(TypedDict, total=False):
+    gpu_events: Count
+    gpu_unlinked: Count
+    backward_link: str
+
+
+class StepContents(TypedDict, total=False):
+    batch_read: bool
+    transfer: bool
+    forward: bool
+    backward: bool
+    optimizer_step: bool
+    kind: str
+    summary: str
+
+
+class MissingLabel(TypedDict, total=False):
+    """A region label written in the step's source but absent from the window."""
+    file: str
+    line: int
+    label: str
+    file_id: FileId
+
+
+class Machine(TypedDict, total=False):
+    """Which machine the figures came from: `source` says whether from the run's record
+    ("scenario") or from the trace; the other keys depend on what either holds."""
+    source: str
+    device: str
+    devices: list[str]
+    host: str | None
+
+
+class Unprofiled(TypedDict, total=False):
+    """The step timed without the profiler after the window, in the same process (median of the
+    passes; the warm-up passes apart)."""
+    ms_per_step: Ms
+    passes: Count
+    iqr_ms: Ms
+    raw_ms: list[Ms]
+    warmup_ms: list[Ms]
+    warmup_passes: Count
+    noisy: bool
+    clock: str | None
+
+
+class _ReportRequired(TypedDict):
+    schema_version: Annotated[int, msgspec.Meta(ge=1)]
+    traces: Annotated[list[AbsolutePath], msgspec.Meta(min_length=1)]
+    machine: Machine
+    scenario: dict[str, Any]
+    schedule: Schedule
+    gpu: Gpu
+    startup: Startup
+    steps: list[Step]
+    ms_per_step: Ms | None
+    samples_per_s: float | None
+    lines: list[Line]
+    regions: list[Region]
+    findings: list[Finding]
+    files: list[FileEntry]
+
+
+class Report(_ReportRequired, total=False):
+    """The report of one trace, or of a run's per-rank traces (`ranks`): see docs/architecture.md."""
+    window: Window
+    attribution: Attribution
+    evidence: dict[str, Any] | None
+    notes: list[str]
+    source_root: str | None
+    missing_labels: list[MissingLabel]
+    step_contents: StepContents | None
+    ranks: Annotated[list[RankEntry], msgspec.Meta(min_length=2)]
+    slowest_rank: int | None
+    unprofiled: Unprofiled | None
+    distortion: Annotated[float, msgspec.Meta(gt=0)] | None  # profiled / unprofiled ms/step
+
+
+class InvalidReport(UsageError):
+    """A document that is not a report of this version, with the first thing wrong in one line."""
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of `Report`, as shipped in `report.schema.json`."""
+    schema = msgspec.json.schema(Report)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": f"Stepscope report, schema version {SCHEMA_VERSION}", **schema}
+
+
+def validate(doc: Any) -> Report:
+    """`doc` itself when it is a report of this schema version; else `InvalidReport` naming the
+    first field that is wrong (`$.lines[3].wall_ms: Expected float >= 0.0`)."""
+    version = doc.get("schema_version") if isinstance(doc, dict) else None
+    if isinstance(version, int) and version > SCHEMA_VERSION:
+        raise InvalidReport(f"the report has schema version {version}; this Stepscope reads version "
+                            f"{SCHEMA_VERSION} and earlier: update Stepscope")
+    try:
+        msgspec.convert(doc, Report)
+    except msgspec.ValidationError as e:
+        raise InvalidReport(f"not a Stepscope report: {_where_first(str(e))}") from None
+    return doc
+
+
+def _where_first(message: str) -> str:
+    """msgspec says `Expected x - at `$.path``; say the path first."""
+    what, sep, where = message.partition(" - at ")
+    return f"{where.strip('`')}: {what}" if sep else message
+
+
+def load_report(path: Path) -> Report:
+    """Read a `report.json`: upgraded when written before versioning, then validated. Errors are
+    one line naming the file."""
+    from .. import jsonio
+
+    try:
+        doc = jsonio.read_json(path)
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read the report ({e.strerror or e})") from None
+    except ValueError as e:
+        raise InvalidReport(f"{path}: not JSON ({e})") from None
+    if isinstance(doc, dict) and "schema_version" not in doc:
+        doc = attach_files(doc)
+    try:
+        return validate(doc)
+    except InvalidReport as e:
+        raise InvalidReport(f"{path}: {e}") from None
+
+
+# -- the file table ---------------------------------------------------------------------------------
+#: report keys whose objects never point at a line of the analysed program (records kept as read)
+_NOT_LOCATIONS = ("scenario", "machine", "files")
+
+
+def _located(value: Any) -> Iterator[dict]:
+    """Every object under `value` that points at a source line (`file` and `line` keys), outermost
+    first, in document order."""
+    if isinstance(value, dict):
+        if "file" in value and "line" in value:
+            yield value
+        for item in value.values():
+            if isinstance(item, (dict, list)):
+                yield from _located(item)
+    elif isinstance(value, list):
+        for item in value:
+            if isinstance(item, (dict, list)):
+                yield from _located(item)
+
+
+def relative_path(path: str, root: str | None) -> FileEntry:
+    """`path` as the file table holds it: relative to `root` when it lies under it."""
+    if root:
+        root_posix = Path(root).as_posix().rstrip("/") or "/"
+        path_posix = Path(path).as_posix()
+        if path_posix.startswith(root_posix + "/") or root_posix == "/":
+            rel = posixpath.relpath(path_posix, root_posix)
+            if not rel.startswith(".."):
+                return {"path": rel, "in_root": True}
+    return {"path": path, "in_root": False}
+
+
+def attach_files(report: dict) -> dict:
+    """The report with `schema_version` first, the file table `files` last, and `file_id` on every
+    object that points at a source line. Idempotent; figures are untouched."""
+    root = report.get("source_root")
+    files: list[FileEntry] = []
+    ids: dict[str, int] = {}
+    for key, value in report.items():
+        if key in _NOT_LOCATIONS:
+            continue
+        for item in _located(value):
+            path = item["file"]
+            if not isinstance(path, str) or not path:
+                item["file_id"] = None
+                continue
+            if path not in ids:
+                ids[path] = len(files)
+                files.append(relative_path(path, root if isinstance(root, str) else None))
+            item["file_id"] = ids[path]
+    out = {"schema_version": SCHEMA_VERSION}
+    out.update((k, v) for k, v in report.items() if k not in ("schema_version", "files"))
+    out["files"] = files
+    return out
+
+
+if __name__ == "__main__":  # writes the shipped schema: python -m stepscope.analysis.model
+    import sys
+
+    from .. import jsonio
+
+    sys.stdout.buffer.write(jsonio.dumps(json_schema(), indent=True) + b"\n")

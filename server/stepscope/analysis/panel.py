@@ -1,0 +1,83 @@
+"""What the trace panel reads of a run besides its report: the timeline document of each trace.
+
+    data = timeline_json(trace, links, steps, per=..., file_table=..., ...)   # bytes, written as is
+    write_timelines(run_dir, {trace_path: data})
+
+The document (timeline.schema.json beside this module) is the window's timeline summary (timeline.py) with the
+per-step breakdown (breakdown.py) and the operator and kernel tables (op_tables.py); `files` covers
+every `{fileId, line}` in it. It is computed while the trace is in memory, during the analysis of a
+profile run, and written beside the report as `timeline.json` (`timeline-rank<r>.json` for a rank's
+trace, `timeline-<k>.json` for a repeat cycle's): the panel never reads the raw trace. Ranges at a
+finer level come from `timeline.summarize` over the same span table.
+
+Invariants: a document is written once, atomically, never over an earlier one; a trace whose
+timeline cannot be built (a reason is returned instead) leaves the run's other results untouched.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+from .. import jsonio
+from ..agent.protocol import TIMELINE, parse_run_file_name, run_file_name
+from ..trace import Trace
+from .breakdown import PARTS, step_breakdown
+from .findings.thresholds import DEFAULT_BATCH_READ_PATTERNS
+from .labels import FileTable
+from .links import Links
+from .op_tables import kernel_table, operator_table
+from .steps import Step
+from .timeline import DEFAULT_CAP, build_spans, summarize
+
+SCHEMA = Path(__file__).resolve().parent / "timeline.schema.json"
+
+
+def timeline_document(trace: Trace, links: Links, steps: list[Step], *, per: str, file_table: FileTable | None,
+                      source_root: Path | None, batch_read_patterns: Iterable[str] = DEFAULT_BATCH_READ_PATTERNS,
+                      cap: int = DEFAULT_CAP) -> dict:
+    spans = build_spans(trace, links, steps, file_table=file_table, source_root=source_root, per=per,
+                        batch_read_patterns=batch_read_patterns)
+    doc = summarize(spans, cap=cap)
+    doc["breakdown"] = {"parts": list(PARTS), "steps": step_breakdown(spans)}
+    operators, ops_left = operator_table(spans)
+    kernels, kernels_left = kernel_table(spans)
+    doc["operators"] = {"rows": operators, "left_out": ops_left}
+    doc["kernels"] = {"rows": kernels, "left_out": kernels_left}
+    used = set(doc["lines"]["file"]) | {r["file"] for r in operators + kernels if r["file"] is not None}
+    doc["files"] = {fid: rel for fid, rel in spans.files.items() if fid in used}
+    return doc
+
+
+def timeline_json(trace: Trace, links: Links, steps: list[Step], **options) -> bytes:
+    """The timeline document as JSON, or, when it cannot be built, `b"!"` and a one-line reason (so a
+    forked child can send either through a pipe)."""
+    try:
+        return jsonio.dumps(timeline_document(trace, links, steps, **options))
+    except Exception as e:  # the report stands without the panel's timeline; the caller says why
+        return b"!" + f"{type(e).__name__}: {e}".encode()
+
+
+def timeline_file_name(trace_path: Path) -> str | None:
+    """`trace.json` -> `timeline.json`, `trace-rank1.json.gz` -> `timeline-rank1.json`; None for a file
+    not named as a run folder names its traces."""
+    name = parse_run_file_name(Path(trace_path).name)
+    return run_file_name(TIMELINE, name.rank, name.cycle) if name.is_trace else None
+
+
+def write_timelines(run_dir: Path, timelines: dict[Path, bytes]) -> list[str]:
+    """Write each trace's timeline document into the run folder (never over an existing file); the
+    one-line reasons of those that could not be built or written."""
+    problems = []
+    for trace_path, data in timelines.items():
+        name = timeline_file_name(trace_path)
+        if name is None:
+            continue
+        if data.startswith(b"!"):
+            problems.append(f"no timeline for {Path(trace_path).name}: {data[1:].decode(errors='replace')}")
+            continue
+        try:
+            jsonio.write_bytes(Path(run_dir) / name, data, replace=False)
+        except OSError as e:
+            problems.append(f"no timeline for {Path(trace_path).name}: {e}")
+    return problems

@@ -1,0 +1,280 @@
+"""Every figure of a report in words: the one place that decides how a figure is rounded and said.
+
+The CLI text (render.py), and in the editor the inline label of a line, its hover, the status bar
+and the run summary (lsp/), all take their strings from here, so one figure reads the same on every
+surface, and changing how a figure is defined or worded is an edit in one place. Pure functions of
+a report (or one of its parts, see model.py); no I/O, no state.
+
+Definitions said here once:
+- ms/step is the report's `ms_per_step`: the median of the active steps (steps.py). A report
+  without step markers has none; its figures are per window.
+- a line's share of the step is its `wall_ms` over `ms_per_step` (`step_share`); the heat of an
+  inline label is that share, capped at 1.
+- the machine a figure came from is `machine_label`: device, host and rank when known, and whether
+  the description came from the run's record or from the trace.
+- the profiler's distortion is profiled ms/step over the median of the steps timed without the
+  profiler after the window, in the same process (`distortion_text`); a line's share of it is an
+  estimate and always said so (`profiler_cost_text`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+NOT_OBSERVED = "n/o"  # a figure whose events were not observed (never shown as 0)
+
+
+# -- numbers ----------------------------------------------------------------------------------------
+def ms_table(ms: float | None) -> str:
+    """Milliseconds in the CLI's tables: three decimals, `n/o` when not observed."""
+    return NOT_OBSERVED if ms is None else f"{ms:.3f}"
+
+
+def ms_short(ms: float) -> str:
+    """Milliseconds in the editor: three significant figures or so (`0.42`, `12.3`, `148`)."""
+    if ms >= 100:
+        return f"{ms:.0f}"
+    if ms >= 10:
+        return f"{ms:.1f}"
+    return f"{ms:.2f}"
+
+
+def step_share(ms: float | None, ms_per_step: float | None) -> float | None:
+    """The share of the step that `ms` (per step) is; None when either is unknown."""
+    if ms is None or not ms_per_step:
+        return None
+    return ms / ms_per_step
+
+
+def share_percent(share: float) -> str:
+    return f"{100 * share:.0f}%"
+
+
+def bytes_text(n: int | None) -> str:
+    if n is None:
+        return NOT_OBSERVED
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(n) >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{n} B"
+
+
+# -- where and on what ------------------------------------------------------------------------------
+def machine_label(machine: dict[str, Any] | None) -> str:
+    """`NVIDIA H200, host gpu-3, rank 1, from the scenario`: the machine, on every surface."""
+    machine = machine or {}
+    parts = [str(machine.get("device") or "unknown device")]
+    if machine.get("host"):
+        parts.append(f"host {machine['host']}")
+    if machine.get("rank") is not None:
+        parts.append(f"rank {machine['rank']}")
+    parts.append(f"from the {machine.get('source', 'trace')}")
+    return ", ".join(parts)
+
+
+def machine_words(report: dict[str, Any]) -> str:
+    """`measured on gpu-3 (NVIDIA H200)`: the machine inside a finding's observation (guide §13)."""
+    machine = report.get("machine") or {}
+    device = machine.get("device") or "no device named"
+    host = machine.get("host")
+    if host:
+        return f"measured on {host} ({device})"
+    if machine.get("devices"):
+        return f"measured on {device}"
+    return "measured on a machine the trace does not name"
+
+
+def machine_build(machine: dict[str, Any] | None) -> str | None:
+    """`torch 2.13.0+cu130, CUDA 13.0`: the software build the figures came from, when recorded."""
+    machine = machine or {}
+    parts = []
+    if machine.get("torch"):
+        parts.append(f"torch {machine['torch']}")
+    if machine.get("cuda_build"):
+        parts.append(f"CUDA {machine['cuda_build']}")
+    elif machine.get("hip_build"):
+        parts.append(f"HIP {machine['hip_build']}")
+    if machine.get("driver"):
+        parts.append(f"driver {machine['driver']}")
+    return ", ".join(parts) or None
+
+
+def where(file: str | None, line: int | None, root: str | None) -> str:
+    """`model/net.py:42`: a source line, relative to the report's source root when under it."""
+    return f"{short_path(file, root)}:{line}"
+
+
+def short_path(path: str | None, root: str | None) -> str:
+    if not path:
+        return "-"
+    if root:
+        try:
+            return Path(path).relative_to(root).as_posix()
+        except ValueError:
+            pass
+    return path
+
+
+def per(report: dict[str, Any]) -> str:
+    """What the figures are per: `step`, or `window` for a trace without step markers."""
+    return "window" if report.get("ms_per_step") is None else "step"
+
+
+# -- the headline -----------------------------------------------------------------------------------
+def headline(report: dict[str, Any]) -> str:
+    """`12.345 ms/step (median of 5 active steps), 512.0 samples/s`, or why there is no ms/step."""
+    if report.get("ms_per_step") is None:
+        window_ms = (report.get("window") or {}).get("ms") or 0.0
+        return f"no step markers (ProfilerStep#N): one window of {window_ms:.3f} ms, no ms/step"
+    text = f"{report['ms_per_step']:.3f} ms/step (median of {len(report.get('steps', []))} active steps)"
+    if report.get("samples_per_s") is not None:
+        text += f", {report['samples_per_s']:.1f} samples/s"
+    return text
+
+
+def distortion_text(report: dict[str, Any]) -> str | None:
+    """`without the profiler: 18.2 ms/step (median of 5 passes, IQR 0.40 ms, same process): the
+    profiler made the step 2.20x slower`; why it is unknown for a Stepscope run; None for a trace
+    Stepscope did not record (nothing was timed without the profiler)."""
+    unprofiled = report.get("unprofiled")
+    if unprofiled and report.get("distortion") is not None:
+        d = report["distortion"]
+        effect = f"the profiler made the step {d:.2f}x slower" if d >= 1 else \
+            f"the profiled step read {1 / d:.2f}x faster than without the profiler"
+        return (f"without the profiler: {ms_short(unprofiled['ms_per_step'])} ms/step (median of "
+                f"{unprofiled['passes']} passes after the window, IQR {ms_short(unprofiled['iqr_ms'])} ms, same "
+                f"process): {effect} (distortion {d:.2f})")
+    if ((report.get("scenario") or {}).get("step") or {}).get("file") and report.get("ms_per_step") is not None:
+        return ("without the profiler: not timed (the loop ended with the window): the profiler's distortion is "
+                "unknown; `stepscope measure` times the step without it")
+    return None
+
+
+def profiler_cost_text(line: dict[str, Any]) -> str | None:
+    """A line's estimated share of the profiler's cost, said as an estimate."""
+    estimate = line.get("profiler_ms_estimate")
+    if estimate is None:
+        return None
+    return f"~{ms_short(estimate)} ms of it is the profiler's own cost (an estimate from its operators and kernels)"
+
+
+def startup_text(startup: dict[str, Any] | None) -> str | None:
+    """The start-up line of the text report, or None when the run did not record it."""
+    startup = startup or {}
+    if startup.get("to_first_step_ms") is None:
+        return None
+    first = ", ".join(f"{v:.1f}" for v in startup.get("first_steps_ms") or [])
+    return (f"start-up (separate from the window): {startup['to_first_step_ms']:.1f} ms to the first step"
+            + (f"; first steps {first} ms" if first else ""))
+
+
+def gpu_text(gpu: dict[str, Any] | None) -> str:
+    gpu = gpu or {}
+    return "GPU: observed" if gpu.get("observed") else f"GPU: not observed ({gpu.get('reason')})"
+
+
+def run_summary(report: dict[str, Any]) -> str:
+    """`51.4 ms/step on CPU only, host vm, from the scenario`: one run in one line."""
+    machine = machine_label(report.get("machine"))
+    ms = report.get("ms_per_step")
+    return f"{ms_short(ms)} ms/step on {machine}" if ms is not None else f"no steady step measured on {machine}"
+
+
+def status_text(report: dict[str, Any]) -> str:
+    """The status bar's figure: `51.4 ms/step`."""
+    ms = report.get("ms_per_step")
+    return f"{ms_short(ms)} ms/step" if ms is not None else "no ms/step"
+
+
+def status_tooltip(report: dict[str, Any], run_id: str | None = None) -> str:
+    """The status bar's tooltip, in Markdown: the run summary, the build, the run."""
+    parts = [md_text(run_summary(report))]
+    build = machine_build(report.get("machine"))
+    if build:
+        parts.append(md_text(build))
+    steps = len(report.get("steps") or [])
+    if report.get("ms_per_step") is not None:
+        parts.append(f"median of {steps} active step{'' if steps == 1 else 's'}")
+    distortion = distortion_text(report)
+    if distortion:
+        parts.append(md_text(distortion))
+    if run_id:
+        parts.append(f"run `{md_code(run_id)}`")
+    return "\n\n".join(parts)
+
+
+# -- one line ---------------------------------------------------------------------------------------
+def line_label(line: dict[str, Any], ms_per_step: float | None) -> str:
+    """The inline label after a line: `12.3 ms/step · 24% · GPU 8.10 ms · bwd 3.20 ms`."""
+    label = f"{ms_short(line['wall_ms'])} ms/step"
+    share = step_share(line["wall_ms"], ms_per_step)
+    if share is not None:
+        label += f" · {share_percent(share)}"
+    gpu = line.get("gpu_ms")
+    if gpu is not None and gpu > 0:
+        label += f" · GPU {ms_short(gpu)} ms"
+    if line.get("backward_ms"):
+        label += f" · bwd {ms_short(line['backward_ms'])} ms"
+    return label
+
+
+def heat(line: dict[str, Any], ms_per_step: float | None) -> float:
+    """How hot the inline label is painted: the line's share of the step, in 0..1."""
+    share = step_share(line["wall_ms"], ms_per_step)
+    return 0.0 if share is None else min(1.0, share)
+
+
+_PRECISION_WORDS = {
+    "exact": None,
+    "call": "the statement that called its operators (from the trace's call stacks)",
+    "function": "the function's def line (from Python stack frames): not necessarily this statement",
+}
+
+
+def line_hover(line: dict[str, Any], report: dict[str, Any], run_id: str | None = None) -> str:
+    """The hover of a timed line, in Markdown: its figures per step, the run and the machine."""
+    ms_per_step = report.get("ms_per_step")
+    unit = per(report)
+    rows = [f"**Stepscope** · per {unit}", ""]
+    rows.append(f"- wall: {ms_short(line['wall_ms'])} ms")
+    share = step_share(line["wall_ms"], ms_per_step)
+    if share is not None:
+        rows.append(f"- share of the step: {share_percent(share)} of {ms_short(ms_per_step)} ms/step")
+    rows.append(f"- CPU self: {ms_short(line['cpu_self_ms'])} ms")
+    gpu = line.get("gpu_ms")
+    rows.append(f"- GPU: {'not observed' if gpu is None else ms_short(gpu) + ' ms'}")
+    if line.get("backward_ms"):
+        rows.append(f"- backward: {ms_short(line['backward_ms'])} ms")
+    if line.get("kernels"):
+        rows.append(f"- kernels: {line['kernels']}")
+    copies = [f"{direction} {c['count']} ({bytes_text(c['bytes'])})"
+              for direction, c in (line.get("copies") or {}).items() if c.get("count")]
+    if copies:
+        rows.append(f"- copies: {', '.join(copies)}")
+    if line.get("sync_ms"):
+        rows.append(f"- waits on the device: {ms_short(line['sync_ms'])} ms")
+    cost = profiler_cost_text(line)
+    if cost:
+        rows.append(f"- {md_text(cost)}")
+    precision = _PRECISION_WORDS.get(line.get("precision"))
+    if precision:
+        rows.append(f"- line: {precision}")
+    rows.append("")
+    source = f"run `{md_code(run_id)}` · " if run_id else ""
+    rows.append(f"{source}{md_text(machine_label(report.get('machine')))}")
+    return "\n".join(rows)
+
+
+# -- Markdown ---------------------------------------------------------------------------------------
+_MD_SPECIAL = set("\\`*_{}[]()<>#+-.!|~")
+
+
+def md_text(text: str) -> str:
+    """`text` shown as itself in Markdown (names from a trace or a host are never markup)."""
+    return "".join("\\" + c if c in _MD_SPECIAL else c for c in str(text).replace("\n", " "))
+
+
+def md_code(text: str) -> str:
+    """`text` inside a code span."""
+    return str(text).replace("`", "'").replace("\n", " ")

@@ -1,0 +1,374 @@
+"""A trace file in, a redacted copy (or only the report of what would change) out.
+
+Two passes over the file:
+1. The trace engine reads it (`read_trace`: the one-line refusals of bad input, and the fast
+   reader's symbol table). Every distinct name, call stack, process and thread name and metadata
+   string is decided here, knowing its role: labels get the label-only detectors, names of work
+   (operators, kernels, copies, runtime calls) none. The metadata says which user and host names
+   the trace carries, the home paths in its names which user.
+2. The JSON text streams through `stream.rewrite`: triggers find every string that may change —
+   the fixed patterns of what a string the first pass did not see can hold (an e-mail address, a
+   home or user path) and the text of each secret the first pass found — and each is replaced.
+
+Every string the first pass decided to change must be met again in the second; one that is not
+(written with unusual escapes) stops the command before anything is written.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import orjson
+
+from ..errors import NotATraceError, StepscopeError, UsageError
+from ..trace import Kind, read_trace
+from ..trace.model import Trace
+from . import stream
+from .detect import PATH, WORKSPACE, Known
+from .redactor import Redactor, Secret
+
+# Trigger patterns for strings the first pass did not see (args other than call stacks, events
+# that are not complete events): an e-mail address, a home or user path (also with escaped
+# slashes or Windows separators), a per-user compiler cache folder, a private-key block, a JSON
+# Web Token. Each is one search of the text at C speed; other token formats there are not looked
+# for (docs/redact.md, "Known limits").
+FIXED_TRIGGERS = (
+    re.compile(rb"@"),
+    re.compile(rb"-----BEGIN"),
+    re.compile(rb"eyJ"),
+    re.compile(rb"/(?:home|Users|users|homes|root)[/\\]"),
+    re.compile(rb"\\[/\\](?:home|Users|users|homes|root)\\"),
+    re.compile(rb"~[A-Za-z0-9._-]*[/\\]"),
+    re.compile(rb"torchinductor_"),
+)
+_NAME_VALUE = re.compile(rb'"name"\s*:\s*"')
+MAX_LITERALS = 32  # more secrets than this: every event name is looked at instead
+_STRUCTURAL = frozenset(b"0123456789.+-eEtruefalsn{}[],: \t\r\n")
+
+_WORK_KINDS = (Kind.RUNTIME, Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.DEVICE_SYNC, Kind.DEVICE_OTHER)
+_LABEL_KINDS = (Kind.ANNOTATION, Kind.GPU_ANNOTATION)
+_OPERATOR = re.compile(r"::|^\w+Backward\d*$|^aten|^[a-z_][a-z0-9_]*$")
+_HOST_KEYS = frozenset({"host", "hostname", "hostaddr", "hostaddress", "nodename", "masteraddr", "masteraddress",
+                        "ipaddress"})
+_USER_KEYS = frozenset({"user", "username", "userid", "login", "owner"})
+_GENERIC_VALUES = frozenset({"", "localhost", "127.0.0.1", "::1", "0.0.0.0", "root", "nobody", "user", "unknown",
+                             "none", "null", "n/a"})
+
+
+@dataclass
+class Found:
+    """One secret of the report: never its value, only a masked form and where it was first met."""
+
+    kind: str
+    placeholder: str
+    what: str
+    masked: str
+    strings: int
+    occurrences: int
+    event: int | None
+    key: str | None
+    offset: int | None
+    excerpt: str
+
+
+@dataclass
+class Result:
+    trace: Path
+    output: Path | None
+    workspace: str | None
+    found: list[Found] = field(default_factory=list)
+    json_bytes: int = 0
+
+    @property
+    def unsafe(self) -> bool:
+        return bool(self.found)
+
+
+# ---------------------------------------------------------------- what the trace says about itself
+
+def workspace_of(trace_path: Path) -> str | None:
+    """The workspace root of a trace in a run folder (its `files.json`), else None."""
+    table = Path(trace_path).parent / "files.json"
+    try:
+        doc = orjson.loads(table.read_bytes())
+    except (OSError, ValueError):
+        return None
+    root = doc.get("root") if isinstance(doc, dict) else None
+    if not isinstance(root, str) or not root:
+        return None
+    path = Path(root)
+    if not path.is_absolute():  # relative to the table, as the analysis reads it
+        path = (table.parent / path).resolve()
+    return str(path)
+
+
+def _metadata_strings(value: Any, key: str | None) -> Iterator[tuple[str | None, str]]:
+    """(the key that holds it, string) for every string in the metadata."""
+    if isinstance(value, str):
+        yield key, value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _metadata_strings(v, str(k))
+    elif isinstance(value, list):
+        for v in value:
+            yield from _metadata_strings(v, key)
+
+
+def _key_kind(key: str | None) -> str | None:
+    if key is None:
+        return None
+    k = re.sub(r"[\s_-]", "", key.lower())
+    if k in _HOST_KEYS or k.endswith("hostname"):
+        return "host"
+    if k in _USER_KEYS or k.endswith("user") or k.endswith("username"):
+        return "user"
+    return None
+
+
+@dataclass
+class Inventory:
+    """Pass 1: the strings of a trace that the reader sees, by role, and what they tell."""
+
+    known: Known
+    labels: set[str]
+    work_names: set[str]
+    strings: list[str]  # every string to decide, names first
+    event_names: set[str]  # strings written as the `name` of an event (or of a process, a thread)
+    metadata: dict[str, set[str]]  # top-level key -> its strings
+
+
+def inventory(trace: Trace, workspace: str | None) -> Inventory:
+    names = trace.names
+    labels: set[str] = set()
+    work: set[str] = set()
+    for kind in _LABEL_KINDS:
+        labels.update(map(names.__getitem__, set(map(trace.name.__getitem__, trace.rows(kind)))))
+    for kind in _WORK_KINDS:
+        work.update(map(names.__getitem__, set(map(trace.name.__getitem__, trace.rows(kind)))))
+    for name in map(names.__getitem__, set(map(trace.name.__getitem__, trace.rows(Kind.CPU_OP)))):
+        # in 1.9 traces record_function labels are operators (`cat: Operator`)
+        (work if _OPERATOR.search(name) else labels).add(name)
+    shapes = set(trace.shapes)
+    shapes.discard(-1)
+    name_strings = [n for i, n in enumerate(names) if i not in shapes]  # event names and call stacks
+    event_names = set(map(names.__getitem__, set(trace.name)))
+    users: set[str] = set()
+    hosts: set[str] = set()
+    metadata: dict[str, set[str]] = {}
+    meta_strings: list[str] = []
+    for top, value in trace.metadata.items():
+        for key, s in _metadata_strings(value, str(top)):
+            metadata.setdefault(str(top), set()).add(s)
+            meta_strings.append(s)
+            kind = _key_kind(key)
+            if kind and s.strip().lower() not in _GENERIC_VALUES and len(s.strip()) >= 2:
+                (users if kind == "user" else hosts).add(s.strip())
+    # the user of a home path (`/home/<user>/`) in a frame, a call stack or the metadata
+    for s in [*name_strings, *meta_strings]:
+        if "home" in s or "Users" in s or "users" in s:
+            for m in re.finditer(r"(?:^|[\\/])(?:home|Users|users|homes)[\\/]([^\\/\s:;()<>|\"'`]+)", s):
+                user = m.group(1)
+                if len(user) >= 3 and user.lower() not in _GENERIC_VALUES and not user.startswith("<"):
+                    users.add(user)
+    extra = [*trace.process_names.values(), *trace.thread_names.values()]
+    return Inventory(Known(frozenset(users), frozenset(hosts), workspace), labels, work,
+                     [*name_strings, *extra, *meta_strings], event_names | set(extra), metadata)
+
+
+def trace_redactor(trace: Trace, workspace: str | None) -> tuple[Redactor, Inventory]:
+    """The redactor of one trace, with every string the reader saw decided (in a fixed order, so
+    placeholders are numbered as in the redacted copy): for an editor view of that trace too."""
+    inv = inventory(trace, workspace)
+    redactor = Redactor(inv.known, labels=inv.labels, work_names=inv.work_names)
+    for s in inv.strings:
+        redactor.redact(s)
+    return redactor, inv
+
+
+# ---------------------------------------------------------------- the passes
+
+def _encodings(text: str) -> list[bytes]:
+    """How a JSON writer may have written `text` inside quotes."""
+    forms = {orjson.dumps(text)[1:-1], json.dumps(text)[1:-1].encode()}
+    for form in list(forms):
+        if b"/" in form:
+            forms.add(form.replace(b"/", b"\\/"))
+    return sorted(forms)
+
+
+def _literal_ok(lit: bytes) -> bool:
+    """A literal can only trigger inside strings if it holds a byte JSON allows nowhere else."""
+    return len(lit) >= 2 and any(b not in _STRUCTURAL for b in lit)
+
+
+class _Plan:
+    """The triggers of pass 2 and the decision for each raw string it meets."""
+
+    def __init__(self, redactor: Redactor, inv: Inventory, expected: set[str]):
+        self.redactor = redactor
+        self.decided: dict[bytes, bytes | None] = {}
+        self.text_of: dict[bytes, str] = {}
+        patterns = list(FIXED_TRIGGERS)
+        name_literals: set[bytes] = set()
+        other_literals: set[bytes] = set()
+        by_name = False
+        for s in sorted(expected):
+            if any(p.search(form) for p in FIXED_TRIGGERS for form in _encodings(s)):
+                continue
+            is_name = s in inv.event_names
+            lits = [lit for h in redactor.hits(s) for lit in _encodings(h.value)]
+            if lits and all(_literal_ok(lit) for lit in lits):
+                (name_literals if is_name else other_literals).update(lits)
+            elif is_name:
+                by_name = True
+            else:
+                other_literals.update(lit for lit in _encodings(s) if _literal_ok(lit))
+        if len(name_literals | other_literals) > MAX_LITERALS:
+            by_name = True  # one look at every event name costs less than this many searches
+            literals = other_literals
+        else:
+            literals = name_literals | other_literals
+        for lit in sorted(literals, key=lambda b: (-len(b), b)):
+            patterns.append(re.compile(re.escape(lit)))
+        self.patterns = patterns
+        self.by_name = by_name
+
+    def triggers(self, buf: bytes | bytearray) -> Iterator[int]:
+        for p in self.patterns:
+            for m in p.finditer(buf):
+                yield m.start()
+        if self.by_name:
+            for m in _NAME_VALUE.finditer(buf):
+                yield m.end()
+
+    def decide(self, raw: bytes) -> bytes | None:
+        try:
+            return self.decided[raw]
+        except KeyError:
+            pass
+        try:
+            text = orjson.loads(b'"' + raw + b'"')
+        except orjson.JSONDecodeError:
+            raise NotATraceError("invalid JSON string in the trace") from None
+        new = self.redactor.redact(text)
+        out = None if new is None else orjson.dumps(new)[1:-1]
+        self.decided[raw] = out
+        if out is not None:
+            self.text_of[raw] = text
+        return out
+
+
+def _mask(secret: Secret) -> str:
+    v = secret.value
+    if secret.kind in (PATH, WORKSPACE):
+        m = re.match(r"^(.*?(?:home|Users|users|homes|root)[\\/]?)", v)
+        head = m.group(1) if m and len(m.group(1)) < len(v) else v[:2]
+        return f"{head}… ({len(v)} chars)"
+    if secret.kind == "email":
+        local, _, domain = v.partition("@")
+        return f"{local[:1]}…@{domain[:1]}… ({len(v)} chars)"
+    m = re.match(r"^(?:-----BEGIN [A-Z ]+-----|[A-Za-z]{2,6}[_-](?:[a-z]+[_-])?|eyJ|AKIA|ASIA|AIza)", v)
+    head = m.group(0) if m and secret.kind == "token" else v[:1]
+    return f"{head}… ({len(v)} chars)"
+
+
+def _excerpt(new: str, placeholder: str, width: int = 100) -> str:
+    at = new.find(placeholder) if placeholder else 0
+    if len(new) <= width:
+        return new
+    start = max(0, min(at - width // 3, len(new) - width))
+    return ("…" if start else "") + new[start:start + width] + ("…" if start + width < len(new) else "")
+
+
+def _run(path: Path, out: Path | None, workspace: str | None) -> Result:
+    path = Path(path)
+    trace = read_trace(path)
+    if workspace is None:
+        workspace = workspace_of(path)
+    if workspace is not None:
+        workspace = workspace.rstrip("/\\") or workspace
+    redactor, inv = trace_redactor(trace, workspace)
+    del trace  # the columns are not needed past this point
+    expected = {s for s in inv.strings if redactor.redact(s) is not None}
+    plan = _Plan(redactor, inv, expected)
+    output = None
+    if out is not None:
+        output = stream.Output(out, compress=out.name.endswith(".gz"))
+    try:
+        scan = stream.rewrite(stream.json_chunks(path), plan.triggers, plan.decide,
+                              output.write if output is not None else None)
+        met = {plan.text_of[raw] for raw in scan.counts}
+        missing = expected - met
+        if missing:
+            raise StepscopeError(
+                f"{path}: {len(missing)} string(s) to redact were not found in the JSON text as the reader "
+                f"decoded them (unusual escapes); nothing was written")
+        if output is not None:
+            output.commit()
+            output = None
+    finally:
+        if output is not None:
+            output.discard()
+    return Result(path.resolve(), out.resolve() if out is not None else None, workspace,
+                  _findings(redactor, plan, scan, inv), scan.json_bytes)
+
+
+def _findings(redactor: Redactor, plan: _Plan, scan: stream.Scan, inv: Inventory) -> list[Found]:
+    raws_of: dict[str, list[bytes]] = {}
+    for raw in scan.counts:
+        raws_of.setdefault(plan.text_of[raw], []).append(raw)
+    found = []
+    for secret in redactor.secrets.values():
+        raws = [raw for s in secret.strings for raw in raws_of.get(s, ())]
+        if not raws:
+            continue  # decided in pass 1 for a string the file does not hold as such (never the case)
+        first_raw = min(raws, key=lambda r: scan.first[r].offset)
+        occ = scan.first[first_raw]
+        event = occ.event
+        text = plan.text_of[first_raw]
+        if occ.key is not None and text in inv.metadata.get(occ.key, ()) and text not in inv.event_names:
+            event = None  # a metadata value (written before or after the events)
+        new = redactor.redact(text) or text
+        found.append(Found(secret.kind, secret.placeholder, secret.what, _mask(secret), len(secret.strings),
+                           sum(scan.counts[r] for r in raws), event, occ.key, occ.offset,
+                           _excerpt(new, secret.placeholder)))
+    found.sort(key=lambda f: (f.offset if f.offset is not None else -1, f.kind))
+    return found
+
+
+def check_trace(path: Path, *, workspace: str | None = None) -> Result:
+    """What `redact_trace` would change, without writing anything."""
+    return _run(Path(path), None, workspace)
+
+
+def redact_trace(path: Path, out: Path, *, workspace: str | None = None) -> Result:
+    """Write the redacted copy of `path` to `out` (a new file: exit 5 if it exists; `.gz`:
+    gzip). Raises StepscopeError with a one-line reason; nothing is left behind on failure."""
+    out = Path(out)
+    if out.exists() or out.is_symlink():
+        raise StepscopeError(f"refusing to overwrite {out}", 5)
+    if not out.parent.is_dir():
+        raise UsageError(f"no such folder for the output: {out.parent}")
+    return _run(Path(path), out, workspace)
+
+
+def beside(path: Path) -> Path:
+    """Where `stepscope profile --redact` puts a trace's redacted copy: `trace.redacted.json(.gz)`."""
+    path = Path(path)
+    name = path.name
+    for suffix in (".json.gz", ".json"):
+        if name.endswith(suffix):
+            return path.with_name(name[: -len(suffix)] + ".redacted" + suffix)
+    return path.with_name(name + ".redacted.json")
+
+
+def redact_beside(path: Path, *, workspace: str | None = None) -> Result:
+    """The redacted copy beside the trace (one call for `profile --redact` and "Share Trace…")."""
+    return redact_trace(Path(path), beside(path), workspace=workspace)
+
+
+__all__ = ["Found", "Result", "beside", "check_trace", "inventory", "redact_beside", "redact_trace", "workspace_of"]

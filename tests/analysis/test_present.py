@@ -1,0 +1,93 @@
+"""The presenter: one wording and rounding of each figure, used by the CLI text and the editor alike."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from stepscope.analysis import present
+from stepscope.analysis.render import render_text
+from stepscope.analysis.report import analyze
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "traces"
+
+LINE = {"file": "/ws/train.py", "line": 12, "precision": "exact", "wall_ms": 12.34, "cpu_self_ms": 3.5,
+        "cpu_total_ms": 12.34, "gpu_ms": 8.1, "backward_ms": 3.2, "kernels": 4, "sync_ms": 0.0,
+        "copies": {"h2d": {"count": 2, "bytes": 3 << 20}, "d2h": {"count": 0, "bytes": 0},
+                   "d2d": {"count": 0, "bytes": 0}}}
+MACHINE = {"source": "scenario", "device": "NVIDIA H200", "host": "gpu-3", "rank": 1, "torch": "2.11.0+cu130",
+           "cuda_build": "13.0"}
+
+
+@pytest.fixture(scope="module")
+def gpu_report(tmp_path_factory) -> dict:
+    tmp = tmp_path_factory.mktemp("h200")
+    shutil.copytree(DATA / "h200_async", tmp / "run")
+    return analyze([tmp / "run"])
+
+
+def test_the_machine_is_named_the_same_in_the_text_report_and_the_editor(gpu_report: dict) -> None:
+    label = present.machine_label(gpu_report["machine"])
+    assert f"measured on: {label}\n" in render_text(gpu_report)
+    assert present.run_summary(gpu_report) == f"{present.ms_short(gpu_report['ms_per_step'])} ms/step on {label}"
+    assert present.machine_label(MACHINE) == "NVIDIA H200, host gpu-3, rank 1, from the scenario"
+    assert present.machine_label({}) == "unknown device, from the trace"
+
+
+def test_the_headline_is_the_text_report_s_first_line(gpu_report: dict) -> None:
+    assert render_text(gpu_report).splitlines()[0] == present.headline(gpu_report)
+    window_only = {"ms_per_step": None, "window": {"ms": 12.5}, "steps": []}
+    assert present.headline(window_only) == "no step markers (ProfilerStep#N): one window of 12.500 ms, no ms/step"
+    assert present.run_summary({"ms_per_step": None, "machine": MACHINE}).startswith("no steady step measured on ")
+
+
+@pytest.mark.parametrize(("ms", "short", "table"), [
+    (0.004, "0.00", "0.004"), (4.2567, "4.26", "4.257"), (42.567, "42.6", "42.567"), (425.67, "426", "425.670"),
+    (None, None, "n/o"),
+])
+def test_milliseconds_are_rounded_one_way_per_surface(ms, short, table) -> None:
+    if short is not None:
+        assert present.ms_short(ms) == short
+    assert present.ms_table(ms) == table
+
+
+def test_a_line_s_label_and_hover_say_the_same_figures() -> None:
+    label = present.line_label(LINE, 50.0)
+    assert label == "12.3 ms/step · 25% · GPU 8.10 ms · bwd 3.20 ms"
+    hover = present.line_hover(LINE, {"ms_per_step": 50.0, "machine": MACHINE}, "20261201T000000Z-train-1a2b")
+    assert "- wall: 12.3 ms" in hover and "- share of the step: 25% of 50.0 ms/step" in hover
+    assert "- GPU: 8.10 ms" in hover and "- backward: 3.20 ms" in hover and "- kernels: 4" in hover
+    assert "- copies: h2d 2 (3.00 MiB)" in hover
+    assert "run `20261201T000000Z-train-1a2b`" in hover and "gpu\\-3" in hover
+    assert present.heat(LINE, 50.0) == pytest.approx(12.34 / 50.0)
+
+
+def test_what_was_not_observed_is_said_never_zero() -> None:
+    cpu = {**LINE, "gpu_ms": None, "backward_ms": None}
+    assert "GPU" not in present.line_label(cpu, 50.0)
+    assert "- GPU: not observed" in present.line_hover(cpu, {"ms_per_step": 50.0}, None)
+    window = present.line_hover(cpu, {"ms_per_step": None}, None)
+    assert "per window" in window and "share of the step" not in window  # no step: no share of one
+    assert present.line_label(cpu, None) == "12.3 ms/step"
+    assert present.heat(cpu, None) == 0.0
+
+
+def test_a_share_of_the_step_heats_at_most_to_one() -> None:
+    over = {**LINE, "wall_ms": 55.0}
+    assert present.heat(over, 50.0) == 1.0
+
+
+def test_names_from_a_trace_or_a_host_are_never_markup() -> None:
+    hostile = {**MACHINE, "host": "<img src=x onerror=alert(1)>[click](http://evil)*x*", "device": "`dev`"}
+    hover = present.line_hover(LINE, {"ms_per_step": 50.0, "machine": hostile}, "run`id")
+    machine_row = hover.splitlines()[-1].split(" · ", 1)[1]
+    # every character Markdown would read as markup is escaped
+    assert not re.search(r"(?<!\\)[<>\[\]()*`]", machine_row), machine_row
+    assert "\\<img src=x onerror=alert\\(1\\)\\>\\[click\\]\\(http://evil\\)\\*x\\*" in machine_row
+    assert "run `run'id`" in hover  # a backtick cannot close the code span early
+    tooltip = present.status_tooltip({"ms_per_step": 50.0, "steps": [{}] * 5, "machine": hostile}, "r1")
+    assert "\\<img" in tooltip and not re.search(r"(?<!\\)<", tooltip)
+    assert "median of 5 active steps" in tooltip and "torch 2\\.11\\.0" in tooltip

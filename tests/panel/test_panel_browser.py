@@ -1,0 +1,329 @@
+"""The trace panel served alone, as the extension host serves it (its page, CSP and nonce), in a real
+headless Chromium: fed a report and a timeline from a real analysis, it shows them, sorts and filters,
+opens lines, zooms, pans and selects; trace strings made to attack it execute nothing and break
+nothing. Screenshots land in test-results/panel/ (look at them).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from stepscope.analysis.links import build_links
+from stepscope.analysis.report import analyze
+from stepscope.analysis.steps import find_steps
+from stepscope.analysis.timeline import MIN_CAP, build_spans, summarize
+from stepscope.analysis.panel import timeline_document
+from stepscope.trace import read_trace
+
+from ..analysis.kineto_synth import MAIN, Synth, run_folder
+from .conftest import BUILT_TESTS, CHROMIUM, PLAYWRIGHT_CORE, REPO, RESULTS
+
+pytestmark = pytest.mark.browser
+
+DRIVER = Path(__file__).with_name("driver.mjs")
+HARNESS = Path(__file__).with_name("harness.js")
+
+HOSTILE = [
+    "<script>window.__pwned=1</script>",
+    '<img src=x onerror="window.__pwned=2">',
+    "A" * 10_240,
+    "\u202eyp.live\u202c kernel_\u202e",
+    "Z\u0337\u0322\u031ba\u0336l\u0335g\u0335o 🔥🚀 \u200f\u200e עברית العربية",
+    "line\nbreak\ttab",
+    "\"'><svg onload=window.__pwned=3>",
+]
+
+
+def training_trace(names: list[str] | None = None) -> Synth:
+    """Four 2 ms steps: regions on lines of two files, operators launching kernels and copies, a host
+    sync, and an autograd thread; `names` (hostile strings) name operators, kernels and regions."""
+    names = names or []
+    s = Synth()
+    for k in range(4):
+        base = k * 2000
+        s.step(k + 1, base, 2000)
+        s.region("ss:f0:10:next", base, 300)
+        s.region("ss:f0:12", base + 300, 600)
+        s.op(names[0] if names else "aten::linear", base + 310, 200)
+        s.op("aten::addmm", base + 320, 150)
+        s.launch(base + 330, base + 600, 500, name=names[1] if len(names) > 1 else "sm90_xmma_gemm_f32f32_tn")
+        s.launch(base + 480, base + 1100, 40, kind="gpu_memcpy", nbytes=1 << 20)
+        s.region("ss:f1:7", base + 950, 500)
+        s.op(names[2] if len(names) > 2 else "aten::relu", base + 960, 100)
+        s.launch(base + 970, base + 1200, 300, name=names[3] if len(names) > 3 else "void at::native::relu_kernel<float>()")
+        s.region(names[4] if len(names) > 4 else "Optimizer.step#SGD.step", base + 1500, 300)
+        s.sync(base + 1820, 120)
+        s.op(names[5] if len(names) > 5 else "aten::add", base + 1000, 200, tid=200)
+        s.launch(base + 1010, base + 1600, 100, tid=200, stream=8, name=names[6] if len(names) > 6 else "add_kernel")
+    if names:
+        s.metadata["traceName"] = names[0]
+        s.events.append({"ph": "M", "name": "thread_name", "pid": 100, "tid": MAIN, "args": {"name": names[4]}})
+    return s
+
+
+def state(tmp: Path, synth: Synth, *, files: dict[str, str], run_id: str, title: str, cap: int | None = None) -> dict:
+    run = run_folder(tmp, synth, files=files)
+    timelines: dict = {}
+    report = analyze([run], timelines=timelines)
+    timeline = json.loads(timelines[run / "trace.json"])
+    if cap is not None:
+        trace = read_trace(run / "trace.json")
+        links = build_links(trace)
+        timeline = timeline_document(trace, links, find_steps(trace, links), per="step", file_table=None,
+                                     source_root=None, cap=cap)
+    return {"runId": run_id, "title": title, "report": report, "timeline": timeline, "measure": None, "stale": False}
+
+
+MEASURE = {
+    "raw_ms": [2.01, 2.03, 1.98, 2.10, 2.02, 2.05, 1.99, 2.04, 2.00, 2.07], "warmup_ms": [9.5, 2.6, 2.2],
+    "median_ms": 2.025, "iqr_ms": 0.05, "p10_ms": 1.99, "p90_ms": 2.07, "min_ms": 1.98, "max_ms": 2.10,
+    "samples_per_s": 15800.0, "noisy": False, "machine": {"device": "CPU only", "host": "ci"}, "ratio": 0.93,
+    "ci95": [0.90, 0.96], "verdict": "faster", "compare_raw_ms": [2.2, 2.15, 2.18, 2.21, 2.17],
+}
+
+
+@pytest.fixture(scope="module")
+def seen(panel_build: str) -> dict:
+    """Every scenario, run once in one browser: what the driver saw."""
+    missing = [str(p) for p in (PLAYWRIGHT_CORE, CHROMIUM) if not p.exists()]
+    if missing:
+        pytest.skip("browser tools are missing (" + ", ".join(missing) + "): run tools/setup-tools.sh")
+    work = Path(tempfile.mkdtemp(prefix="panel-"))
+    scenarios = []
+    expected: dict = {}
+
+    main = state(work / "main", training_trace(), files={"f0": "train.py", "f1": "model/net.py"},
+                 run_id="20261201T101500Z-train-1a2b", title="train.py:10 — 4 steps")
+    main["report"]["unprofiled"] = {"ms_per_step": 1.6, "passes": 20, "iqr_ms": 0.02}
+    main["report"]["distortion"] = 1.25
+    main["measure"] = MEASURE
+    doc = main["timeline"]
+    spans = doc["spans"]
+    kernel_cat = doc["categories"].index("kernel")
+    kernels = [i for i, c in enumerate(spans["category"]) if c == kernel_cat and spans["line"][i] >= 0]
+    click = max(kernels, key=lambda i: spans["dur_us"][i])
+    expected["main"] = {"doc": doc, "report": main["report"], "click": click}
+    for theme in ("dark", "light"):
+        path = work / f"main-{theme}.json"
+        path.write_text(json.dumps(main))
+        scenarios.append({"name": f"main-{theme}", "kind": "main", "theme": theme, "state": str(path),
+                          "filter": "model/net", "clickSpan": click})
+
+    files = {"f0": "train.py", "f1": "<script>alert(1)</script>/\u202egnp.py"}
+    hostile = state(work / "hostile", training_trace(HOSTILE), files=files, run_id="r-hostile",
+                    title=HOSTILE[0] + HOSTILE[2])
+    report = hostile["report"]
+    report["findings"].append({"kind": HOSTILE[1], "file": "/ws/" + HOSTILE[0], "line": 3, "observation": HOSTILE[2],
+                               "hypothesis": HOSTILE[4] + "\u0000", "next_check": HOSTILE[5], "severity": "warning"})
+    report["notes"].append(HOSTILE[6])
+    report["machine"]["device"] = HOSTILE[1]
+    names = hostile["timeline"]["names"]
+    first_of = {}
+    for i, n in enumerate(hostile["timeline"]["spans"]["name"]):
+        for k, h in enumerate(HOSTILE):
+            if h[:30] in names[n]:
+                first_of.setdefault(k, i)
+    hover = sorted(first_of.values())
+    for theme in ("dark", "light"):
+        path = work / f"hostile-{theme}.json"
+        path.write_text(json.dumps(hostile))
+        scenarios.append({"name": f"hostile-{theme}", "kind": "hostile", "theme": theme, "state": str(path),
+                          "hoverSpans": hover[:12]})
+
+    busy = Synth()
+    busy.step(1, 0, 60_000)
+    busy.region("ss:f0:3", 10, 59_900)
+    t = 20
+    for _ in range(1500):
+        busy.op("aten::mul", t, 2)
+        busy.launch(t, t + 5, 2)
+        t += 35
+    reduced = state(work / "reduced", busy, files={"f0": "train.py"}, run_id="r-reduced", title="busy", cap=MIN_CAP)
+    trace = read_trace(work / "reduced" / "run" / "trace.json")
+    links = build_links(trace)
+    table = build_spans(trace, links, find_steps(trace, links))
+    fine = summarize(table, 10_000.0, 14_000.0, cap=MIN_CAP)
+    assert reduced["timeline"]["reduced"] and not fine["reduced"]
+    (work / "reduced.json").write_text(json.dumps(reduced))
+    (work / "fine.json").write_text(json.dumps(fine))
+    scenarios.append({"name": "reduced", "kind": "reduced", "theme": "dark", "state": str(work / "reduced.json"),
+                      "range": str(work / "fine.json"), "zoomTo": [11_000.0, 12_000.0]})
+
+    broken = copy.deepcopy(main)
+    broken["timeline"] = {"schema_version": 99}
+    (work / "broken.json").write_text(json.dumps(broken))
+    scenarios.append({"name": "broken", "kind": "broken", "theme": "dark", "state": str(work / "broken.json")})
+
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    config = {"playwrightCore": str(PLAYWRIGHT_CORE), "chromium": str(CHROMIUM), "htmlModule": str(BUILT_TESTS / "html.mjs"),
+              "dist": str(REPO / "panel" / "dist"), "harness": str(HARNESS), "screenshots": str(RESULTS),
+              "out": str(work / "seen.json"), "scenarios": scenarios}
+    (work / "config.json").write_text(json.dumps(config))
+    run = subprocess.run([panel_build, str(DRIVER), str(work / "config.json")], cwd=REPO, capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 0, run.stderr[-4000:]
+    out = json.loads((work / "seen.json").read_text())
+    for name, result in out["results"].items():
+        assert "failed" not in result, f"{name}: {result.get('failed')}"
+    return {**out, "expected": expected}
+
+
+THEMES = ("dark", "light")
+
+
+def fid_of(report: dict, path: str) -> str:
+    return "f1" if path.endswith("model/net.py") else "f0"
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_the_panel_loads_its_state_without_error(seen: dict, theme: str) -> None:
+    r = seen["results"][f"main-{theme}"]
+    assert r["banner"] is None
+    assert r["firstPosted"] == {"type": "ready"}  # the handshake: the host answers with the state
+    assert r["errors"] == [] and r["console"] == []
+    assert all(url.startswith(seen["origin"]) for url in r["requests"]), r["requests"]  # no remote resource
+
+
+def test_overview_shows_the_headline_breakdown_findings_and_measures(seen: dict) -> None:
+    r = seen["results"]["main-dark"]
+    text = r["overviewText"]
+    assert "2.00 ms per step" in text and "median of 4 active steps" in text
+    assert "Where each step's time went" in text and "GPU busy" in text
+    assert "Outside the profiler" in text and "1.25×" in text  # the profiler's distortion, when present
+    assert "Measured without the profiler" in text and "0.930×" in text and "faster" in text
+    assert "Start-up" in text
+    # each bar adds up to its step, never above it
+    assert len(r["bars"]) == 5  # the mean, then four steps
+    for bar in r["bars"]:
+        assert 99.0 <= bar["segmentsPercent"] <= 100.0 + 1e-6, bar
+    report = seen["expected"]["main"]["report"]
+    if report["findings"]:
+        f = report["findings"][0]
+        assert r["findingPosted"] == {"type": "openSource", "fileId": fid_of(report, f["file"]), "line": f["line"]}
+
+
+def test_tables_show_every_row(seen: dict) -> None:
+    r = seen["results"]["main-dark"]
+    doc = seen["expected"]["main"]["doc"]
+    report = seen["expected"]["main"]["report"]
+    assert r["rows"] == {"lines": len(report["lines"]), "operators": len(doc["operators"]["rows"]),
+                         "kernels": len(doc["kernels"]["rows"]), "steps": 4}
+    assert r["rows"]["lines"] == 3 and r["rows"]["kernels"] == 3
+
+
+def ms(text: str) -> float:
+    value, unit = text.split()
+    return float(value) * {"ms": 1.0, "µs": 1e-3, "s": 1000.0, "ns": 1e-6}[unit]
+
+
+def test_sorting_and_filtering_the_lines(seen: dict) -> None:
+    r = seen["results"]["main-dark"]
+    walls = [ms(v) for v in r["wallDefault"]]
+    assert walls == sorted(walls, reverse=True)
+    assert [ms(v) for v in r["wallAscending"]] == sorted(walls)
+    assert r["wallSortState"] == "ascending"
+    lines = [int(v) for v in r["lineSorted"]]
+    assert lines == sorted(lines, reverse=True)
+    report = seen["expected"]["main"]["report"]
+    assert sorted(int(v) for v in r["filtered"]) == sorted(x["line"] for x in report["lines"] if x["file"].endswith("model/net.py"))
+    assert r["filterStatus"].startswith(f"{len(r['filtered'])} of {len(report['lines'])} rows")
+    assert r["filteredNone"] == 0
+
+
+def test_a_row_opens_its_line_by_click_and_by_keyboard(seen: dict) -> None:
+    r = seen["results"]["main-dark"]
+    report = seen["expected"]["main"]["report"]
+    by_line = {x["line"]: x for x in report["lines"]}
+    top = by_line[int(r["clickedRow"])]
+    assert r["rowPosted"] == {"type": "openSource", "fileId": fid_of(report, top["file"]), "line": top["line"]}
+    second = by_line[int(r["keyboardRow"])]
+    assert r["keyboardPosted"] == {"type": "openSource", "fileId": fid_of(report, second["file"]), "line": second["line"]}
+
+
+def test_zoom_pan_and_select_on_the_timeline(seen: dict) -> None:
+    r = seen["results"]["main-dark"]
+    doc = seen["expected"]["main"]["doc"]
+    step = doc["steps"][1]
+    assert r["stepView"] == pytest.approx([step["start_us"], step["completion_us"]])  # a step row shows that step
+    t0, t1 = r["viewStart"]
+    assert (t0, t1) == pytest.approx((0.0, doc["window"]["duration_us"]))
+    z0, z1 = r["viewZoomKey"]
+    assert z1 - z0 == pytest.approx((t1 - t0) / 2)
+    p0, p1 = r["viewPanKey"]
+    assert p0 > z0 and p1 - p0 == pytest.approx(z1 - z0)
+    w0, w1 = r["viewWheel"]
+    assert w1 - w0 < p1 - p0  # ctrl+wheel zoomed in around the pointer
+    d0, d1 = r["viewDrag"]
+    assert d0 > w0 and d1 - d0 == pytest.approx(w1 - w0)  # dragging left moves later in time
+    assert "Selection:" in r["selection"] and "host busy" in r["selection"] and "GPU busy" in r["selection"]
+    assert "do not add up" in r["selection"]
+
+
+def test_hovering_and_clicking_a_span_show_and_open_its_line(seen: dict) -> None:
+    r = seen["results"]["main-dark"]
+    doc = seen["expected"]["main"]["doc"]
+    i = seen["expected"]["main"]["click"]
+    line = doc["spans"]["line"][i]
+    fid, number = doc["lines"]["file"][line], doc["lines"]["line"][line]
+    assert r["spanPoint"] is not None
+    assert doc["names"][doc["spans"]["name"][i]] in r["tooltip"] and f"{doc['files'][fid]}:{number}" in r["tooltip"]
+    assert "kernel ·" in r["tooltip"]
+    assert r["spanPosted"] == {"type": "openSource", "fileId": fid, "line": number}
+    # from the keyboard: a row, a span, Enter opens its line (or says it has none)
+    assert r["announced"]
+    opened = [m for m in r["keyboardSpanPosted"] if m["type"] == "openSource"]
+    assert opened or "no source line" in r["announced"]
+
+
+def test_the_content_security_policy_blocks_injected_scripts(seen: dict) -> None:
+    r = seen["results"]["main-dark"]
+    assert r["injected"]["ran"] is False
+    assert any(v.startswith("script-src") for v in r["injected"]["violations"])
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_text_contrast_is_at_least_4_5_to_1(seen: dict, theme: str) -> None:
+    pairs = seen["results"][f"main-{theme}"]["contrast"]
+    assert len({p["selector"] for p in pairs}) >= 12
+    low = [p for p in pairs if p["ratio"] < 4.5]
+    assert low == [], low
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_hostile_strings_execute_nothing_and_break_no_layout(seen: dict, theme: str) -> None:
+    r = seen["results"][f"hostile-{theme}"]
+    assert r["dom"]["pwned"] is None
+    assert r["dom"]["scripts"] == 2  # the harness's and the panel's, nothing injected
+    assert r["dom"]["images"] == 0 and r["dom"]["iframes"] == 0 and r["dom"]["handlers"] == 0
+    assert r["dom"]["violations"] == []  # nothing even tried to load
+    assert r["errors"] == [] and r["console"] == []
+    assert all(url.startswith(seen["origin"]) for url in r["requests"])
+    assert r["layout"]["pageWidth"] <= r["layout"]["viewport"] + 1  # no horizontal overflow of the page
+    assert r["layout"]["widest"] < 700  # the 10 kB name wraps or is cut, it does not stretch its column
+    assert any(name.startswith("<script>") for name in r["operatorNames"])  # shown as text
+    assert r["tooltips"] and all(not t["hidden"] and t["width"] <= 530 for t in r["tooltips"])
+    assert any("<img src=x" in t["text"] for t in r["tooltips"])
+
+
+def test_a_reduced_timeline_asks_for_a_finer_level_when_zoomed_in(seen: dict) -> None:
+    r = seen["results"]["reduced"]
+    assert "spans in view" in r["status"]
+    req = r["request"]
+    assert req["type"] == "requestRange" and req["runId"] == "r-reduced" and req["maxSpans"] >= 1000
+    assert req["startUs"] <= 11_000.0 and req["endUs"] >= 12_000.0
+    assert "finer level" in r["statusFine"]
+
+
+def test_a_broken_state_or_message_is_refused_with_its_reason(seen: dict) -> None:
+    r = seen["results"]["broken"]
+    assert "timeline schema version 99" in r["banner"]
+    assert "No timeline for this run" in r["timelineText"]
+    assert "unknown message type" in r["bannerAfter"] and r["pwned"] is None
+    assert any(m["type"] == "log" and m["level"] == "error" for m in r["posted"])
+    assert r["errors"] == []
