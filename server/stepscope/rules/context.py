@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import functools
 import re
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Iterator
@@ -407,6 +408,7 @@ _OTHER_FRAMEWORK_WORDS = ("tensorflow", "jax", "paddle", "mxnet", "keras", "onef
 _TORCH_IMPORT = re.compile(r"^[ \t]*(?:import|from)[ \t]+torch\b", re.MULTILINE)
 
 
+@functools.lru_cache(maxsize=2)  # asked twice of the same text by each editor check
 def uses_other_framework(text: str) -> bool:
     """The module imports another array framework (TensorFlow, JAX, ...) and not torch: its
     `.numpy()` and `.item()` are that framework's, which the rules do not model."""
