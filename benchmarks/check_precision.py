@@ -11,9 +11,10 @@ code, not a finding, so the same labels score any version of the rules:
   a rule looks at (`--candidates CODE` prints them, see `CANDIDATES`), sampled at random where
   there are many; of those labelled `true`, the share the rule reports.
 
-The repositories are split in two sets named in the labels file: the rules were tuned on
-`tune` only; `held-out` was labelled once the rules were fixed, to report figures on code they
-were not developed on.
+The repositories are split in sets named in the labels file (docs/rules/README.md says what was
+done with each): the rules were developed on `tune`; `held-out`, `confirm` and `fresh` were each
+labelled before the rules were changed for anything they showed, so the first score of each is a
+figure on code the rules were not developed on.
 
 Run:
     .venv/bin/python benchmarks/check_precision.py CHECKOUT...
