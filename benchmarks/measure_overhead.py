@@ -1,0 +1,149 @@
+"""Does `stepscope measure` add a per-step cost? A launch-heavy step timed by hand vs by measure.
+
+Self-contained: writes a small program into a temporary folder whose step is hundreds of tiny
+operators (host-bound, as a launch-bound GPU step is), then alternates whole processes:
+- hand:    the program itself times `--passes` steps after `--warmup` (one synchronise at the start
+           and end on a GPU, the host clock on the CPU) and prints ms/step (the mean of those steps);
+- measure: `python -m stepscope measure` of the same program, same warm-up and passes; its mean
+           (total of the passes / passes) and its median.
+A B A B … for `--processes` pairs. Prints every process's figure, then measure/hand as a ratio of
+the medians over processes, with the spread of the per-pair ratios and of each side's processes
+(process-to-process spread): a per-step cost shows as a ratio above 1 beyond that spread.
+
+Usage: python benchmarks/measure_overhead.py [--processes 5] [--warmup 10] [--passes 30]
+       [--tensors 400] [--cpu] [--json OUT.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+PROGRAM = textwrap.dedent('''
+    import argparse, json, time
+    import torch
+
+    p = argparse.ArgumentParser()
+    p.add_argument("--steps", type=int, default=100)
+    p.add_argument("--hand", type=int, default=0)
+    p.add_argument("--hand-warmup", type=int, default=10)
+    p.add_argument("--tensors", type=int, default=400)
+    p.add_argument("--cpu", action="store_true")
+    args = p.parse_args()
+    device = torch.device("cpu" if args.cpu or not torch.cuda.is_available() else "cuda")
+    params = [torch.randn(256, device=device) for _ in range(args.tensors)]
+    grads = [torch.randn(256, device=device) for _ in params]
+
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+
+
+    def step():
+        for weight, grad in zip(params, grads):
+            weight.mul_(0.999).add_(grad, alpha=1e-3)
+        return params[0].sum()
+
+
+    start = None
+    for i in range(args.steps):  # the step loop
+        if args.hand and i == args.hand_warmup:
+            sync()
+            start = time.perf_counter()
+        if args.hand and i == args.hand_warmup + args.hand:
+            sync()
+            print(json.dumps({"hand_ms": (time.perf_counter() - start) * 1000 / args.hand}), flush=True)
+            break
+        loss = step()
+''')
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--processes", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--passes", type=int, default=30)
+    ap.add_argument("--tensors", type=int, default=400)
+    ap.add_argument("--cpu", action="store_true", help="run the step on the CPU even where CUDA is present")
+    ap.add_argument("--json", help="write every figure to this file")
+    args = ap.parse_args()
+
+    ws = Path(tempfile.mkdtemp(prefix="measure-overhead-"))
+    program = ws / "launch.py"
+    program.write_text(PROGRAM)
+    line = next(i for i, t in enumerate(PROGRAM.splitlines(), 1) if "# the step loop" in t)
+    env = {**os.environ, "PYTHONPATH": f"{REPO / 'server'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    steps = args.warmup + args.passes + 5
+    extra = ["--tensors", str(args.tensors)] + (["--cpu"] if args.cpu else [])
+
+    def hand() -> float:
+        out = subprocess.run([sys.executable, str(program), "--steps", str(steps), "--hand", str(args.passes),
+                              "--hand-warmup", str(args.warmup), *extra], cwd=ws, env=env, capture_output=True,
+                             text=True, check=True).stdout
+        return json.loads(out.strip().splitlines()[-1])["hand_ms"]
+
+    def measure() -> tuple[float, float]:
+        r = subprocess.run([sys.executable, "-m", "stepscope", "measure", str(program), "--line", str(line),
+                            "--warmup", str(args.warmup), "--passes", str(args.passes), "--json", "--",
+                            "--steps", str(steps), *extra], cwd=ws, env=env, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise SystemExit(f"stepscope measure failed ({r.returncode}): {r.stderr.strip()[-300:]}")
+        d = json.loads(r.stdout)
+        raw = d["raw_ms"] if "raw_ms" in d else d["runs"][0]["raw_ms"]
+        return statistics.fmean(raw), d["median_ms"] if "median_ms" in d else statistics.median(raw)
+
+    rows = []
+    for k in range(args.processes):
+        order = ("hand", "measure") if k % 2 == 0 else ("measure", "hand")
+        row = {}
+        for side in order:
+            if side == "hand":
+                row["hand_ms"] = hand()
+            else:
+                row["measure_mean_ms"], row["measure_median_ms"] = measure()
+        rows.append(row)
+        print(f"pair {k + 1}: hand {row['hand_ms']:.3f} ms/step   measure mean {row['measure_mean_ms']:.3f}, "
+              f"median {row['measure_median_ms']:.3f}   ratio (mean/hand) {row['measure_mean_ms'] / row['hand_ms']:.3f}",
+              flush=True)
+
+    def spread(values: list[float]) -> str:
+        m = statistics.median(values)
+        return f"{min(values) / m - 1:+.1%} .. {max(values) / m - 1:+.1%}"
+
+    hands = [r["hand_ms"] for r in rows]
+    means = [r["measure_mean_ms"] for r in rows]
+    medians = [r["measure_median_ms"] for r in rows]
+    pair_ratios = [r["measure_mean_ms"] / r["hand_ms"] for r in rows]
+    summary = {
+        "device": "cpu" if args.cpu else "cuda if available",
+        "processes_per_side": args.processes, "warmup": args.warmup, "passes": args.passes, "tensors": args.tensors,
+        "hand_ms_median": statistics.median(hands), "measure_mean_ms_median": statistics.median(means),
+        "measure_median_ms_median": statistics.median(medians),
+        "ratio_mean_over_hand": statistics.median(means) / statistics.median(hands),
+        "ratio_median_over_hand": statistics.median(medians) / statistics.median(hands),
+        "pair_ratios": pair_ratios, "rows": rows,
+    }
+    print(f"\nhand (median of {args.processes} processes): {summary['hand_ms_median']:.3f} ms/step, "
+          f"process-to-process spread {spread(hands)}")
+    print(f"measure mean per pass:   {summary['measure_mean_ms_median']:.3f} ms/step, spread {spread(means)}")
+    print(f"measure median per pass: {summary['measure_median_ms_median']:.3f} ms/step, spread {spread(medians)}")
+    print(f"ratio measure(mean)/hand: {summary['ratio_mean_over_hand']:.3f}   "
+          f"measure(median)/hand: {summary['ratio_median_over_hand']:.3f}   "
+          f"per-pair ratios {min(pair_ratios):.3f} .. {max(pair_ratios):.3f}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(summary, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
