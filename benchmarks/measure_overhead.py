@@ -9,6 +9,8 @@ operators (host-bound, as a launch-bound GPU step is), then alternates whole pro
 A B A B … for `--processes` pairs. Prints every process's figure, then measure/hand as a ratio of
 the medians over processes, with the spread of the per-pair ratios and of each side's processes
 (process-to-process spread): a per-step cost shows as a ratio above 1 beyond that spread.
+Then measure's own cost per step, directly: `stepscope measure` of a loop whose step does nothing
+(the median pass is the agent's boundary: clock, event, value capture), as a share of the hand step.
 
 Usage: python benchmarks/measure_overhead.py [--processes 5] [--warmup 10] [--passes 30]
        [--tensors 400] [--cpu] [--json OUT.json]
@@ -140,6 +142,19 @@ def main() -> int:
     print(f"ratio measure(mean)/hand: {summary['ratio_mean_over_hand']:.3f}   "
           f"measure(median)/hand: {summary['ratio_median_over_hand']:.3f}   "
           f"per-pair ratios {min(pair_ratios):.3f} .. {max(pair_ratios):.3f}")
+    empty = ws / "empty.py"
+    empty.write_text("for i in range(100000):  # the step loop\n    loss = i\n")
+    own = []
+    for _ in range(3):
+        r = subprocess.run([sys.executable, "-m", "stepscope", "measure", str(empty), "--line", "1", "--warmup", "50",
+                            "--passes", "500", "--json"], cwd=ws, env=env, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise SystemExit(f"stepscope measure failed ({r.returncode}): {r.stderr.strip()[-300:]}")
+        own.append(json.loads(r.stdout)["median_ms"])
+    summary["agent_cost_per_step_us"] = statistics.median(own) * 1000
+    summary["agent_cost_share_of_hand_step"] = statistics.median(own) / summary["hand_ms_median"]
+    print(f"measure's own cost per step (an empty step, median of 500 passes, 3 processes): "
+          f"{summary['agent_cost_per_step_us']:.1f} us = {summary['agent_cost_share_of_hand_step']:.2%} of the hand step")
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=2))
     return 0

@@ -158,15 +158,22 @@ def _read(kept: Any) -> float | None:
 
 
 _AGENT_DIR = os.path.dirname(os.path.abspath(__file__))
+_IS_AGENT: dict[str, bool] = {}  # a code object's file name -> whether it is the agent's (once per file)
 
 
 def user_frame() -> Any:
     """The innermost frame of the user's program (the step loop's frame, or the step function's
     caller at a boundary): the first frame, going out, that is not the agent's own."""
     frame = sys._getframe(1)
-    while frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == _AGENT_DIR:
+    while frame is not None:
+        name = frame.f_code.co_filename
+        agent = _IS_AGENT.get(name)
+        if agent is None:
+            agent = _IS_AGENT[name] = os.path.dirname(os.path.abspath(name)) == _AGENT_DIR
+        if not agent:
+            return frame
         frame = frame.f_back
-    return frame
+    return None
 
 
 class TimingRecorder:

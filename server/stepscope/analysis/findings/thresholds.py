@@ -46,8 +46,6 @@ class Thresholds:
     profiled_faster_ratio: float = 0.8
     #: ... and the same for the means (a median of alternating step times alone can mislead)
     profiled_faster_mean_ratio: float = 0.9
-    #: the batch read explains the gap when its growth after the window is at least this share of it
-    profiled_faster_read_share: float = 0.5
     # -- startup-cost
     #: a start-up step this many times the window's ms/step ...
     startup_ratio: float = 2.0

@@ -20,6 +20,10 @@ from .common import Anchor, finding, machine_words
 from .distorted import measure_command
 from .thresholds import Thresholds
 
+#: the batch read explains a window faster than the loop when its growth after the window is at
+#: least this share of the gap between the two paces
+READ_EXPLAINS = 0.5
+
 
 def gpu_expected(report: dict) -> str | None:
     """Why GPU events were expected, or None when nothing says the program used a GPU."""
@@ -184,7 +188,7 @@ def profiled_faster(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
         observation += (f" The batch read takes {window_read:.2f} ms per step in the window and {plain_read:.2f} ms "
                         "after it.")
     if isinstance(window_read, (int, float)) and isinstance(plain_read, (int, float)) and gap > 0 \
-            and plain_read - window_read >= t.profiled_faster_read_share * gap:
+            and plain_read - window_read >= READ_EXPLAINS * gap:
         workers = source.get("num_workers")
         held = (f"the DataLoader's {workers} worker{'s' if workers != 1 else ''} keep{'s' if workers == 1 else ''} "
                 f"up to {ahead} batches ready, and filled them "
