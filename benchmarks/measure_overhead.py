@@ -5,7 +5,9 @@ operators (host-bound, as a launch-bound GPU step is), then alternates whole pro
 - hand:    the program itself times `--passes` steps after `--warmup` (one synchronise at the start
            and end on a GPU, the host clock on the CPU) and prints ms/step (the mean of those steps);
 - measure: `python -m stepscope measure` of the same program, same warm-up and passes; its mean
-           (total of the passes / passes) and its median.
+           (total of the passes / passes) and its median; and, in the same process, the program's
+           own hand timer over the same steps (the first passes − 1 of them), which says whether
+           measure's clock reads the steps as the wall clock does.
 A B A B … for `--processes` pairs. Prints every process's figure, then measure/hand as a ratio of
 the medians over processes, with the spread of the per-pair ratios and of each side's processes
 (process-to-process spread): a per-step cost shows as a ratio above 1 beyond that spread.
@@ -94,15 +96,20 @@ def main() -> int:
                              text=True, check=True).stdout
         return json.loads(out.strip().splitlines()[-1])["hand_ms"]
 
-    def measure() -> tuple[float, float]:
+    def measure() -> tuple[float, float, float, float]:
+        # the program also times passes - 1 steps itself, from the first measured one (it prints
+        # before the boundary that ends the measurement)
         r = subprocess.run([sys.executable, "-m", "stepscope", "measure", str(program), "--line", str(line),
                             "--warmup", str(args.warmup), "--passes", str(args.passes), "--json", "--",
-                            "--steps", str(steps), *extra], cwd=ws, env=env, capture_output=True, text=True)
+                            "--steps", str(steps), "--hand", str(args.passes - 1), "--hand-warmup", str(args.warmup),
+                            *extra], cwd=ws, env=env, capture_output=True, text=True)
         if r.returncode != 0:
             raise SystemExit(f"stepscope measure failed ({r.returncode}): {r.stderr.strip()[-300:]}")
         d = json.loads(r.stdout)
-        raw = d["raw_ms"] if "raw_ms" in d else d["runs"][0]["raw_ms"]
-        return statistics.fmean(raw), d["median_ms"] if "median_ms" in d else statistics.median(raw)
+        raw = d["raw_ms"]
+        log = (Path(d["run_dir"]) / "program.log").read_text()
+        inside = json.loads(next(t for t in log.splitlines() if t.startswith('{"hand_ms"')))["hand_ms"]
+        return statistics.fmean(raw), d["median_ms"], inside, statistics.fmean(raw[: args.passes - 1])
 
     rows = []
     for k in range(args.processes):
@@ -112,11 +119,13 @@ def main() -> int:
             if side == "hand":
                 row["hand_ms"] = hand()
             else:
-                row["measure_mean_ms"], row["measure_median_ms"] = measure()
+                (row["measure_mean_ms"], row["measure_median_ms"], row["inside_hand_ms"],
+                 row["inside_measure_ms"]) = measure()
         rows.append(row)
         print(f"pair {k + 1}: hand {row['hand_ms']:.3f} ms/step   measure mean {row['measure_mean_ms']:.3f}, "
-              f"median {row['measure_median_ms']:.3f}   ratio (mean/hand) {row['measure_mean_ms'] / row['hand_ms']:.3f}",
-              flush=True)
+              f"median {row['measure_median_ms']:.3f}   ratio (mean/hand) {row['measure_mean_ms'] / row['hand_ms']:.3f}"
+              f"   same process: measure {row['inside_measure_ms']:.3f} vs the program's timer "
+              f"{row['inside_hand_ms']:.3f} ({row['inside_measure_ms'] / row['inside_hand_ms']:.3f})", flush=True)
 
     def spread(values: list[float]) -> str:
         m = statistics.median(values)
@@ -134,6 +143,7 @@ def main() -> int:
         "ratio_mean_over_hand": statistics.median(means) / statistics.median(hands),
         "ratio_median_over_hand": statistics.median(medians) / statistics.median(hands),
         "pair_ratios": pair_ratios, "rows": rows,
+        "same_process_ratios": [r["inside_measure_ms"] / r["inside_hand_ms"] for r in rows],
     }
     print(f"\nhand (median of {args.processes} processes): {summary['hand_ms_median']:.3f} ms/step, "
           f"process-to-process spread {spread(hands)}")
@@ -142,18 +152,26 @@ def main() -> int:
     print(f"ratio measure(mean)/hand: {summary['ratio_mean_over_hand']:.3f}   "
           f"measure(median)/hand: {summary['ratio_median_over_hand']:.3f}   "
           f"per-pair ratios {min(pair_ratios):.3f} .. {max(pair_ratios):.3f}")
+    same = summary["same_process_ratios"]
+    print(f"same process, same steps: measure / the program's own timer {statistics.median(same):.4f} "
+          f"({min(same):.4f} .. {max(same):.4f})")
     empty = ws / "empty.py"
-    empty.write_text("for i in range(100000):  # the step loop\n    loss = i\n")
+    # CUDA initialised (where the program may use it) so that the boundary records its CUDA event
+    empty.write_text("import torch\n"
+                     f"if torch.cuda.is_available() and not {args.cpu}:\n    torch.zeros(1, device='cuda')\n"
+                     "for i in range(100000):  # the step loop\n    loss = i\n")
     own = []
     for _ in range(3):
-        r = subprocess.run([sys.executable, "-m", "stepscope", "measure", str(empty), "--line", "1", "--warmup", "50",
+        r = subprocess.run([sys.executable, "-m", "stepscope", "measure", str(empty), "--line", "4", "--warmup", "50",
                             "--passes", "500", "--json"], cwd=ws, env=env, capture_output=True, text=True)
         if r.returncode != 0:
             raise SystemExit(f"stepscope measure failed ({r.returncode}): {r.stderr.strip()[-300:]}")
-        own.append(json.loads(r.stdout)["median_ms"])
+        doc = json.loads(r.stdout)
+        own.append(doc["median_ms"])
+        own_clock = "CUDA events" if "CUDA" in (doc.get("clock") or "") else "host clock"
     summary["agent_cost_per_step_us"] = statistics.median(own) * 1000
     summary["agent_cost_share_of_hand_step"] = statistics.median(own) / summary["hand_ms_median"]
-    print(f"measure's own cost per step (an empty step, median of 500 passes, 3 processes): "
+    print(f"measure's own cost per step (an empty step, median of 500 passes, 3 processes; {own_clock}): "
           f"{summary['agent_cost_per_step_us']:.1f} us = {summary['agent_cost_share_of_hand_step']:.2%} of the hand step")
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=2))

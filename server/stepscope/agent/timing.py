@@ -19,7 +19,7 @@ What one step's time is (docs/measure.md says why):
 step's frame at the boundary that ends the pass. A tensor is kept (detached: its graph is freed)
 and read after the passes, so reading it adds no synchronisation either. A tensor the program then
 changes in place (its version counter moved) reads as unknown rather than as its final value; one
-of several elements reads as their sum.
+of several elements reads as their sum; NaN or an infinity reads as unknown (not a number).
 
 Stdlib + torch only (this runs in the user's interpreter); torch is imported lazily so that the
 pure parts stay importable without it.
@@ -27,6 +27,7 @@ pure parts stay importable without it.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
@@ -142,7 +143,7 @@ def _keep(value: Any) -> Any:
         return (t, t._version)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value)
+    return float(value) if math.isfinite(value) else None
 
 
 def _read(kept: Any) -> float | None:
@@ -152,9 +153,10 @@ def _read(kept: Any) -> float | None:
     if tensor._version != version:  # changed in place since: its value now is not that pass's
         return None
     try:  # a tensor of several elements reads as their sum
-        return float(tensor.double().sum()) if tensor.numel() != 1 else float(tensor)
+        value = float(tensor.double().sum()) if tensor.numel() != 1 else float(tensor)
     except (RuntimeError, TypeError, ValueError):
         return None
+    return value if math.isfinite(value) else None  # NaN / inf: not a number (and no JSON number either)
 
 
 _AGENT_DIR = os.path.dirname(os.path.abspath(__file__))

@@ -181,6 +181,8 @@ def profiled_faster(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
     source = ((report.get("scenario") or {}).get("observed") or {}).get("data_source") or {}
     ahead = source.get("prepared_ahead")
     command = measure_command(report)
+    warmup = (report.get("schedule") or {}).get("warmup")
+    want = max((ahead if isinstance(ahead, int) else 0) + 1, (warmup if isinstance(warmup, int) else 0) + 1, 3)
     gap = (plain_mean if isinstance(plain_mean, (int, float)) else plain) - \
         (window_mean if isinstance(window_mean, (int, float)) else profiled)
     if isinstance(window_read, (int, float)) and isinstance(plain_read, (int, float)):
@@ -193,8 +195,6 @@ def profiled_faster(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
         held = (f"the DataLoader's {workers} worker{'s' if workers != 1 else ''} keep{'s' if workers == 1 else ''} "
                 f"up to {ahead} batches ready, and filled them "
                 if isinstance(ahead, int) and ahead > 0 else "batches were prepared ahead ")
-        warmup = ((report.get("schedule") or {}).get("warmup"))
-        want = max((ahead or 0) + 1, (warmup or 0) + 1, 3)
         hypothesis = (f"The window's steps found their batches ready: {held}while the loop paused before the window "
                       "(the profiler's start-up, the first steps' one-off costs), so the window did not wait for data "
                       "as the loop does at its pace.")
@@ -206,7 +206,7 @@ def profiled_faster(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
         hypothesis = ("Something the window's steps did not pay for, the steps after it did: batches prepared ahead "
                       "(the batch-read figures above do not show it), a device clock that rose, or work that "
                       "accumulates. The evidence here does not say which.")
-        next_check = (f"Profile again with a longer warm-up and compare; time the loop without the profiler with "
-                      f"`{command}`.")
+        next_check = (f"Profile again with a longer warm-up (`--warmup {want}`) and compare; time the loop without "
+                      f"the profiler with `{command}`.")
         figures["cause"] = None
     return finding("profiled-faster", anchor, observation, hypothesis, next_check, figures=figures)
