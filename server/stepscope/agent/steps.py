@@ -21,6 +21,8 @@ Invariants:
   run to its end), so the program stops at a step boundary, never inside a step. With an
   `after_window` (a profile's steps timed without the profiler), the program first runs on for as
   many boundaries as it wants; they are no steps of the schedule (no event, no phase).
+  The batch read of those steps (the loop iterable's `next()`) is timed on the host and given to
+  the `after_window` with the steps; the window's own is its region in the trace.
 - Start-up (process start -> first boundary) and the host times of the steps before the window are
   recorded on their own and never mixed into the window.
 - What the step is made of (probe.py) is observed once, in the first active step, and observing
