@@ -75,7 +75,7 @@ def test_the_text_report_has_a_rank_table_with_the_slowest_marked(tmp_path: Path
     folder, ws = rank_folder(tmp_path)
     proc = run_stepscope("analyze", str(folder), "--source-root", str(ws), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("1.000 ms/step (median of 2 active steps)")
+    assert proc.stdout.startswith("1.000 ms/step (median of 2 active steps; mean 1.000 ms)")
     table = proc.stdout.split("ranks (3 traces; the figures below are rank 0's):\n", 1)[1].splitlines()
     assert table[0].split() == ["rank", "ms/step", "steps", "gpu", "ms", "comm", "ms"]
     assert [row.split() for row in table[1:4]] == [  # no collective kernels: 0 ms of them, observed

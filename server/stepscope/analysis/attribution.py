@@ -22,8 +22,11 @@ Invariants:
 - Every time figure is a union of intervals divided by the number of active steps: nested or
   concurrent events never double count. Counts and bytes are per-step averages.
 - `gpu_ms` / `backward_gpu_ms` are None when the trace holds no GPU events (never 0 for "unknown").
-- `cpu_self_ms` of a line is its time minus the time of other lines' nodes nested inside it on the
-  same thread; `cpu_total_ms` sums each thread's union (CPU time, may exceed wall on several threads).
+- Every union is clipped to the window (first step's start to last step's completion), so a
+  per-step time never exceeds the mean step (window / steps).
+- `cpu_self_ms` of a line is the union of the moments its nodes hold while no other line's node
+  nested inside them (same thread) does: never more than its wall time. `cpu_total_ms` sums each
+  thread's union (CPU time, may exceed wall on several threads).
 """
 
 from __future__ import annotations
@@ -148,24 +151,32 @@ class LastStatement:
         return None
 
 
-def _self_times(nodes: list[_Node]) -> dict[Hashable, float]:
-    """Per key: time of its nodes not covered by nested nodes of the same family (per thread)."""
-    out: dict[Hashable, float] = defaultdict(float)
+def _self_intervals(nodes: list[_Node]) -> dict[Hashable, list[Interval]]:
+    """Per key: the moments its nodes hold that no node nested in them (same thread, same family)
+    holds — the key's self time as intervals, so that a key's self time on several threads is
+    their union (never more than its wall time)."""
+    out: dict[Hashable, list[Interval]] = defaultdict(list)
     by_track: dict[int, list[_Node]] = defaultdict(list)
     for n in nodes:
         by_track[n.track].append(n)
     for track_nodes in by_track.values():
         track_nodes.sort(key=lambda n: (n.start, -n.end))
-        children = [0.0] * len(track_nodes)
+        children: list[list[Interval]] = [[] for _ in track_nodes]
         stack: list[int] = []
         for i, n in enumerate(track_nodes):
             while stack and track_nodes[stack[-1]].end <= n.start:
                 stack.pop()
             if stack and track_nodes[stack[-1]].end >= n.end:
-                children[stack[-1]] += n.end - n.start
+                children[stack[-1]].append((n.start, n.end))
             stack.append(i)
-        for i, n in enumerate(track_nodes):
-            out[n.key] += max(0.0, (n.end - n.start) - children[i])
+        for n, kids in zip(track_nodes, children):
+            at = n.start
+            for lo, hi in kids:  # direct children, in start order, inside the node
+                if lo > at:
+                    out[n.key].append((at, lo))
+                at = max(at, hi)
+            if n.end > at:
+                out[n.key].append((at, n.end))
     return out
 
 
@@ -253,7 +264,7 @@ def attribute(
         gpu_hits = _hits(nodes, gpu_points, step_track, step_starts)
         sync_hits = _hits(nodes, sync_points, step_track, step_starts)
         bwd_hits = _hits(nodes, backward_points, None)  # forward points are on the forward thread
-        self_times = _self_times(nodes)
+        self_intervals = _self_intervals(nodes)
         per_key: dict[Hashable, list[_Node]] = defaultdict(list)
         for n in nodes:
             per_key[n.key].append(n)
@@ -267,19 +278,20 @@ def attribute(
             cpu_total = sum(union_length(clip(ivs, w0, w1)) for ivs in by_track.values())
             fig = {
                 "wall_ms": _ms(wall, n_steps),
-                "cpu_self_ms": _ms(min(self_times[key], cpu_total), n_steps),
+                "cpu_self_ms": _ms(union_length(clip(self_intervals[key], w0, w1)), n_steps),
                 "cpu_total_ms": _ms(cpu_total, n_steps),
                 "count": _per_step(len(key_nodes), n_steps),
             }
-            fig.update(_gpu_figures(trace, [gpu_points.row[i] for i in gpu_hits.get(key, ())], n_steps, gpu_observed))
+            fig.update(_gpu_figures(trace, [gpu_points.row[i] for i in gpu_hits.get(key, ())], n_steps, gpu_observed,
+                                    w0, w1))
             sync_rows = [sync_points.row[i] for i in sync_hits.get(key, ())]
-            fig["sync_ms"] = _ms(union_length((trace.ts[r], trace.end(r)) for r in sync_rows), n_steps)
+            fig["sync_ms"] = _ms(_window_union(trace, sync_rows, w0, w1), n_steps)
             bwd_rows = [backward_points.row[i] for i in bwd_hits.get(key, ())]
             if backward_link == "unavailable":
                 fig["backward_ms"] = None
             else:
-                fig["backward_ms"] = _ms(union_length((trace.ts[r], trace.end(r)) for r in bwd_rows), n_steps)
-            fig["backward_gpu_ms"] = _backward_gpu_ms(trace, set(bwd_rows), gpu_under, n_steps, gpu_observed)
+                fig["backward_ms"] = _ms(_window_union(trace, bwd_rows, w0, w1), n_steps)
+            fig["backward_gpu_ms"] = _backward_gpu_ms(trace, set(bwd_rows), gpu_under, n_steps, gpu_observed, w0, w1)
             out[key] = fig
         return out
 
@@ -316,11 +328,16 @@ def _ms(us: float, n_steps: int) -> float:
     return round(us / US_PER_MS / n_steps, 4)
 
 
+def _window_union(trace: Trace, rows: Iterable[int], w0: float, w1: float) -> float:
+    """Time (µs) covered by the events `rows` inside the window: no figure holds time outside it."""
+    return union_length(clip(((trace.ts[r], trace.end(r)) for r in rows), w0, w1))
+
+
 def _per_step(count: int, n_steps: int) -> int:
     return int(round(count / n_steps))
 
 
-def _gpu_figures(trace: Trace, rows: list[int], n_steps: int, observed: bool) -> dict:
+def _gpu_figures(trace: Trace, rows: list[int], n_steps: int, observed: bool, w0: float, w1: float) -> dict:
     copies = {d: {"count": 0, "bytes": 0} for d in ("h2d", "d2h", "d2d")}
     kernels = 0
     intervals: list[Interval] = []
@@ -338,7 +355,7 @@ def _gpu_figures(trace: Trace, rows: list[int], n_steps: int, observed: bool) ->
         c["count"] = _per_step(c["count"], n_steps)
         c["bytes"] = _per_step(c["bytes"], n_steps)
     return {
-        "gpu_ms": _ms(union_length(intervals), n_steps) if observed else None,
+        "gpu_ms": _ms(union_length(clip(intervals, w0, w1)), n_steps) if observed else None,
         "kernels": _per_step(kernels, n_steps),
         "copies": copies,
     }
@@ -369,11 +386,11 @@ def _gpu_under_backward(trace: Trace, backward_points: _Points, gpu_points: _Poi
 
 
 def _backward_gpu_ms(trace: Trace, bwd_rows: list[int], gpu_under: dict[int, list[int]], n_steps: int,
-                     observed: bool) -> float | None:
-    """GPU time of the events launched from inside the given backward ops (union)."""
+                     observed: bool, w0: float, w1: float) -> float | None:
+    """GPU time of the events launched from inside the given backward ops (union, in the window)."""
     if not observed:
         return None
-    return _ms(union_length((trace.ts[g], trace.end(g)) for r in bwd_rows for g in gpu_under.get(r, ())), n_steps)
+    return _ms(_window_union(trace, (g for r in bwd_rows for g in gpu_under.get(r, ())), w0, w1), n_steps)
 
 
 def _backward_points(trace: Trace, w0: float, w1: float) -> tuple[_Points, str]:

@@ -185,10 +185,13 @@ class Schedule(TypedDict, total=False):
 
 
 class Window(TypedDict, total=False):
-    """The active window: its length, steps, and what the figures are per (`step` or `window`)."""
+    """The active window: its length, steps, and what the figures are per (`step` or `window`).
+    `mean_step_ms` (the window's length over its steps; null without steps) is the step that
+    per-step figures and every share are of."""
     ms: Ms
     steps: Count
     per: Literal["step", "window"]
+    mean_step_ms: Ms | None
     events: Count
     trace_bytes: int | None
     gpu_ms: Ms | None

@@ -115,7 +115,7 @@ def render_text(report: dict) -> str:
     lines = report.get("lines") or []
     out.append("")
     if lines:
-        out.append(f"per line, per {per} (wall = union of intervals; n/o = not observed):")
+        out.append(f"per line, {present.per_words(report)} (wall = union of intervals; n/o = not observed):")
         header = f"{'file:line':<40} {'prec':<8} {'wall ms':>9} {'self ms':>9} {'gpu ms':>9} {'bwd ms':>9} {'kern':>5} {'sync ms':>8}"
         out.append(header)
         for row in lines[:MAX_ROWS]:
@@ -132,7 +132,7 @@ def render_text(report: dict) -> str:
     regions = report.get("regions") or []
     if regions:
         out.append("")
-        out.append(f"regions, per {per}:")
+        out.append(f"regions, {present.per_words(report)}:")
         for r in regions[:MAX_ROWS]:
             out.append(f"  {r['label'][:50]:<50} wall {r['wall_ms']:>9.3f} ms   gpu {_fmt_ms(r['gpu_ms']):>9} ms")
     findings = report.get("findings") or []

@@ -126,7 +126,6 @@ def timing_hints(ls: "StepscopeServer", uri: str, wanted: types.Range) -> list[t
     if run is None:
         return []
     lines = ls.workspace.get_text_document(uri).lines
-    ms = run.report.get("ms_per_step")
     hints = []
     for number, line in sorted(run.lines.get(uri, {}).items()):
         if not (wanted.start.line <= number <= wanted.end.line) or number >= len(lines):
@@ -134,7 +133,7 @@ def timing_hints(ls: "StepscopeServer", uri: str, wanted: types.Range) -> list[t
         end = len(lines[number].rstrip("\r\n"))
         hints.append(types.InlayHint(
             position=types.Position(line=number, character=end),
-            label=f"  {present.line_label(line, ms)}", padding_left=True,
+            label=f"  {present.line_label(line, run.report)}", padding_left=True,
         ))
     return hints
 

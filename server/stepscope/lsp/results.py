@@ -15,7 +15,6 @@ from .runs import Run, in_workspace
 
 def editor_lines(run: Run, shown: set[str] | None = None) -> list[dict[str, Any]]:
     """The run's lines in workspace files (those of `shown` documents only, when given), costliest first."""
-    ms = run.report.get("ms_per_step")
     out = []
     for line in run.report.get("lines") or []:
         uri = in_workspace(line.get("file"), run.root)
@@ -26,9 +25,9 @@ def editor_lines(run: Run, shown: set[str] | None = None) -> list[dict[str, Any]
             "line": int(line["line"]) - 1,
             "wallMs": line["wall_ms"],
             "gpuMs": line.get("gpu_ms"),
-            "fraction": present.heat(line, ms),
+            "fraction": present.heat(line, run.report),
             "precision": line.get("precision", "exact"),
-            "label": present.line_label(line, ms),
+            "label": present.line_label(line, run.report),
         })
     return out
 
