@@ -159,7 +159,7 @@ async def test_the_hover_the_label_and_the_status_bar_say_what_the_cli_says(clie
     said = hover.contents.value
     wall = entry["label"].split(" ms/step")[0]
     assert f"- wall: {wall} ms" in said
-    assert f"share of the step: {entry['label'].split(' · ')[1]}" in said
+    assert f"share of the mean step: {entry['label'].split(' · ')[1]}" in said
     assert result["runId"] in said and "host" in said
     assert await _hover(client, uri, 0) is None  # `import` lines were not timed
 

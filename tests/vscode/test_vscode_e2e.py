@@ -115,7 +115,7 @@ def test_profile_this_step_paints_inline_timings(code_server, workspace: Path) -
     assert 'launch configuration "Train (short)"' in log and "DDP (torchrun)" not in log
     # The hover comes from the server (textDocument/hover): the line's figures, its run and machine.
     hover = result["hover"]
-    assert "wall:" in hover and "share of the step" in hover and "CPU self:" in hover, hover
+    assert "wall:" in hover and "share of the mean step" in hover and "CPU self:" in hover, hover
     assert runs[-1].name in hover and "host" in hover, hover
 
     # An edit makes the timings stale: they are cleared.
