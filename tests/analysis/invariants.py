@@ -1,0 +1,112 @@
+"""The invariants every report keeps, whatever the trace (PRODUCT.md, docs/figures.md), as one check.
+
+`violations(report)` lists, in words, every place a report breaks one of them; an empty list is a
+report whose figures agree with each other:
+- the steps tile the window, ms/step is their median, and the mean step is the window over them;
+- a line's self time ≤ its wall time ≤ the mean step (and its GPU, backward and sync time too);
+  a region's wall ≤ the mean step;
+- lines that do not nest add up to no more than the step: on one thread (every line exact, as
+  Stepscope records them), the self times of all lines add up to at most the mean step;
+- no share above 100%: not in the editor's labels, not in a finding's words or figures;
+- per-step counts are per the steps used: evidence counted over n steps says so (`steps` ≤ n), and a
+  finding that names "N of M active steps" has M = the report's steps;
+- GPU figures are null, never 0, where GPU events were not observed;
+- one answer for the rank the others wait for: the rank table's mark, `slowest_rank` and the
+  rank-imbalance finding agree.
+"""
+
+from __future__ import annotations
+
+import re
+from statistics import median
+
+from stepscope.analysis import present
+
+#: figures are rounded to 0.1 µs (4 decimals of a ms): a comparison allows that much per figure
+ROUND = 1e-4
+PERCENT = re.compile(r"(\d+(?:\.\d+)?)%")
+OF_STEPS = re.compile(r"in (\d+) of (\d+) active steps")
+
+
+def violations(report: dict, *, lines_on_one_thread: bool | None = None) -> list[str]:
+    """Every broken invariant, in words. `lines_on_one_thread`: whether every line ran on one thread
+    (then their self times partition that thread's time); by default assumed when every line is an
+    exact one (Stepscope's own regions, recorded on the step's thread)."""
+    out: list[str] = []
+    steps = report.get("steps") or []
+    window = report.get("window") or {}
+    n = len(steps)
+    basis = present.share_basis(report)
+    if n:
+        total = sum(s["ms"] for s in steps)
+        if abs(total - window["ms"]) > ROUND * (n + 1):
+            out.append(f"the steps add up to {total} ms, the window is {window['ms']} ms")
+        if abs(median(s["ms"] for s in steps) - report["ms_per_step"]) > ROUND:
+            out.append(f"ms/step {report['ms_per_step']} is not the median of the steps")
+        if window.get("mean_step_ms") is None or abs(window["mean_step_ms"] - window["ms"] / n) > ROUND:
+            out.append(f"mean step {window.get('mean_step_ms')} is not the window over its {n} steps")
+        if window.get("steps") != n:
+            out.append(f"window.steps {window.get('steps')} is not the {n} steps listed")
+    if basis is None:
+        return out + ["no basis for shares (neither a mean step nor a window)"]
+    gpu_observed = (report.get("gpu") or {}).get("observed")
+    for line in report.get("lines") or []:
+        where = f"{line['file']}:{line['line']}"
+        if line["cpu_self_ms"] > line["wall_ms"] + ROUND:
+            out.append(f"{where}: self {line['cpu_self_ms']} ms > wall {line['wall_ms']} ms")
+        for key in ("wall_ms", "gpu_ms", "backward_ms", "sync_ms"):
+            value = line.get(key)
+            if value is not None and value > basis + ROUND:
+                out.append(f"{where}: {key} {value} > the {basis} ms mean step")
+        if not gpu_observed and line.get("gpu_ms") is not None:
+            out.append(f"{where}: gpu_ms {line['gpu_ms']} although GPU events were not observed")
+        label = present.line_label(line, report)
+        out.extend(f"{where}: the label says {p}%" for p in PERCENT.findall(label) if float(p) > 100)
+    for region in report.get("regions") or []:
+        if region["wall_ms"] > basis + ROUND:
+            out.append(f"region {region['label']!r}: wall {region['wall_ms']} > the {basis} ms mean step")
+    lines = report.get("lines") or []
+    if lines_on_one_thread is None:
+        lines_on_one_thread = all(line["precision"] == "exact" for line in lines)
+    if lines and lines_on_one_thread:
+        total_self = sum(line["cpu_self_ms"] for line in lines)
+        if total_self > basis + ROUND * (len(lines) + 1):
+            out.append(f"the lines' self times add up to {total_self} ms, more than the {basis} ms mean step")
+    for finding in report.get("findings") or []:
+        kind = finding["kind"]
+        for p in PERCENT.findall(finding["observation"]):
+            if float(p) > 100:
+                out.append(f"[{kind}] says {p}%: {finding['observation'][:160]}")
+        share = (finding.get("figures") or {}).get("share")
+        if isinstance(share, (int, float)) and share > 1 + ROUND:
+            out.append(f"[{kind}] share {share} > 1")
+        for seen, of in OF_STEPS.findall(finding["observation"]):
+            if int(of) != n or int(seen) > n:
+                out.append(f"[{kind}] says {seen} of {of} active steps; the report has {n}")
+    evidence = report.get("evidence") or {}
+    for group in evidence.get("h2d_copies") or []:
+        if group["steps"] > max(n, 1):
+            out.append(f"a copy group is seen in {group['steps']} steps of {n}")
+    syncs = evidence.get("syncs") or {}
+    if syncs and syncs.get("steps", 0) > max(n, 1):
+        out.append(f"host waits are seen in {syncs['steps']} steps of {n}")
+    out.extend(_ranks(report))
+    return out
+
+
+def _ranks(report: dict) -> list[str]:
+    ranks = report.get("ranks") or []
+    if not ranks:
+        return []
+    out = []
+    marked = [r["rank"] for r in ranks if r.get("slowest")]
+    if len(marked) > 1:
+        out.append(f"several ranks marked slowest: {marked}")
+    if (marked[0] if marked else None) != report.get("slowest_rank"):
+        out.append(f"the rank table marks {marked}, slowest_rank is {report.get('slowest_rank')}")
+    for finding in report.get("findings") or []:
+        if finding["kind"] == "rank-imbalance":
+            named = (finding.get("figures") or {}).get("waited_for")
+            if named != report.get("slowest_rank"):
+                out.append(f"rank-imbalance names rank {named}, the rank table rank {report.get('slowest_rank')}")
+    return out
