@@ -68,7 +68,7 @@ def test_the_dataloader_frame_of_a_stack_trace_is_a_batch_read_on_a_cpu_run(tmp_
         s.step(k + 1, t, 1000)
         s.frame("/usr/lib/python3/site-packages/torch/utils/data/dataloader.py", 700, "__next__", t + 10, 700)
     f = only(analyze([s.write(tmp_path / "t.json")]), "input-bound")
-    assert "takes 0.70 ms of the 1.00 ms step (70%" in f["observation"]
+    assert "takes 0.70 ms of the 1.00 ms mean step (70%" in f["observation"]
     assert "GPU" not in f["observation"]  # nothing suggested a GPU: nothing said about one
 
 
@@ -112,8 +112,10 @@ def copying(*, factory: str | None = "aten::arange", factory_line: int = 20, ste
 def test_a_constant_built_and_copied_every_step_is_a_repeated_copy_on_its_line(tmp_path: Path) -> None:
     f = only(report_of(tmp_path, copying()), "repeated-copy")
     assert f["file"] == str(tmp_path / "ws" / "train.py") and f["line"] == 20
-    assert f["figures"] == {"bytes": 1024, "per_step": 1, "steps": 5, "factory": "aten::arange"}
+    # the copy's call (from pageable memory, as the synthetic trace names it) waits 10 µs each step
+    assert f["figures"] == {"bytes": 1024, "per_step": 1, "steps": 5, "factory": "aten::arange", "host_wait_ms": 0.01}
     assert "1.0 KB" in f["observation"] and "same statement" in f["observation"]
+    assert "The host waits on the device 0.010 ms per step on this line" in f["observation"]
     assert "verify the outputs" in f["next_check"]
 
 
