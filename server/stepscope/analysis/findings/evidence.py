@@ -362,7 +362,8 @@ def evidence_window(trace: Trace, links: Links, steps: list[Step], *, file_table
     name_key: dict[int, tuple | None] = {}
     batch_names: dict[int, bool] = {}
     batch_iv: list[Interval] = []
-    batch_signals: Counter = Counter()
+    batch_signals: Counter = Counter()  # name -> occurrences, in the order of the time each holds
+    reads: dict[int, list[tuple[int, float, float, int, _Node | None]]] = {}  # name id -> (track, start, end, row, node)
     uid = 0
     batch_line: _Node | None = None
     batch_first: tuple[int, float, int] | None = None
@@ -407,13 +408,24 @@ def evidence_window(trace: Trace, links: Links, steps: list[Step], *, file_table
             (ss_nodes if key[0] == "exact" else frame_nodes)[track].append(node)
         if batch_names[nid]:
             batch_iv.append((start, end))
-            batch_signals[names[nid]] += 1
-            if batch_first is None or start < batch_first[1]:
-                batch_first = (track, start, i)
-            if node is not None and (batch_line is None or node.key[0] == "exact" and batch_line.key[0] != "exact"):
-                batch_line = node  # the loop header's own region names the line exactly
+            reads.setdefault(nid, []).append((track, start, end, i, node))
     nodes = ss_nodes if any(ss_nodes.values()) else frame_nodes
     locator = _Locator(nodes, links.main_track)
+    # the signals by the time they hold; the line of the read comes from the one that holds most
+    held = {nid: length(merge(clip(((r[1], r[2]) for r in occ), w0, w1))) for nid, occ in reads.items()}
+    ranked = sorted(held, key=lambda nid: (-held[nid], names[nid]))
+    for nid in ranked:
+        if held[nid] >= SIGNAL_SHARE * held[ranked[0]]:
+            batch_signals[names[nid]] = len(reads[nid])
+    if ranked:
+        top = reads[ranked[0]]
+        first = min(top, key=lambda r: r[1])
+        batch_first = (first[0], first[1], first[3])
+        own = [r[4] for r in top if r[4] is not None]
+        if own:  # the loop header's own region names the line exactly
+            batch_line = next((node for node in own if node.key[0] == "exact"), own[0])
+        elif not _library_read(names[ranked[0]]):
+            batch_line = _statement_inside(locator, top)
 
     # --- GPU work in the window, its launches, and the host's waits on it
     gpu_rows = links.gpu_rows
@@ -504,7 +516,7 @@ def moment_evidence(trace: Trace, links: Links, steps: list[Step], win: Evidence
         "batch_read": {
             "ms": _ms(length(win.batch_merged), n),
             "gpu_busy_ms": _ms(_overlap(win.batch_merged, win.gpu_busy), n) if gpu_observed else None,
-            "signals": [name for name, _ in win.batch_signals.most_common(5)],
+            "signals": list(win.batch_signals)[:5],
             **_where(batch_node),
         },
         "kernels": _kernel_figures(trace, win.in_window_gpu, win.gpu_busy, win.launches, launch_lines,
@@ -524,10 +536,49 @@ def _has_call_stacks(trace: Trace) -> bool:
     return stack != array(stack.typecode, [-1]) * len(stack)
 
 
+#: a batch-read signal is named when it holds at least this share of the time the longest one holds
+SIGNAL_SHARE = 0.1
+#: ... and a statement inside a hand-written read label holds the read when it covers this share of it
+INSIDE_SHARE = 0.9
+
+
+def _library_read(name: str) -> bool:
+    """Whether a batch-read signal is the DataLoader's own event or frame (the library's, not a label the
+    program wrote around its own reading code)."""
+    return "DataLoader" in name or "torch/utils/data/" in name
+
+
+def _statement_inside(locator: _Locator, occurrences: list) -> _Node | None:
+    """For a hand-written read label (`with record_function("read_batch"): x, y = next(it)`): the
+    outermost statement inside it that covers most of it, in the step's code or a function it calls;
+    None when no statement inside covers `INSIDE_SHARE` of the label."""
+    inside: dict[tuple, list] = {}  # line key -> [time inside the reads, a node]
+    total = 0.0
+    for track, start, end, _, _ in occurrences:
+        total += end - start
+        spans = locator.tracks.get(track)
+        if spans is None:
+            continue
+        starts, ends, nodes = spans
+        k = bisect.bisect_left(starts, start)
+        outer_end = -1.0
+        while k < len(starts) and starts[k] <= end:
+            if ends[k] <= end and ends[k] > outer_end:  # outermost: not inside the last one taken
+                entry = inside.setdefault(nodes[k].key, [0.0, nodes[k]])
+                entry[0] += ends[k] - starts[k]
+                outer_end = ends[k]
+            k += 1
+    if not inside or total <= 0:
+        return None
+    covered, node = max(inside.values(), key=lambda e: e[0])
+    return node if covered >= INSIDE_SHARE * total else None
+
+
 def _batch_place(trace: Trace, win: EvidenceWindow, tree: _Operators | None) -> _Node | None:
-    """The line of the batch read: a node of the read's own (the loop header's region), else the node
-    open at the earliest read's start, else its call line (the read's own stack when it is an op, as
-    1.9 writes DataLoader's label, else the op open at its start)."""
+    """The line of the batch read, from the signal that holds the most time: its own node (the loop
+    header's region), or for a hand-written label the statement inside it that holds the read; else the
+    node open at that read's earliest start, else its call line (the read's own stack when it is an op,
+    as 1.9 writes DataLoader's label, else the op open at its start)."""
     if win.batch_line is not None or win.batch_first is None:
         return win.batch_line
     track, start, row = win.batch_first
