@@ -158,8 +158,30 @@ class _RankRequired(TypedDict):
 
 
 class RankEntry(_RankRequired, total=False):
-    """One rank of a folder of per-rank traces: its own figures, from its own trace."""
+    """One rank of a folder of per-rank traces: its own figures, from its own trace. `slowest` marks
+    the rank the others wait for (ranks.py)."""
     window_ms: Ms | None
+    host_collective_ms: Ms | None
+
+
+class RankLine(TypedDict, total=False):
+    """A line of the rank the others wait for: its own time per step there (`wall_ms`: the line's
+    self time, without the lines nested in it) and on the other ranks (their median)."""
+    file: str
+    line: int
+    wall_ms: Ms
+    others_ms: Ms
+    file_id: FileId | None
+
+
+class RankWait(TypedDict, total=False):
+    """The rank the others wait for, read from the ranks' time in collectives (`by`: `gpu` kernels or
+    `host` operations), and its lines that differ most from the other ranks' (`lines`)."""
+    rank: int | None
+    by: Literal["gpu", "host"]
+    collective_ms: dict[str, Ms]
+    extra_ms: Ms
+    lines: list[RankLine]
 
 
 class Gpu(TypedDict):
@@ -196,6 +218,7 @@ class Window(TypedDict, total=False):
     trace_bytes: int | None
     gpu_ms: Ms | None
     collective_ms: Ms | None
+    host_collective_ms: Ms | None
 
 
 class Attribution(TypedDict, total=False):
@@ -259,6 +282,7 @@ class Report(_ReportRequired, total=False):
     step_contents: StepContents | None
     ranks: Annotated[list[RankEntry], msgspec.Meta(min_length=2)]
     slowest_rank: int | None
+    rank_wait: RankWait | None
 
 
 class InvalidReport(UsageError):
