@@ -287,7 +287,10 @@ def _matcher(patterns: Iterable[str]):
 
 
 EVIDENCE_KEYS = ("source", "line_precision", "call_stacks", "step_mean_ms", "batch_read", "ops", "kernels",
-                 "h2d_copies", "syncs", "new_names")
+                 "h2d_copies", "syncs", "new_names", "phases")
+#: operators and labels that show the step trains: an autograd node's backward, an optimizer's step
+BACKWARD_NAME = re.compile(r"^(autograd::engine::evaluate_function: |[A-Za-z0-9_]+Backward\d*$)")
+OPTIMIZER_NAME = re.compile(r"^(Optimizer\.step#|aten::_fused_(adam|adamw|sgd|adagrad)_?$)")
 
 
 def merge_evidence(*halves: dict) -> dict:
@@ -526,7 +529,20 @@ def moment_evidence(trace: Trace, links: Links, steps: list[Step], win: Evidence
                                lambda r: wait_kind(trace, links, r)),
         "new_names": _new_names(trace, win.ops_by_track, steps, win.step_of, links.device_tracks, win.w0,
                                 win.cpu_end, file_table),
+        "phases": _phases(trace, links, win),
     }
+
+
+def _phases(trace: Trace, links: Links, win: EvidenceWindow) -> dict:
+    """Backward operators and optimizer steps per step in the window, from their names: whether the
+    step trains, even in a trace whose figures reach no source line."""
+    out = {}
+    for key, pattern in (("backward_ops", BACKWARD_NAME), ("optimizer_steps", OPTIMIZER_NAME)):
+        ids = frozenset(i for i, name in enumerate(trace.names) if pattern.match(name))
+        rows = [r for r in trace.rows_named(ids) if ids and trace.kind[r] in (Kind.CPU_OP, Kind.ANNOTATION)
+                and trace.track[r] not in links.device_tracks and win.w0 <= trace.ts[r] <= win.cpu_end] if ids else []
+        out[key] = round(len(rows) / win.n, 2)
+    return out
 
 
 def _has_call_stacks(trace: Trace) -> bool:
