@@ -11,8 +11,9 @@ What the rewrite adds (the runtime object is `__stepscope__`, a `Runtime`):
   Each statement of its body, at any nesting depth inside compound statements, is wrapped in
   `with __stepscope__.region("ss:<id>:<stmt line>"):` — a compound statement is wrapped as a whole
   and its inner statements too.
-- The step function `step_function` (each call is a step): `__stepscope__.step_boundary()` first,
-  then its statements wrapped as for a loop body.
+- The step function `step_function` (each call is a step; a qualified name such as
+  `Trainer.training_step`, or a plain name, and its def line when `step_line` is given with it):
+  `__stepscope__.step_boundary()` first, then its statements wrapped as for a loop body.
 - Every other function of a workspace module: its body runs inside
   `__stepscope__.frame("ss:<id>:<def line>")` (call depth in workspace code, and which function) and
   each statement inside `__stepscope__.line("ss:...")`, which records only while the window runs and
@@ -71,10 +72,22 @@ def _with(attr: str, args: list[ast.expr], body: list[ast.stmt], like: ast.stmt)
 class _Rewriter:
     def __init__(self, file_id: str, step_line: int | None, step_function: str | None, regions: bool = True):
         self.file_id = file_id
-        self.step_line = step_line
-        self.step_function = step_function
+        # with a step function, `step_line` is its def line (when known), never a loop's
+        self.step_line = step_line if step_function is None else None
+        self.function_line = step_line if step_function is not None else None
+        self.step_function = step_function.replace(".<locals>", "") if step_function else None
         self.regions = regions
         self.step_found = False
+        self.scope: list[str] = []  # enclosing classes and functions: the qualified name's prefix
+
+    def is_step_function(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """`fn` is the step function: its qualified name (or, for a plain name, its name) matches, and
+        so does its def line when one was given."""
+        if self.step_function is None or self.step_found:
+            return False
+        qualname = ".".join([*self.scope, fn.name])
+        named = qualname == self.step_function or ("." not in self.step_function and fn.name == self.step_function)
+        return named and (self.function_line is None or fn.lineno == self.function_line)
 
     # -- statements ---------------------------------------------------------------------------
     def wrap_block(self, body: list[ast.stmt], how: str) -> list[ast.stmt]:
@@ -87,7 +100,9 @@ class _Rewriter:
                 out.append(stmt)
                 continue
             if isinstance(stmt, ast.ClassDef):
+                self.scope.append(stmt.name)
                 self.block_functions(stmt.body)
+                self.scope.pop()
                 out.append(stmt)
                 continue
             if isinstance(stmt, _SKIP):
@@ -122,7 +137,9 @@ class _Rewriter:
             if isinstance(stmt, _FUNCTIONS):
                 self.function(stmt)
             elif isinstance(stmt, ast.ClassDef):
+                self.scope.append(stmt.name)
                 self.block_functions(stmt.body)
+                self.scope.pop()
             elif isinstance(stmt, _LOOPS) and stmt.lineno == self.step_line:
                 self.step_loop(stmt)
             else:
@@ -147,12 +164,17 @@ class _Rewriter:
 
     def function(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         doc, body = _split_docstring(fn.body)
-        if self.step_function is not None and fn.name == self.step_function and not self.step_found:
-            self.step_found = True
-            boundary = ast.copy_location(ast.Expr(_runtime_call("step_boundary", [], fn)), body[0])
-            fn.body = doc + [boundary] + self.wrap_block(body, "region")
-            return
-        wrapped = self.wrap_block(body, "line")
+        step = self.is_step_function(fn)
+        self.scope.append(fn.name)
+        try:
+            if step:
+                self.step_found = True
+                boundary = ast.copy_location(ast.Expr(_runtime_call("step_boundary", [], fn)), body[0])
+                fn.body = doc + [boundary] + self.wrap_block(body, "region")
+                return
+            wrapped = self.wrap_block(body, "line")
+        finally:
+            self.scope.pop()
         if not self.regions or isinstance(fn, ast.AsyncFunctionDef) or _is_generator(fn):
             fn.body = doc + wrapped
         else:
@@ -182,8 +204,10 @@ def instrument_module(tree: ast.Module, file_id: str, *, step_line: int | None =
     rewriter = _Rewriter(file_id, step_line, step_function, regions)
     rewriter.block_functions(tree.body)
     if (step_line is not None or step_function is not None) and not rewriter.step_found:
-        what = f"no for/while loop starts at line {step_line}" if step_line is not None \
-            else f"no function named {step_function!r}"
+        what = f"no function named {step_function!r}" if step_function is not None \
+            else f"no for/while loop starts at line {step_line}"
+        if step_function is not None and step_line is not None:
+            what += f" at line {step_line}"
         raise LoopNotFound(what)
     return ast.fix_missing_locations(tree)
 

@@ -27,7 +27,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("script", help="the file that holds the step loop")
     which = p.add_mutually_exclusive_group()
     which.add_argument("--line", type=int, help="line of the step loop (or any line inside it)")
-    which.add_argument("--function", help="each call of this function is a step (e.g. a request handler)")
+    which.add_argument("--function", help="each call of this function or method is a step (e.g. a request handler): "
+                                          "NAME or Class.method, looked for in SCRIPT then in the workspace's modules; "
+                                          "module:qualname or path.py:qualname to say where")
     start = p.add_mutually_exclusive_group()
     start.add_argument("--entry", help="the program starts from this file instead of SCRIPT")
     start.add_argument("-m", dest="module", help="the program starts as `python -m MODULE`")
@@ -52,19 +54,22 @@ def run(args: argparse.Namespace) -> int:
     script = Path(args.script).resolve()
     if not script.is_file():
         raise errors.UsageError(f"no such file: {args.script}")
-    if args.function:
-        resolve_function(script, args.function)
-        loop_line = None
-    else:
-        loop_line = resolve_step(script, args.line)
     root = find_root(Path.cwd()) if Path.cwd() in script.parents else find_root(script)
     entry = Path(args.entry).resolve() if args.entry else None
     if entry is not None and not entry.is_file():
         raise errors.UsageError(f"no such file: {args.entry}")
+    step_file, function = script, None
+    if args.function:
+        found = resolve_function(script, args.function, root, Path.cwd())
+        # the step's file is where the function is; the program still starts from SCRIPT
+        step_file, function, loop_line = found.file, found.qualname, found.line
+        if step_file != script and entry is None and not args.module:
+            entry = script
+    else:
+        loop_line = resolve_step(script, args.line)
     extra = list(getattr(args, "script_args", []))
     req = CaptureRequest(
-        root=root, target_file=script, target_line=loop_line,
-        target_function=args.function.rsplit(".", 1)[-1] if args.function else None,
+        root=root, target_file=step_file, target_line=loop_line, target_function=function,
         python=args.python or sys.executable, entry_script=entry, entry_module=args.module,
         args=tuple(extra), cwd=Path.cwd(), note=args.note,
         out=Path(args.out) if args.out else None, profile=profile, run=run_options,

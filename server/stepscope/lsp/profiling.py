@@ -107,29 +107,23 @@ def _build_request(ls: "StepscopeServer", args: dict[str, Any]):
     from ..agent.protocol import ProfileOptions
     from ..capture import options
     from ..capture.request import CaptureRequest, RunOptions
-    from ..capture.step import resolve_step
 
     path = path_of(str(args.get("uri", "")))
     if not path.is_file():
         raise ProfileFailed(f"{path} is not a saved file; save it before profiling", errors.USAGE)
-    position = args.get("position") or {}
-    line = int(position.get("line", 0)) + 1
-    try:
-        loop_line = resolve_step(path, line)
-    except errors.NoStepError as e:
-        if e.kind != "not-in-loop":
-            raise ProfileFailed(no_step_message(e), e.exit_code) from None
-        # The cursor is outside any loop: fall back to the loop that is clearly the step.
-        try:
-            loop_line = resolve_step(path, None)
-        except errors.NoStepError as e2:
-            raise ProfileFailed(no_step_message(e2), e2.exit_code) from None
-        except errors.StepscopeError as e2:
-            raise ProfileFailed(str(e2), e2.exit_code) from None
-    except errors.StepscopeError as e:
-        raise ProfileFailed(str(e), e.exit_code) from None
     python = args.get("python") or ls.options.get("interpreter") or sys.executable
     root = _root_for(ls, path)
+    function = args.get("function")
+    if function is not None and (not isinstance(function, str) or not function.strip()):
+        raise ProfileFailed(f"the command's function argument must be a function's name, got {options.shown(function)}",
+                            errors.USAGE)
+    step_file, target_function, entry = path, None, None
+    if function:
+        step_file, target_function, loop_line = _step_function(path, function.strip(), root)
+        if step_file != path:
+            entry = path  # the program starts from the file the command was given; the step lives elsewhere
+    else:
+        loop_line = _step_loop(path, args)
     # The stepscope.profile.* settings: those sent with the command over those given at
     # initialisation. VS Code sends them with every command, read for the file's folder, so a
     # change applies to the next run without a restart; other editors may set them once.
@@ -140,8 +134,43 @@ def _build_request(ls: "StepscopeServer", args: dict[str, Any]):
     except options.SettingError as e:
         raise ProfileFailed(str(e), errors.USAGE) from None
     launch = _launch_options(args.get("launch"), path)
-    return CaptureRequest(root=root, target_file=path, target_line=loop_line, python=str(python),
-                          profile=profile, run=run, **launch)
+    if entry is not None and launch.get("entry_script") is None and launch.get("entry_module") is None:
+        launch["entry_script"] = entry
+    return CaptureRequest(root=root, target_file=step_file, target_line=loop_line, target_function=target_function,
+                          python=str(python), profile=profile, run=run, **launch)
+
+
+def _step_function(path: Path, name: str, root: Path) -> tuple[Path, str, int]:
+    """(its file, qualified name, def line) of the function the command names: each call is a step."""
+    from ..capture.step import resolve_function
+
+    try:
+        found = resolve_function(path, name, root, root)
+    except errors.StepscopeError as e:
+        raise ProfileFailed(str(e), e.exit_code) from None
+    return found.file, found.qualname, found.line
+
+
+def _step_loop(path: Path, args: dict[str, Any]) -> int:
+    """The loop at the cursor, else the loop that is clearly the step."""
+    from ..capture.step import resolve_step
+
+    position = args.get("position") or {}
+    line = int(position.get("line", 0)) + 1
+    try:
+        return resolve_step(path, line)
+    except errors.NoStepError as e:
+        if e.kind != "not-in-loop":
+            raise ProfileFailed(no_step_message(e), e.exit_code) from None
+        # The cursor is outside any loop: fall back to the loop that is clearly the step.
+        try:
+            return resolve_step(path, None)
+        except errors.NoStepError as e2:
+            raise ProfileFailed(no_step_message(e2), e2.exit_code) from None
+        except errors.StepscopeError as e2:
+            raise ProfileFailed(str(e2), e2.exit_code) from None
+    except errors.StepscopeError as e:
+        raise ProfileFailed(str(e), e.exit_code) from None
 
 
 def no_step_message(e: errors.NoStepError) -> str:
@@ -152,8 +181,9 @@ def no_step_message(e: errors.NoStepError) -> str:
         return (f"the cursor is not in a loop, and more than one loop in {name} could be the step: {listing}; "
                 "put the cursor inside the one to profile")
     if e.kind == "no-step":
-        return (f"the cursor is not in a loop, and no loop in {name} looks like a training or inference step; "
-                "put the cursor inside the loop to profile")
+        seen = "; ".join(f"line {line} ({what})" for line, what in e.candidates[:20])
+        return (f"the cursor is not in a loop, and no loop in {name} looks like a training or inference step"
+                + (f" (loops seen: {seen})" if seen else "") + "; put the cursor inside the loop to profile")
     return f"line {e.line} of {name} is not inside a for/while loop; put the cursor inside the loop to profile"
 
 
