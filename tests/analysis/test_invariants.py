@@ -71,9 +71,9 @@ def test_every_public_trace_keeps_the_invariants(path: Path) -> None:
 
 @st.composite
 def windows(draw, *, second_thread: bool) -> Synth:
-    """Steps of unequal length, each with a tree of line regions on the main thread; some regions
-    launch GPU work that may run past the step's end, some wait on the device; with `second_thread`,
-    a worker thread runs user frames at the same time."""
+    """Steps of unequal length, each with a tree of line regions on the main thread (and sometimes one
+    that overlaps them without nesting); some regions launch GPU work that may run past the step's
+    end, some wait on the device; with `second_thread`, a worker thread runs user code at the same time."""
     s = Synth()
     t = 0
     for k in range(draw(st.integers(1, 5))):
@@ -87,6 +87,9 @@ def windows(draw, *, second_thread: bool) -> Synth:
             if draw(st.integers(0, 3)) == 0:
                 at = t + draw(st.integers(a, b))
                 s.sync(at, draw(st.integers(1, max(1, t + b - at))))
+        if draw(st.booleans()):  # a region that overlaps others without nesting (a generator's suspended line)
+            a = draw(st.integers(0, length - 1))
+            s.region(f"ss:f0:{draw(st.integers(1, 6))}", t + a, draw(st.integers(1, length - a)))
         if second_thread:  # a worker thread running the user's code: a frame, or a line of the step's own file
             a = draw(st.integers(0, length - 1))
             span = draw(st.integers(1, length - a))

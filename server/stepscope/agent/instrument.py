@@ -21,7 +21,9 @@ What the rewrite adds (the runtime object is `__stepscope__`, a `Runtime`):
   Generator and async functions are not counted as frames (a suspended generator would hold its
   depth), but their statements are still labelled.
 Function and class definitions, `pass`, `global` and `nonlocal` are never wrapped: they cost
-nothing worth a region.
+nothing worth a region. Nor is a statement that can suspend its function (a `yield`, an `await`):
+its region would stay open while the code that resumes it runs, and cross that code's regions; the
+statements inside it are still wrapped.
 
 With `regions=False` (a mode that only times the steps) the rewrite adds the step boundaries only:
 `iterate` and `step_boundary`, no `with` statement at all.
@@ -113,7 +115,9 @@ class _Rewriter:
                 out.append(stmt)  # the loop statement itself is not a line of the step
                 continue
             self.children(stmt, how)
-            if not self.regions:
+            if not self.regions or _suspends(stmt):
+                # a generator or coroutine suspended here would hold the region open while the code
+                # that resumes it runs: its time would cross theirs. Its inner statements keep theirs.
                 out.append(stmt)
                 continue
             label = ast.copy_location(ast.Constant(region_label(self.file_id, stmt.lineno)), stmt)
@@ -189,13 +193,22 @@ def _split_docstring(body: list[ast.stmt]) -> tuple[list[ast.stmt], list[ast.stm
     return [], body
 
 
-def _is_generator(fn: ast.AST) -> bool:
-    for node in ast.walk(fn):
-        if node is not fn and isinstance(node, (*_FUNCTIONS, ast.Lambda, ast.ClassDef)):
-            continue  # yields of nested functions don't make this one a generator
-        if isinstance(node, (ast.Yield, ast.YieldFrom)):
-            return True
-    return False
+def _own_nodes(node: ast.AST):
+    """`node` and everything inside it but nested functions, lambdas and classes (they run elsewhere)."""
+    yield node
+    for child in ast.iter_child_nodes(node):
+        if not isinstance(child, (*_FUNCTIONS, ast.Lambda, ast.ClassDef)):
+            yield from _own_nodes(child)
+
+
+def _is_generator(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return any(isinstance(n, (ast.Yield, ast.YieldFrom)) for stmt in fn.body for n in _own_nodes(stmt))
+
+
+def _suspends(stmt: ast.stmt) -> bool:
+    """Whether running `stmt` can suspend its function (a yield, an await, an async for or with)."""
+    return any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await, ast.AsyncFor, ast.AsyncWith))
+               for n in _own_nodes(stmt))
 
 
 def instrument_module(tree: ast.Module, file_id: str, *, step_line: int | None = None,

@@ -24,14 +24,17 @@ Invariants:
 - `gpu_ms` / `backward_gpu_ms` are None when the trace holds no GPU events (never 0 for "unknown").
 - Every union is clipped to the window (first step's start to last step's completion), so a
   per-step time never exceeds the mean step (window / steps).
-- `cpu_self_ms` of a line is the union of the moments its nodes hold while no other line's node
-  nested inside them (same thread) does: never more than its wall time. `cpu_total_ms` sums each
+- `cpu_self_ms` of a line is the union of the moments that belong to its nodes: on a thread, a moment
+  belongs to the innermost node open then (the one that started last, also when two overlap without
+  nesting). Never more than its wall time; on one thread the lines' self times add up to at most
+  the window. `cpu_total_ms` sums each
   thread's union (CPU time, may exceed wall on several threads).
 """
 
 from __future__ import annotations
 
 import bisect
+import heapq
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -152,32 +155,50 @@ class LastStatement:
 
 
 def _self_intervals(nodes: list[_Node]) -> dict[Hashable, list[Interval]]:
-    """Per key: the moments its nodes hold that no node nested in them (same thread, same family)
-    holds — the key's self time as intervals, so that a key's self time on several threads is
-    their union (never more than its wall time)."""
+    """Per key: the moments that belong to its nodes — on each thread, a moment belongs to the innermost
+    node open then, the one that started last (for nodes that nest, the one nested deepest; for two
+    that overlap without nesting, the later one). So a key's self time on several threads is their
+    union (never more than its wall time), and on one thread the keys' self times partition the time
+    its nodes cover (never more than the window)."""
     out: dict[Hashable, list[Interval]] = defaultdict(list)
     by_track: dict[int, list[_Node]] = defaultdict(list)
     for n in nodes:
         by_track[n.track].append(n)
     for track_nodes in by_track.values():
-        track_nodes.sort(key=lambda n: (n.start, -n.end))
-        children: list[list[Interval]] = [[] for _ in track_nodes]
-        stack: list[int] = []
-        for i, n in enumerate(track_nodes):
-            while stack and track_nodes[stack[-1]].end <= n.start:
-                stack.pop()
-            if stack and track_nodes[stack[-1]].end >= n.end:
-                children[stack[-1]].append((n.start, n.end))
-            stack.append(i)
-        for n, kids in zip(track_nodes, children):
+        track_nodes.sort(key=lambda n: (n.start, -n.end))  # position = opening order: later is innermost
+        ends = sorted((n.end, k) for k, n in enumerate(track_nodes))
+        open_heap: list[int] = []  # negated positions of the open nodes (a max-heap of the latest opened)
+        closed = bytearray(len(track_nodes))
+        at = None  # the moment the current owner's span started
+        j = 0
+        for k, n in enumerate(track_nodes):
+            # close the nodes ending before this one starts, handing time to the latest still open
+            while j < len(ends) and ends[j][0] <= n.start:
+                at = _hand_over(out, track_nodes, open_heap, closed, at, ends[j])
+                j += 1
+            if open_heap and at is not None and n.start > at:
+                out[track_nodes[-open_heap[0]].key].append((at, n.start))
+            heapq.heappush(open_heap, -k)
             at = n.start
-            for lo, hi in kids:  # direct children, in start order, inside the node
-                if lo > at:
-                    out[n.key].append((at, lo))
-                at = max(at, hi)
-            if n.end > at:
-                out[n.key].append((at, n.end))
+        while j < len(ends):
+            at = _hand_over(out, track_nodes, open_heap, closed, at, ends[j])
+            j += 1
     return out
+
+
+def _hand_over(out: dict, nodes: list[_Node], open_heap: list[int], closed: bytearray, at: float | None,
+               end: tuple[float, int]) -> float | None:
+    """Node `end[1]` closes at `end[0]`: the time since `at` goes to the innermost open node; returns
+    when the next owner's span starts."""
+    t, k = end
+    while open_heap and closed[-open_heap[0]]:
+        heapq.heappop(open_heap)
+    if open_heap and at is not None and t > at:
+        out[nodes[-open_heap[0]].key].append((at, t))
+    closed[k] = 1
+    while open_heap and closed[-open_heap[0]]:
+        heapq.heappop(open_heap)
+    return t if open_heap else None
 
 
 @dataclass
