@@ -47,8 +47,9 @@ GPU = {
     "gpu_not_observed": ["gpu-not-observed", "startup-cost"],
     "clean_mlp": [],
     "clean_conv": [],
-    # recorded with torch.profiler directly: DataLoader wait and the arange copy, on frame lines
-    "plain_profiler": ["input-bound", "repeated-copy"],
+    # recorded with torch.profiler directly: DataLoader wait, the arange copy and the `.item()` read-back
+    # every step, on frame lines
+    "plain_profiler": ["input-bound", "repeated-copy", "sync-in-step"],
 }
 SPEED_UP = re.compile(r"faster|speed-?up|\bsaves?\b|\bgain", re.IGNORECASE)
 

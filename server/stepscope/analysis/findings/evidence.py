@@ -824,7 +824,9 @@ def _sync_figures(trace: Trace, rows: list[int], lines: list, busy: list[Interva
     by_line = [{"file": key[1], "line": key[2], "precision": key[0], "ms": waited(entry["rows"]),
                 "count": round(len(entry["rows"]) / n, 2), "steps": len(entry["steps"]),
                 "calls": [name for name, _ in entry["calls"].most_common(3)],
-                "kinds": {kind: round(c / n, 2) for kind, c in sorted(entry["kinds"].items())}}
+                "kinds": {kind: round(c / n, 2) for kind, c in sorted(entry["kinds"].items())},
+                "kind_ms": {kind: waited([r for r in entry["rows"] if kind_of(r) == kind])
+                            for kind in sorted(entry["kinds"])}}
                for key, entry in at_line.items()]
     by_line.sort(key=lambda d: (-d["ms"], -d["count"]))
     return {

@@ -95,6 +95,17 @@ def _where_short(entry: dict, root: str | None) -> str:
     return f"{shown}:{entry.get('line')}"
 
 
+def _without_uploads(entry: dict) -> dict:
+    """A line's waits less its uploads from pageable memory (a constant's copy, said by repeated-copy)."""
+    kinds = dict(entry.get("kinds") or {})
+    uploads = kinds.pop("upload", 0.0)
+    kind_ms = dict(entry.get("kind_ms") or {})
+    upload_ms = kind_ms.pop("upload", 0.0)
+    calls = [c for c in entry.get("calls") or [] if "pageable memory" not in c]
+    return {**entry, "kinds": kinds, "kind_ms": kind_ms, "calls": calls,
+            "count": round(entry["count"] - uploads, 2), "ms": round(max(0.0, entry["ms"] - upload_ms), 4)}
+
+
 def _reads(entry: dict) -> bool:
     """Whether a line's waits include one that is not an upload (a read-back, a synchronize)."""
     kinds = entry.get("kinds")
@@ -108,9 +119,10 @@ def sync_in_step(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
     n = max(1, len(report.get("steps") or []))
     if on is None or not (syncs.get("count") or syncs.get("ms")):
         return None
-    # the waits of a constant's own copy are said by repeated-copy, on its line
+    # the uploads of a constant's own copy are said by repeated-copy, on its line
     copies = {(g.get("file"), g.get("line")) for g in constant_copies(report, t) if g.get("file")}
-    lines = [e for e in syncs.get("lines") or [] if (e.get("file"), e.get("line")) not in copies]
+    lines = [_without_uploads(e) if (e.get("file"), e.get("line")) in copies else e for e in syncs.get("lines") or []]
+    lines = [e for e in lines if e["count"] > 0]
     if syncs.get("lines") is not None and copies:
         if not lines:
             return None
