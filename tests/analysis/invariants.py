@@ -7,7 +7,8 @@ report whose figures agree with each other:
   a region's wall ≤ the mean step;
 - lines that do not nest add up to no more than the step: on one thread (every line exact, as
   Stepscope records them), the self times of all lines add up to at most the mean step;
-- no share above 100%: not in the editor's labels, not in a finding's words or figures;
+- no share above 100%: not in the editor's labels, not in a finding's words or figures; an
+  operator's time at its line (dominant-op) fits in that line's wall time;
 - per-step counts are per the steps used: evidence counted over n steps says so (`steps` ≤ n), and a
   finding that names "N of M active steps" has M = the report's steps;
 - GPU figures are null, never 0, where GPU events were not observed;
@@ -80,6 +81,12 @@ def violations(report: dict, *, lines_on_one_thread: bool | None = None) -> list
         share = (finding.get("figures") or {}).get("share")
         if isinstance(share, (int, float)) and share > 1 + ROUND:
             out.append(f"[{kind}] share {share} > 1")
+        if kind == "dominant-op" and finding.get("file"):  # its time at its line fits in that line
+            line = next((x for x in report.get("lines") or []
+                         if (x["file"], x["line"]) == (finding["file"], finding["line"])), None)
+            own = (finding.get("figures") or {}).get("self_ms") or 0.0
+            if line is not None and own > line["wall_ms"] + ROUND:
+                out.append(f"[dominant-op] {own} ms of self time on a line whose wall is {line['wall_ms']} ms")
         for seen, of in OF_STEPS.findall(finding["observation"]):
             if int(of) != n or int(seen) > n:
                 out.append(f"[{kind}] says {seen} of {of} active steps; the report has {n}")
