@@ -86,7 +86,9 @@ def _spec(req: CaptureRequest, run: workspace.RunFolder) -> AgentSpec:
         scenario["distributed"] = protocol.to_json(distributed)  # each agent adds its rank in its own record
     return AgentSpec(
         mode="profile", run_dir=str(run.path), root=str(Path(req.root).resolve()), entry=entry, argv=tuple(req.args),
-        target=Target(str(req.target_file), line=req.target_line, function=req.target_function),
+        # a step function is named by its qualified name; its def line is for the scenario record only
+        target=Target(str(req.target_file), line=None if req.target_function else req.target_line,
+                      function=req.target_function),
         scenario=scenario, distributed=distributed, profile=opts,
     )
 
