@@ -3,14 +3,12 @@ public corpora in shared/traces (public, public2), and traces generated here wit
 steps of unequal length (their median below their mean), nested regions, a second thread, GPU
 work that outlives its step, host waits.
 
-The shared corpora lie beside the project root (the team's checkout and CI); `STEPSCOPE_SHARED`
-names another folder holding `traces/`. Without them those cases are skipped, and say where they
-looked.
+The shared corpora are found through tests/corpus.py (`STEPSCOPE_TEST_TRACES` points elsewhere);
+without them those cases are skipped, saying where they looked.
 """
 
 from __future__ import annotations
 
-import os
 import tempfile
 from pathlib import Path
 
@@ -24,9 +22,7 @@ from .test_analysis_properties import region_trees
 from stepscope.analysis.report import analyze
 from stepscope.errors import NotATraceError
 
-REPO = Path(__file__).resolve().parents[2]
-DATA = REPO / "tests" / "data" / "traces"
-SHARED = Path(os.environ.get("STEPSCOPE_SHARED") or REPO.parent / "shared") / "traces"
+from tests.corpus import DATA, PRESENT, PUBLIC, PUBLIC2, SHARED, params
 
 
 def inputs(folder: Path) -> list[Path]:
@@ -59,12 +55,11 @@ def test_every_committed_trace_keeps_the_invariants(path: Path) -> None:
     _check(path)
 
 
-CORPUS = inputs(SHARED / "public") + inputs(SHARED / "public2")
+CORPUS = (inputs(PUBLIC) + inputs(PUBLIC2)) if PRESENT else []
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not CORPUS, reason=f"public trace corpora not present under {SHARED} (set STEPSCOPE_SHARED)")
-@pytest.mark.parametrize("path", CORPUS, ids=lambda p: str(p.relative_to(SHARED)))
+@pytest.mark.parametrize("path", params(CORPUS, ids=lambda p: str(p.relative_to(SHARED))))
 def test_every_public_trace_keeps_the_invariants(path: Path) -> None:
     _check(path)
 

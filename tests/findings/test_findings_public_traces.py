@@ -1,26 +1,20 @@
 """Findings on real traces made by others (shared/traces/public2, with its PROVENANCE.md): each case
 where the per-step figures were right and the findings were not.
 
-The corpus lies beside the project root (the team's checkout and CI); `STEPSCOPE_SHARED` names another
-folder holding `traces/`. Without it every case here is skipped, saying where it looked.
+The corpus is found through tests/corpus.py (`STEPSCOPE_TEST_TRACES` points elsewhere); without it
+every case here is skipped, saying where it looked.
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
 from tests.analysis.invariants import violations
+from tests.corpus import ABSENT_REASON, PRESENT, PUBLIC2
 from stepscope.analysis.render import render_text
 from stepscope.analysis.report import analyze
 
-REPO = Path(__file__).resolve().parents[2]
-PUBLIC2 = Path(os.environ.get("STEPSCOPE_SHARED") or REPO.parent / "shared") / "traces" / "public2"
-
-pytestmark = pytest.mark.skipif(not PUBLIC2.is_dir(), reason=f"public trace corpus not present at {PUBLIC2} "
-                                                            "(set STEPSCOPE_SHARED)")
+pytestmark = pytest.mark.skipif(not (PRESENT and PUBLIC2.is_dir()), reason=ABSENT_REASON)
 
 
 def report_of(name: str) -> dict:

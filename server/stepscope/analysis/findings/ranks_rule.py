@@ -1,14 +1,14 @@
 """rank-imbalance: in a folder of per-rank traces, the ranks wait in collectives for one of them.
 
 Invariants:
-- Read from the report's `rank_wait` (ranks.py), the one answer to "which rank do the others wait
-  for", which the rank table marks too: each rank's time per step in collectives — GPU collective
+- Read with `ranks.waiting_in_collectives`, the one answer to "which rank do the others wait for",
+  which the rank table marks too (the report's `rank_wait` gives that rank's lines): each rank's time per step in collectives — GPU collective
   kernels (NCCL/RCCL) where two ranks or more observed them, else the host's collective operations
   (gloo, NCCL's host side) — includes the time it waited there for the other ranks. A collective
   lasts on every rank until the last one arrives, so the rank that spends the least time there is
   the one the others wait for. Fires when the rank that waits most spends at least
   `rank_wait_min_ms` more per step there than that rank, and at least `rank_wait_ratio` times as
-  much (ranks.py applies them). Which rank is late is a reading of the figures (the hypothesis says
+  much. Which rank is late is a reading of the figures (the hypothesis says
   why it might be), not a measurement of the wait.
 - It names that rank's lines whose wall time exceeds the other ranks' the most, when lines exist.
 - In synchronous training every rank's ms/step is about the same (each waits for the others), so
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..ranks import waiting_in_collectives
 from .common import Anchor, finding, machine_words
 from .thresholds import Thresholds
 
@@ -31,17 +32,16 @@ def _name(rank: dict) -> str:
 
 
 def rank_imbalance(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
-    wait = report.get("rank_wait")
     ranks = report.get("ranks") or []
-    if not wait or not ranks:
-        return None
-    late = next((r for r in ranks if r.get("slowest")), None)
+    # the same answer as the rank table's (ranks.py), with the thresholds given here
+    late, measure, compared = waiting_in_collectives(ranks, t.rank_wait_min_ms, t.rank_wait_ratio)
     if late is None:
         return None
-    by = wait.get("by", "gpu")
-    measure = "collective_ms" if by == "gpu" else "host_collective_ms"
-    compared = [r for r in ranks if isinstance(r.get(measure), (int, float))]
+    by = "gpu" if measure == "collective_ms" else "host"
     waiting = max(compared, key=lambda r: r[measure])
+    wait = report.get("rank_wait") or {}
+    if wait.get("rank") != late.get("rank"):
+        wait = {}  # the report's rank_wait was read with other thresholds: no lines of that rank
     per_rank = ", ".join(f"{_name(r)} {r[measure]:.3f} ms" for r in compared)
     steps = ", ".join(f"{_name(r)} {r['ms_per_step']:.3f}" for r in ranks if r.get("ms_per_step") is not None)
     lines = wait.get("lines") or []
@@ -64,7 +64,7 @@ def rank_imbalance(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
         "report), above all the work before the gradient all-reduce; then time each rank's step outside the "
         "profiler (several timed passes) to see whether the gap holds.",
         figures={"collective_ms": {str(r.get("rank")): r[measure] for r in compared}, "by": by,
-                 "waited_for": late.get("rank"), "extra_ms": wait.get("extra_ms"),
+                 "waited_for": late.get("rank"), "extra_ms": round(waiting[measure] - late[measure], 4),
                  "lines": [{"file": x["file"], "line": x["line"], "wall_ms": x["wall_ms"], "others_ms": x["others_ms"]}
                            for x in lines]},
     )
