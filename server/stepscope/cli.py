@@ -16,10 +16,13 @@ import sys
 
 from . import __version__
 from .errors import USAGE, StepscopeError
+from .textsafe import printable
 
 COMMANDS = {
     "profile": "capture a step of a script under torch.profiler and attribute it to lines",
+    "measure": "time a step without the profiler: passes, their spread, and before/after verdicts",
     "analyze": "analyse existing profiler traces (.json, .json.gz, or a folder of them)",
+    "runs": "the history of profile and measure runs: list, show, compare, delete",
     "check": "static checks for measurement and instrumentation mistakes",
     "redact": "write a copy of a trace that is safe to share (--check: only report what it holds)",
     "serve": "run the language server on stdio",
@@ -65,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args._module.run(args) or 0)
     except StepscopeError as e:
-        sys.stderr.write(f"stepscope: {e}\n")
+        # one line, shown as it is: a reason can quote a path or a trace's text (control characters escaped)
+        sys.stderr.write(f"stepscope: {printable(str(e))}\n")
         return e.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("stepscope: interrupted\n")

@@ -1,9 +1,13 @@
 """Errors that end a command, with the exit codes of the CLI contract.
 
-Every entry point turns bad input into one of these: a one-line reason, never a traceback.
+Every entry point turns bad input into one of these: a one-line reason, never a traceback. The
+classes say what went wrong, so callers choose by class, never by the wording of a message; the
+fields carry the facts (path, byte position, limit) for any surface that shows them its own way.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 OK = 0
 FOUND = 1  # `check` found problems / `redact --check` found unsafe content
@@ -12,6 +16,7 @@ PROGRAM_FAILED = 3  # the user's program failed before the window completed
 TIMEOUT = 4
 REFUSED = 5  # GPU collection unavailable for a GPU program, or the output exists
 NO_STEP = 6  # no step found, or the choice of loop is ambiguous
+RESOURCE = 7  # this machine could not do the work: out of memory, no process could start, a read failed
 
 
 class StepscopeError(Exception):
@@ -29,8 +34,73 @@ class UsageError(StepscopeError):
     exit_code = USAGE
 
 
+class ResourceError(StepscopeError):
+    """The input may be fine, but this machine could not read or analyse it (memory, processes,
+    a failing disk). Not a usage error: the same command can work elsewhere or later."""
+
+    exit_code = RESOURCE
+
+    def __init__(self, path: Path | str, reason: str):
+        self.path, self.reason = Path(path), reason
+        super().__init__(f"{path}: {reason}")
+
+
 class NotATraceError(UsageError):
-    """The file exists but is not a PyTorch profiler trace (or is truncated / invalid)."""
+    """The file exists but is not a PyTorch profiler trace that can be read (or is truncated /
+    invalid). `NotATraceError(path, reason)` says `<path>: <reason>`; a message of its own
+    (`NotATraceError(message)`) is kept as given, with no path."""
+
+    def __init__(self, path: Path | str, reason: str | None = None):
+        if reason is None:
+            self.path, self.reason = None, str(path)
+            super().__init__(str(path))
+            return
+        self.path, self.reason = Path(path), reason
+        super().__init__(f"{path}: {reason}")
+
+
+class EmptyTrace(NotATraceError):
+    """An empty file, or a trace with no events (or none that span any time)."""
+
+
+class NotJSON(NotATraceError):
+    """The file does not hold JSON text at all (a binary file, UTF-16 text, ...)."""
+
+
+class NotAProfilerTrace(NotATraceError):
+    """Valid JSON that is not a profiler trace (an execution trace, a configuration): `found` is
+    what the document is ("dict", "list", ...)."""
+
+    def __init__(self, path: Path | str, found: str, *, reason: str | None = None):
+        self.found = found
+        super().__init__(path, reason or f"JSON {found} without traceEvents: not a profiler trace")
+
+
+class InvalidTraceJSON(NotATraceError):
+    """The trace's JSON is not valid at byte `position` of its text (after decompression):
+    `problem` says what is there, e.g. "NaN is not a JSON number"; `where` which part of the
+    document holds it ("in traceEvents", "after traceEvents", ...)."""
+
+    def __init__(self, path: Path | str, position: int, problem: str, *, where: str = "in traceEvents", of: str = ""):
+        self.position, self.problem, self.where = position, problem, where
+        super().__init__(path, f"invalid JSON {where} at byte {position}{of}: {problem}")
+
+
+class TruncatedTrace(NotATraceError):
+    """The file ends before its JSON (or its gzip stream) does: `position` is where the text stops."""
+
+    def __init__(self, path: Path | str, position: int | None, reason: str):
+        self.position = position
+        super().__init__(path, reason)
+
+
+class TraceTooLarge(NotATraceError):
+    """The trace exceeds a bound that keeps the memory of reading and analysing it bounded: more
+    than `limit` of `what` ("events", "distinct names", "bytes of names", "bytes in one event")."""
+
+    def __init__(self, path: Path | str, what: str, limit: int, reason: str):
+        self.what, self.limit = what, limit
+        super().__init__(path, reason)
 
 
 class NoStepError(StepscopeError):

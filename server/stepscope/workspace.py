@@ -19,6 +19,7 @@ from pathlib import Path
 STATE_DIR = ".stepscope"
 RUNS_DIR = "runs"
 # The names of the files inside a run folder are the run contract's (agent/protocol.py).
+HISTORY_DB = "stepscope.db"  # the history of runs, an index of the run folders (history/)
 
 
 def state_dir(root: Path) -> Path:

@@ -99,7 +99,7 @@ def test_a_rewrite_without_regions_adds_only_the_step_boundaries():
     calls = [node.func.attr for node in ast.walk(tree) if isinstance(node, ast.Call)
              and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
              and node.func.value.id == RUNTIME_NAME]
-    assert calls == ["iterate"]
+    assert sorted(calls) == ["iterate", "loop_end"]  # a boundary per step, and the loop's end
     with_regions = ast.parse(PROGRAM)
     instrument_module(with_regions, "f0", step_line=STEP_LINE)
     assert _count(with_regions, ast.With) > withs
@@ -140,3 +140,28 @@ def test_the_clock_runs_a_program_without_the_profiler(tmp_path: Path, repeat: i
     startup = clock.startup()
     assert startup["to_first_step_ms"] > 0 and len(startup["first_steps_ms"]) == 2  # wait + warmup, before the window
     assert files.table()["files"] == {"f0": "train.py"}
+
+
+def test_a_program_that_leaves_its_loop_after_the_window_stops_there():
+    """The code after the step loop (a checkpoint, an evaluation) never runs once the window is
+    complete, whether the loop ended or broke out among the steps timed after the window; unless
+    the program is to run to its end."""
+    from stepscope.agent.steps import StepClock, WindowComplete
+    from stepscope.agent.timing import UnprofiledTail
+
+    source = ("log = []\nfor i in range(STEPS):\n    log.append(i)\n    if i == BREAK_AT:\n        break\n"
+              "log.append('after the loop')\n")
+    schedule = Schedule(wait=0, warmup=0, active=2, repeat=1)
+    for steps, break_at, run_to_end, after in ((4, -1, False, False), (10, 3, False, False), (4, -1, True, True)):
+        tree = ast.parse(source)
+        instrument_module(tree, "f0", step_line=2, regions=False)
+        tail = UnprofiledTail(warmup=0, passes=10)  # wants more steps than the loop has left
+        clock = StepClock(schedule=schedule, recorder=StepsOnly(schedule), emit=lambda event: None,
+                          process_start=0.0, run_to_end=run_to_end, after_window=tail)
+        namespace = {RUNTIME_NAME: clock.runtime(), "STEPS": steps, "BREAK_AT": break_at}
+        try:
+            exec(compile(tree, "prog.py", "exec"), namespace)
+        except WindowComplete:
+            pass
+        assert ("after the loop" in namespace["log"]) is after, (steps, break_at, run_to_end)
+        assert clock.window_complete and tail.timer.marks >= 2

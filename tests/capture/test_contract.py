@@ -108,8 +108,11 @@ def _broken(change) -> dict:
 @pytest.mark.parametrize(("change", "message"), [
     (lambda d: d.pop("profile"), "spec: missing field 'profile'"),
     (lambda d: d["profile"].pop("depth"), "spec.profile: missing field 'depth'"),
-    (lambda d: d.update(schema_version=2), "schema version 2, this agent reads version 1"),
-    (lambda d: d.update(mode="measure"), "mode 'measure' is not one of profile"),
+    (lambda d: d.update(schema_version=1), "schema version 1, this agent reads version 2"),
+    (lambda d: d.update(mode="trace"), "mode 'trace' is not one of profile, measure"),
+    (lambda d: d.update(mode="measure"), "mode 'measure' needs its measure options"),
+    (lambda d: d.update(measure={"warmup": 1, "passes": 0, "seed": 0, "value": None}),
+     "spec.measure.passes must be an integer ≥ 1"),
     (lambda d: d.update(profile=None), "mode 'profile' needs its profile options"),
     (lambda d: d["profile"]["schedule"].update(active=0), "spec.profile.schedule.active must be an integer ≥ 1"),
     (lambda d: d["profile"].update(depth=True), "spec.profile.depth must be int, got bool"),

@@ -97,7 +97,8 @@ def test_two_ranks_give_one_trace_each_and_one_report(workspace: Path, pids_file
     assert sorted(p.name for p in run.iterdir()) == [
         "files-rank0.json", "files-rank1.json", "files.json", "program-rank0.log", "program-rank1.log",
         "report.json", "scenario-rank0.json", "scenario-rank1.json", "scenario.json", "spec.json", "status.json",
-        "timeline-rank0.json", "timeline-rank1.json", "trace-rank0.json", "trace-rank1.json"]
+        "timeline-rank0.json", "timeline-rank1.json", "timings-rank0.json", "timings-rank1.json", "trace-rank0.json",
+        "trace-rank1.json"]
     assert report["traces"] == [str(run / "trace-rank0.json"), str(run / "trace-rank1.json")]
 
     # each rank's own ms/step, the slowest named; the headline is rank 0's

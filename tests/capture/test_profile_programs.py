@@ -64,7 +64,7 @@ def test_the_example_shows_the_slow_batch_read_as_the_top_line(workspace: Path):
     run_dir = Path(report["traces"][0]).parent
     assert sorted(p.name for p in run_dir.iterdir()) == [
         "files.json", "program.log", "report.json", "scenario.json", "spec.json", "status.json", "timeline.json",
-        "trace.json"]
+        "timings.json", "trace.json"]
 
 
 def test_lines_inside_a_model_in_another_file_are_exact(workspace: Path):

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stepscope.errors import NotATraceError, UsageError
+from stepscope.errors import InvalidTraceJSON, NotATraceError, TraceTooLarge, UsageError
 from stepscope.trace import Kind, read_trace
 from stepscope.trace import reader
 
@@ -193,12 +193,21 @@ def test_missing_file_and_folder_are_usage_errors(tmp_path: Path) -> None:
         read_trace(tmp_path)
 
 
-def test_broken_json_is_refused_after_a_bounded_span(tmp_path: Path, monkeypatch) -> None:
+def test_broken_json_is_refused_at_its_first_invalid_byte(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(reader, "READ_SIZE", 4096)
-    monkeypatch.setattr(reader, "MAX_UNCUT", 64 * 1024)
     path = tmp_path / "huge.json"
     path.write_bytes(b'{"traceEvents": [' + b"x" * (4 << 20) + b"]}")
-    with pytest.raises(NotATraceError, match="invalid JSON"):
+    with pytest.raises(InvalidTraceJSON) as e:
+        read_trace(path)
+    assert e.value.position == 17 and "'xxxxxxxxxxxxxxxx' is not a JSON value" in str(e.value)
+
+
+def test_an_event_longer_than_the_bound_is_refused_as_too_large(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(reader, "READ_SIZE", 4096)
+    monkeypatch.setattr(reader, "MAX_EVENT_BYTES", 64 * 1024)
+    path = tmp_path / "long.json"
+    path.write_bytes(b'{"traceEvents": [{"ph": "X", "name": "' + b"x" * (1 << 20) + b'", "ts": 1, "dur": 1}]}')
+    with pytest.raises(TraceTooLarge, match="more than 64 KB of text without the end of an event, from byte 17"):
         read_trace(path)
 
 

@@ -7,7 +7,9 @@ What the rewrite adds (the runtime object is `__stepscope__`, a `Runtime`):
 - The step loop at `step_line`:
   `for T in ITER:` → `for T in __stepscope__.iterate(ITER, "ss:<id>:<line>:next"):` (the
   iterator's `next()` is the batch read, reported on the loop's own line; each step begins just
-  before it); `while` loops get `__stepscope__.step_boundary()` as their first statement.
+  before it); `while` loops get `__stepscope__.step_boundary()` as their first statement; after
+  the loop statement comes `__stepscope__.loop_end()` (the loop was left: once the window is
+  complete, the program stops there rather than run the code after the loop).
   Each statement of its body, at any nesting depth inside compound statements, is wrapped in
   `with __stepscope__.region("ss:<id>:<stmt line>"):` — a compound statement is wrapped as a whole
   and its inner statements too.
@@ -45,6 +47,8 @@ class Runtime(Protocol):
     def iterate(self, iterable: Iterable[Any], label: str) -> Iterator[Any]: ...
 
     def step_boundary(self) -> None: ...
+
+    def loop_end(self) -> None: ...
 
     def region(self, label: str) -> ContextManager[Any]: ...
 
@@ -113,6 +117,7 @@ class _Rewriter:
             if isinstance(stmt, _LOOPS) and stmt.lineno == self.step_line:
                 self.step_loop(stmt)
                 out.append(stmt)  # the loop statement itself is not a line of the step
+                out.append(_loop_end(stmt))
                 continue
             self.children(stmt, how)
             if not self.regions or _suspends(stmt):
@@ -137,7 +142,7 @@ class _Rewriter:
     def block_functions(self, body: list[ast.stmt]) -> None:
         """Instrument functions defined in a block without labelling the block itself
         (module and class level code runs once; it is not part of a step)."""
-        for stmt in body:
+        for i, stmt in enumerate(list(body)):
             if isinstance(stmt, _FUNCTIONS):
                 self.function(stmt)
             elif isinstance(stmt, ast.ClassDef):
@@ -146,6 +151,7 @@ class _Rewriter:
                 self.scope.pop()
             elif isinstance(stmt, _LOOPS) and stmt.lineno == self.step_line:
                 self.step_loop(stmt)
+                body.insert(body.index(stmt) + 1, _loop_end(stmt))
             else:
                 for field in ("body", "orelse", "finalbody"):
                     block = getattr(stmt, field, None)
@@ -184,6 +190,13 @@ class _Rewriter:
         else:
             label = ast.Constant(region_label(self.file_id, fn.lineno))
             fn.body = doc + [_with("frame", [label], wrapped, body[0])]
+
+
+def _loop_end(loop: ast.stmt) -> ast.stmt:
+    """`__stepscope__.loop_end()`, right after the step loop: the loop was left (it ended, or a
+    break), with the loop's own last line so that a traceback still points at the user's code."""
+    end = ast.Expr(_runtime_call("loop_end", [], loop))
+    return ast.copy_location(end, loop)
 
 
 def _split_docstring(body: list[ast.stmt]) -> tuple[list[ast.stmt], list[ast.stmt]]:

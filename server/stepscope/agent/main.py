@@ -1,5 +1,6 @@
-"""The agent's main, in steps: read the spec → build the mode's runtime (`build_profile`) → run
-the program → classify how it ended (`classify_outcome`, a pure function) → write the records.
+"""The agent's main, in steps: read the spec → build the mode's runtime (`build_profile`,
+`build_measure`) → run the program → classify how it ended (`classify_outcome`, a pure function) →
+write the records.
 
 Exit codes are protocol.EXIT_*; the events say what happened along the way. The user's traceback
 is printed with the agent's own frames removed, so it points at the user's lines.
@@ -16,6 +17,7 @@ from typing import Any, Callable
 
 from . import protocol
 from .protocol import AgentSpec, EventSink, FailedEvent, FinishedEvent, Schedule, StartedEvent, Target
+from .timing import TimingRecorder, UnprofiledTail
 
 AGENT_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -25,7 +27,8 @@ AGENT_DIR = os.path.dirname(os.path.abspath(__file__))
 class ProgramEnding:
     """How the program stopped running: "window-complete" (stopped at the boundary after the
     window), "returned", "exited" (SystemExit with `status`), "raised" (`detail`: the exception and
-    where, "RuntimeError at crash.py:9"), "loop-not-found" (`detail`: why)."""
+    where, "RuntimeError at crash.py:9"), "loop-not-found" (`detail`: why), "bad-value" (`detail`:
+    why `--value` could not be evaluated in the step's frame)."""
 
     kind: str
     status: Any = None
@@ -43,11 +46,14 @@ class Outcome:
 
 
 def classify_outcome(ending: ProgramEnding, *, window_complete: bool, steps_run: int, active_steps: int,
-                     schedule: Schedule, target: Target) -> Outcome:
+                     schedule: Schedule, target: Target, mode: str = "profile") -> Outcome:
     """The run's exit code and reason. `window_complete`: whether the window had been recorded
-    when the program stopped; `steps_run` / `active_steps`: how many steps (active ones) ran."""
+    when the program stopped; `steps_run` / `active_steps`: how many steps (active ones: timed
+    passes in mode "measure") ran."""
     if ending.kind == "loop-not-found":
         return Outcome(protocol.EXIT_NO_STEP, ending.detail)
+    if ending.kind == "bad-value":
+        return Outcome(protocol.EXIT_USAGE, ending.detail)
     if window_complete:  # what the program did after its window is its own business
         return Outcome(protocol.EXIT_OK)
     if ending.kind == "exited" and ending.status not in (None, 0):
@@ -58,6 +64,11 @@ def classify_outcome(ending: ProgramEnding, *, window_complete: bool, steps_run:
     if steps_run == 0:
         step = f"a call of {target.function}()" if target.function else f"the loop at line {target.line}"
         return Outcome(protocol.EXIT_NO_STEP, f"the program ended without reaching {step}")
+    if active_steps == 0 and mode == "measure":
+        return Outcome(protocol.EXIT_PROGRAM_FAILED,
+                       f"the loop ran {steps_run} steps, fewer than the {schedule.warmup + 1} needed to reach the "
+                       f"first timed pass (after {schedule.warmup} warm-up passes); give it more data or lower "
+                       "--warmup")
     if active_steps == 0:
         s = schedule
         return Outcome(protocol.EXIT_PROGRAM_FAILED,
@@ -78,6 +89,12 @@ def read_spec(path: str) -> AgentSpec:
     except ValueError as e:
         raise ValueError(f"the run's spec {path} is not JSON: {e}") from None
     return AgentSpec.from_json(doc)
+
+
+def _own_process() -> int:
+    """Which of a measure run's repeated processes this is (0: the first, or any other run)."""
+    value = os.environ.pop(protocol.PROCESS_ENV, None)
+    return int(value) if value else 0
 
 
 def _own_rank() -> int | None:
@@ -107,6 +124,7 @@ def run_program(spec: AgentSpec, files: Any, runtime: Any, *, window_complete: C
     from .instrument import LoopNotFound
     from .program import run_module, run_script
     from .steps import WindowComplete
+    from .timing import BadValueExpression
 
     try:
         if spec.entry.kind == "module":
@@ -117,6 +135,8 @@ def run_program(spec: AgentSpec, files: Any, runtime: Any, *, window_complete: C
         return ProgramEnding("window-complete")
     except LoopNotFound as e:
         return ProgramEnding("loop-not-found", detail=str(e))
+    except BadValueExpression as e:
+        return ProgramEnding("bad-value", detail=str(e))
     except SystemExit as e:
         return ProgramEnding("exited", status=e.code)
     except BaseException as e:  # the user's program raised: show its own traceback
@@ -192,6 +212,8 @@ class ModeRuntime:
     recorder: Any  # a steps.Recorder
     files: Any  # program.ProgramFiles
     activities: list[str]  # what the recorder collects, for the scenario record
+    timings: Any = None  # what writes the timings record (timing.TimingRecorder / UnprofiledTail)
+    seeds: dict[str, Any] | None = None  # what was seeded before the program started (mode "measure")
 
 
 def build_profile(spec: AgentSpec, machine: dict[str, Any], rank: int | None, events: EventSink,
@@ -213,10 +235,52 @@ def build_profile(spec: AgentSpec, machine: dict[str, Any], rank: int | None, ev
                           "(CUDA activity unsupported); rerun with --cpu-only for a CPU-only trace")
         activities.append(ProfilerActivity.CUDA)
     session = ProfilerSession(run_dir=spec.run_dir, rank=rank, options=options, activities=activities)
-    clock = StepClock(schedule=options.schedule, recorder=session, emit=events.send, process_start=process_start,
-                      run_to_end=options.run_to_end)
+    sched = options.schedule
+    # After the window, the same steps without the profiler: as many warm-up steps as preceded the
+    # window, then as many timed ones as it had active (the profiler's distortion, analysis/distortion.py).
+    tail = UnprofiledTail(warmup=sched.wait + sched.warmup, passes=sched.active)
+    clock = StepClock(schedule=sched, recorder=session, emit=events.send, process_start=process_start,
+                      run_to_end=options.run_to_end, after_window=tail)
     return ModeRuntime(clock, session, ProgramFiles(spec.root, spec.target),
-                       [str(a).split(".")[-1] for a in activities])
+                       [str(a).split(".")[-1] for a in activities], timings=tail)
+
+
+def build_measure(spec: AgentSpec, machine: dict[str, Any], rank: int | None, events: EventSink,
+                  process_start: float) -> ModeRuntime:
+    """Mode "measure": the clock with a timer as its recorder, a rewrite with the step boundaries
+    only, and the seeds set (`seed_everything`). No profiler is imported."""
+    from .program import ProgramFiles
+    from .steps import StepClock
+
+    options = spec.measure
+    assert options is not None  # AgentSpec checks it
+    recorder = TimingRecorder(warmup=options.warmup, passes=options.passes, value=options.value,
+                              capture_values=spec.target.function is None)
+    clock = StepClock(schedule=options.schedule, recorder=recorder, emit=events.send, process_start=process_start)
+    return ModeRuntime(clock, recorder, ProgramFiles(spec.root, spec.target, regions=False), [], timings=recorder,
+                       seeds=seed_everything(options.seed))
+
+
+def seed_everything(seed: int) -> dict[str, Any]:
+    """Seed what a training step draws from before the program starts, and say what was seeded:
+    Python's `random`, torch (the CPU and every CUDA device), and numpy's global generator when
+    numpy is loaded. PYTHONHASHSEED is the capture side's (it must be set before Python starts)."""
+    import random
+
+    import torch
+
+    random.seed(seed)
+    torch.manual_seed(seed)
+    seeded = {"seed": seed, "python_random": True, "torch": True, "numpy": False,
+              "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED")}
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        try:
+            numpy.random.seed(seed)
+            seeded["numpy"] = True
+        except Exception:  # an unusual numpy: leave it unseeded, and say so
+            pass
+    return seeded
 
 
 # -- main -------------------------------------------------------------------------------------
@@ -253,8 +317,10 @@ def _main(spec_path: str, process_start: float, events: EventSink) -> int:
     from . import scenario as scenario_mod
 
     machine = scenario_mod.machine_record()
+    process = _own_process()
     try:
-        mode = build_profile(spec, machine, rank, events, process_start)
+        build = build_measure if spec.mode == "measure" else build_profile
+        mode = build(spec, machine, rank, events, process_start)
     except Refused as e:
         return _refuse(events, str(e), protocol.EXIT_REFUSED)
     local_rank = os.environ.get("LOCAL_RANK")  # read before the program can change it
@@ -269,9 +335,18 @@ def _main(spec_path: str, process_start: float, events: EventSink) -> int:
     if not window_complete:
         clock.finish()
     outcome = classify_outcome(ending, window_complete=window_complete, steps_run=clock.steps_run(),
-                               active_steps=clock.active_steps_seen(), schedule=clock.schedule, target=spec.target)
-    if ending.kind == "loop-not-found":  # the step's file was never run: there is no record to write
+                               active_steps=clock.active_steps_seen(), schedule=clock.schedule, target=spec.target,
+                               mode=spec.mode)
+    if ending.kind in ("loop-not-found", "bad-value"):  # no record worth writing
+        if ending.kind == "bad-value":
+            sys.stderr.write(f"stepscope: {outcome.reason}\n")
         return _refuse(events, outcome.reason or "", outcome.exit)
+    timings = mode.timings.record() if mode.timings is not None else None
+    if isinstance(mode.timings, UnprofiledTail) and mode.timings.note():
+        clock.note("unprofiled", mode.timings.note())
+    if spec.mode == "measure" and timings is not None and len(timings["raw_ms"]) < spec.measure.passes:
+        clock.note("passes", f"the loop ended after {len(timings['raw_ms'])} of the {spec.measure.passes} passes "
+                             "asked: the figures are over those")
 
     traces = mode.recorder.outputs()
     torch_compile = compiled.record(clock.observed, clock.dynamo_at_window_start, clock.dynamo_at_window_end, traces)
@@ -279,8 +354,12 @@ def _main(spec_path: str, process_start: float, events: EventSink) -> int:
         spec, machine=machine | {"devices": scenario_mod.cuda_device_names()}, clock=clock,
         activities=mode.activities, traces=traces, program_state=scenario_mod.program_state(),
         torch_compile=torch_compile, rank=rank, local_rank=local_rank)
-    _write_json(os.path.join(spec.run_dir, protocol.run_file_name(protocol.SCENARIO, rank)), record)
-    _write_json(os.path.join(spec.run_dir, protocol.run_file_name(protocol.FILES, rank)), mode.files.table())
+    if mode.seeds is not None:
+        record["seeds"] = mode.seeds
+    _write_json(os.path.join(spec.run_dir, protocol.run_file_name(protocol.SCENARIO, rank, process)), record)
+    _write_json(os.path.join(spec.run_dir, protocol.run_file_name(protocol.FILES, rank, process)), mode.files.table())
+    if timings is not None:
+        _write_json(os.path.join(spec.run_dir, protocol.run_file_name(protocol.TIMINGS, rank, process)), timings)
     if not outcome.ok:
         events.send(FailedEvent(reason=outcome.reason or "", exit=outcome.exit))
     events.send(FinishedEvent(exit=outcome.exit, traces=tuple(traces)))

@@ -19,7 +19,14 @@ How a run goes:
 Run folder file names (`run_file_name` writes them, `parse_run_file_name` reads them back): a
 distributed capture's rank r writes only files named for it (trace-rank1.json, scenario-rank1.json,
 files-rank1.json, program-rank1.log), so no two processes ever write the same path; a profile with
-`repeat` > 1 writes one trace per cycle (trace.json, trace-1.json, ...; trace-rank1-1.json).
+`repeat` > 1 writes one trace per cycle (trace.json, trace-1.json, ...; trace-rank1-1.json); a
+measure run with several processes (`--runs R`) starts them one after the other in one run folder,
+process k (PROCESS_ENV) naming its files with cycle k (timings-1.json, scenario-1.json, ...).
+
+Modes: "profile" (torch.profiler on the schedule, then as many steps again timed without it:
+`timings.json`) and "measure" (no profiler: warm-up passes, then timed passes, each pass's value
+kept; `timings.json`). A timings record is
+`{"warmup_ms": [...], "raw_ms": [...], "values": [...] | null, "clock": str, ...}`.
 
 Region labels: `ss:<file-id>:<line>` labels a statement, `ss:<file-id>:<line>:next` the loop
 header's batch fetch; `region_label` / `fetch_label` write them, `parse_label` reads them back and
@@ -43,15 +50,17 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, Union
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: mode "measure" and its options
 
 # -- environment --------------------------------------------------------------------------------
 EVENTS_FD_ENV = "STEPSCOPE_EVENTS_FD"  # the agent's events pipe (taken out of the program's environment)
 RUN_ENV = "STEPSCOPE_RUN"  # set to "1" in the program's environment
 RANK_ENV = "STEPSCOPE_RANK"  # this agent's rank, set only in a distributed capture
+PROCESS_ENV = "STEPSCOPE_PROCESS"  # k: the k-th process of a measure run (`--runs`); unset for the first
 
 # -- agent exit codes (the capture side maps them to the CLI's) --------------------------------
 EXIT_OK = 0
+EXIT_USAGE = 2  # the run asked for something the program cannot give (a `--value` it cannot evaluate)
 EXIT_PROGRAM_FAILED = 3
 EXIT_REFUSED = 5
 EXIT_NO_STEP = 6
@@ -66,10 +75,11 @@ PROGRAM_LOG = "program.log"  # the program's stdout and stderr
 REPORT = "report.json"  # the analysis
 TIMELINE = "timeline.json"  # the trace panel's timeline of each trace (written by the analysis, named as its trace)
 STATUS = "status.json"  # how the run ended (written by the capture side)
-# A measure mode's per-rank timings file goes here, named like the others (timings-rank1.json).
+TIMINGS = "timings.json"  # steps timed without the profiler (both modes), one per rank and process
+MEASURE = "measure.json"  # a measure run's result, the `measure --json` document (capture side)
 
 #: The run folder's JSON records: never a trace, whatever folder they are found in.
-RECORDS = frozenset({SPEC, FILES, SCENARIO, REPORT, TIMELINE, STATUS})
+RECORDS = frozenset({SPEC, FILES, SCENARIO, REPORT, TIMELINE, STATUS, TIMINGS, MEASURE})
 #: The names a trace of a run folder may have, before its rank and cycle suffixes.
 TRACE_NAMES = frozenset({TRACE, TRACE + ".gz"})
 
@@ -258,8 +268,29 @@ class ProfileOptions:
         check_options(self)
 
 
+@dataclass(frozen=True)
+class MeasureOptions:
+    """What a measure run times (mode "measure"): no profiler, no regions, only step boundaries."""
+
+    warmup: int = option(5, "passes run first and reported apart; no figure includes them", flag="--warmup",
+                         setting="warmup", minimum=0)
+    passes: int = option(30, "passes timed in each process", flag="--passes", setting="passes", minimum=1)
+    seed: int = option(0, "seed of Python's random, numpy and torch before the program starts, so that two runs "
+                          "compute the same values (a seed the program sets itself still applies)",
+                       flag="--seed", setting="seed", minimum=0)
+    value: str | None = None  # `--value EXPR`, evaluated in the step's frame after each pass (None: `loss`)
+
+    def __post_init__(self) -> None:
+        check_options(self)
+
+    @property
+    def schedule(self) -> Schedule:
+        """The clock's schedule: the warm-up passes, then the timed ones, once."""
+        return Schedule(wait=0, warmup=self.warmup, active=self.passes, repeat=1)
+
+
 # -- the spec -----------------------------------------------------------------------------------
-MODES = ("profile",)  # "measure" comes with its own options part
+MODES = ("profile", "measure")
 
 
 class SpecError(ValueError):
@@ -316,6 +347,7 @@ class AgentSpec:
     scenario: dict[str, Any]  # the capture side's part of the scenario record, copied into it as is
     distributed: Distributed | None
     profile: ProfileOptions | None  # mode "profile"
+    measure: MeasureOptions | None = None  # mode "measure"
 
     def __post_init__(self) -> None:
         if self.schema_version != SCHEMA_VERSION:
@@ -325,6 +357,8 @@ class AgentSpec:
             raise SpecError(f"mode {self.mode!r} is not one of {', '.join(MODES)}")
         if self.mode == "profile" and self.profile is None:
             raise SpecError("mode 'profile' needs its profile options")
+        if self.mode == "measure" and self.measure is None:
+            raise SpecError("mode 'measure' needs its measure options")
 
     def to_json(self) -> dict[str, Any]:
         return to_json(self)

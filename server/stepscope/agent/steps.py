@@ -18,7 +18,9 @@ Invariants:
   boundary that found the iterator exhausted (the end of an epoch) is no step: the next boundary
   continues the same step.
 - Once the window is complete, the next boundary raises `WindowComplete` (unless the program is to
-  run to its end), so the program stops at a step boundary, never inside a step.
+  run to its end), so the program stops at a step boundary, never inside a step. With an
+  `after_window` (a profile's steps timed without the profiler), the program first runs on for as
+  many boundaries as it wants; they are no steps of the schedule (no event, no phase).
 - Start-up (process start -> first boundary) and the host times of the steps before the window are
   recorded on their own and never mixed into the window.
 - What the step is made of (probe.py) is observed once, in the first active step, and observing
@@ -81,10 +83,19 @@ class Recorder(Protocol):
         """The files written so far (a profile's traces)."""
 
 
+class AfterWindow(Protocol):
+    """Steps the program runs on once the window is complete, before it is stopped (a profile's
+    steps timed without the profiler: timing.UnprofiledTail)."""
+
+    def boundary(self) -> bool:
+        """A step boundary after the window; True while more steps are wanted."""
+
+
 class StepClock:
     def __init__(self, *, schedule: Schedule, recorder: Recorder, emit: Callable[[Event], None],
-                 process_start: float, run_to_end: bool = False) -> None:
+                 process_start: float, run_to_end: bool = False, after_window: AfterWindow | None = None) -> None:
         self.schedule = schedule
+        self._after_window = after_window
         self.run_to_end = run_to_end
         self._recorder = recorder
         self._emit = emit
@@ -123,6 +134,13 @@ class StepClock:
         now = time.perf_counter()
         self._recorder.at_boundary()
         if self.window_complete:
+            if self._after_window is not None:
+                if self._boundary_unused:  # as in the window: an exhausted iterator began no step
+                    self._boundary_unused = False
+                    return
+                if self._after_window.boundary():
+                    return
+                self._after_window = None
             if self.run_to_end:
                 return
             raise WindowComplete
@@ -142,6 +160,9 @@ class StepClock:
             self._saved(self._recorder.next_step())
             if self.window_complete:  # the step that just ended closed the window
                 self._stop()
+                if self._after_window is not None and self._after_window.boundary():
+                    return  # the first step after the window begins (the profiler has stopped)
+                self._after_window = None
                 if not self.run_to_end:
                     raise WindowComplete
                 return
@@ -159,6 +180,13 @@ class StepClock:
         if "models" not in self.observed and self._in_active_step():
             self._observe(sys._getframe(1))
 
+    def loop_end(self) -> None:
+        """The step loop was left (it ended, or a break). Once the window is complete the program
+        stops here, as at a boundary, rather than run the code after the loop (a checkpoint, an
+        evaluation) — also when the loop ends among the steps timed after the window."""
+        if self.window_complete and not self.run_to_end:
+            raise WindowComplete
+
     def region(self, label: str) -> ContextManager[Any]:
         region = self._recorder.region(label)
         if region is None:
@@ -174,7 +202,8 @@ class StepClock:
         """The object the instrumented program calls (`__stepscope__`): this clock's boundaries and
         step regions, the recorder's `frame` and `line` (bound once: they run for every statement
         of a workspace function)."""
-        return _Runtime(self.iterate, self.step_boundary, self.region, self._recorder.frame, self._recorder.line)
+        return _Runtime(self.iterate, self.step_boundary, self.loop_end, self.region, self._recorder.frame,
+                        self._recorder.line)
 
     def note(self, kind: str, detail: str) -> None:
         self.notes.append({"kind": kind, "detail": detail})
@@ -250,10 +279,10 @@ class StepClock:
 
 
 class _Runtime:
-    __slots__ = ("iterate", "step_boundary", "region", "frame", "line")
+    __slots__ = ("iterate", "step_boundary", "loop_end", "region", "frame", "line")
 
     def __init__(self, iterate: Callable[..., Iterator[Any]], step_boundary: Callable[[], None],
-                 region: Callable[[str], ContextManager[Any]], frame: Callable[[str], ContextManager[Any]],
-                 line: Callable[[str], ContextManager[Any]]) -> None:
-        self.iterate, self.step_boundary, self.region = iterate, step_boundary, region
+                 loop_end: Callable[[], None], region: Callable[[str], ContextManager[Any]],
+                 frame: Callable[[str], ContextManager[Any]], line: Callable[[str], ContextManager[Any]]) -> None:
+        self.iterate, self.step_boundary, self.loop_end, self.region = iterate, step_boundary, loop_end, region
         self.frame, self.line = frame, line

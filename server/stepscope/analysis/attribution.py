@@ -208,6 +208,8 @@ class Attribution:
     gpu_events: int
     gpu_unlinked: int
     backward_link: str  # "flows", "sequence numbers", "none needed" or "unavailable"
+    ops_in_window: int = 0  # CPU operators recorded in the window (every thread)
+    kernels_in_window: int = 0  # kernels launched in the window
 
 
 def attribute(
@@ -276,6 +278,8 @@ def attribute(
                          [g for g, _ in launched])
     syncs = [r for r in links.sync_rows if w0 <= ts_col[r] <= w1]
     sync_points = _Points([track_col[r] for r in syncs], [ts_col[r] for r in syncs], syncs)
+    op_rows = [r for r in trace.rows(Kind.CPU_OP) if w0 <= ts_col[r] <= w1 and track_col[r] not in devices]
+    op_points = _Points([track_col[r] for r in op_rows], [ts_col[r] for r in op_rows], op_rows)
     backward_points, backward_link = _backward_points(trace, w0, w1)
     gpu_under = _gpu_under_backward(trace, backward_points, gpu_points)
 
@@ -284,6 +288,7 @@ def attribute(
     def figures(nodes: list[_Node]) -> dict[Hashable, dict]:
         gpu_hits = _hits(nodes, gpu_points, step_track, step_starts)
         sync_hits = _hits(nodes, sync_points, step_track, step_starts)
+        op_hits = _hits(nodes, op_points, None)  # the operators the line's own thread ran inside it
         bwd_hits = _hits(nodes, backward_points, None)  # forward points are on the forward thread
         self_intervals = _self_intervals(nodes)
         per_key: dict[Hashable, list[_Node]] = defaultdict(list)
@@ -302,6 +307,7 @@ def attribute(
                 "cpu_self_ms": _ms(union_length(clip(self_intervals[key], w0, w1)), n_steps),
                 "cpu_total_ms": _ms(cpu_total, n_steps),
                 "count": _per_step(len(key_nodes), n_steps),
+                "ops": _per_step(len(op_hits.get(key, ())), n_steps),
             }
             fig.update(_gpu_figures(trace, [gpu_points.row[i] for i in gpu_hits.get(key, ())], n_steps, gpu_observed,
                                     w0, w1))
@@ -342,7 +348,8 @@ def attribute(
             "count": fig["count"],
         })
     regions.sort(key=lambda d: (-d["wall_ms"], d["label"]))
-    return Attribution(lines, regions, len(links.gpu_rows), links.unlinked, backward_link)
+    kernels = sum(1 for g, _ in launched if trace.kind[g] == Kind.KERNEL)
+    return Attribution(lines, regions, len(links.gpu_rows), links.unlinked, backward_link, len(op_rows), kernels)
 
 
 def _ms(us: float, n_steps: int) -> float:

@@ -101,6 +101,8 @@ class Line(_LineRequired, total=False):
     peak_bytes: int | None
     memory_device: str | None
     file_id: FileId
+    ops: Count  # CPU operators the line's own thread ran inside it, per step
+    profiler_ms_estimate: Ms | None  # an estimate: the line's share of the profiler's cost (distortion.py)
 
 
 class _RegionRequired(TypedDict):
@@ -254,6 +256,19 @@ class Machine(TypedDict, total=False):
     host: str | None
 
 
+class Unprofiled(TypedDict, total=False):
+    """The step timed without the profiler after the window, in the same process (median of the
+    passes; the warm-up passes apart)."""
+    ms_per_step: Ms
+    passes: Count
+    iqr_ms: Ms
+    raw_ms: list[Ms]
+    warmup_ms: list[Ms]
+    warmup_passes: Count
+    noisy: bool
+    clock: str | None
+
+
 class _ReportRequired(TypedDict):
     schema_version: Annotated[int, msgspec.Meta(ge=1)]
     traces: Annotated[list[AbsolutePath], msgspec.Meta(min_length=1)]
@@ -283,6 +298,8 @@ class Report(_ReportRequired, total=False):
     ranks: Annotated[list[RankEntry], msgspec.Meta(min_length=2)]
     slowest_rank: int | None
     rank_wait: RankWait | None
+    unprofiled: Unprofiled | None
+    distortion: Annotated[float, msgspec.Meta(gt=0)] | None  # profiled / unprofiled ms/step
 
 
 class InvalidReport(UsageError):

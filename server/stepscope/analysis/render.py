@@ -12,6 +12,7 @@ present.py, which the editor's surfaces use too.
 
 from __future__ import annotations
 
+from ..textsafe import printable
 from . import present
 
 _fmt_ms = present.ms_table
@@ -31,7 +32,7 @@ def render_ranks(report: dict) -> list[str]:
     if not ranks:
         return []
     headline = ranks[0]
-    whose = f"rank {headline['rank']}" if headline.get("rank") is not None else headline["trace"]
+    whose = f"rank {headline['rank']}" if headline.get("rank") is not None else printable(headline["trace"])
     # ranks without step markers are compared by their window: show what was compared
     measure, title = ("ms_per_step", "ms/step") if any(r.get("ms_per_step") is not None for r in ranks) \
         else ("window_ms", "window ms")
@@ -87,7 +88,7 @@ def render_torch_compile(report: dict) -> str | None:
             line += f"; dynamo compiled {during} frame(s) inside the window, so its step times include compiling"
         return line
     if record.get("compiled_step") is False and objects:
-        return (f"torch.compile: compiled objects in the step's frame ({', '.join(map(str, objects))}), "
+        return (f"torch.compile: compiled objects in the step's frame ({printable(', '.join(map(str, objects)))}), "
                 "but the step ran no compiled code in the window")
     return None
 
@@ -97,13 +98,16 @@ def render_text(report: dict) -> str:
     steps = report.get("steps", [])
     per = present.per(report)
     out.append(present.headline(report))
-    out.append(f"measured on: {present.machine_label(report.get('machine', {}))}")
+    distortion = present.distortion_text(report)
+    if distortion:
+        out.append(distortion)
+    out.append(f"measured on: {printable(present.machine_label(report.get('machine', {})))}")
     compiled = render_torch_compile(report)
     if compiled:
         out.append(compiled)
     contents = report.get("step_contents")
     if contents:
-        out.append(f"the step contains: {contents['summary']} ({contents['kind']})")
+        out.append(f"the step contains: {printable(contents['summary'])} ({printable(contents['kind'])})")
     values = [s["ms"] for s in steps]
     if not values:
         pass
@@ -116,7 +120,7 @@ def render_text(report: dict) -> str:
     if startup:
         out.append(startup)
     out.extend(render_ranks(report))
-    out.append(present.gpu_text(report.get("gpu")))
+    out.append(printable(present.gpu_text(report.get("gpu"))))
 
     root = report.get("source_root")
     lines = report.get("lines") or []
@@ -126,13 +130,19 @@ def render_text(report: dict) -> str:
         header = f"{'file:line':<40} {'prec':<8} {'wall ms':>9} {'self ms':>9} {'gpu ms':>9} {'bwd ms':>9} {'kern':>5} {'sync ms':>8}"
         out.append(header)
         for row in lines[:MAX_ROWS]:
-            where = f"{_short(row['file'], root)}:{row['line']}"
+            where = printable(f"{_short(row['file'], root)}:{row['line']}")
             out.append(
                 f"{where[-40:]:<40} {row['precision']:<8} {row['wall_ms']:>9.3f} {row['cpu_self_ms']:>9.3f} "
                 f"{_fmt_ms(row['gpu_ms']):>9} {_fmt_ms(row['backward_ms']):>9} {row['kernels']:>5} {row['sync_ms']:>8.3f}"
             )
         if len(lines) > MAX_ROWS:
             out.append(f"... {len(lines) - MAX_ROWS} more lines (see --json)")
+        costly = [row for row in lines[:MAX_ROWS] if (row.get("profiler_ms_estimate") or 0) > 0]
+        if costly:
+            top = max(costly, key=lambda row: row["profiler_ms_estimate"])
+            out.append(f"the profiler's own cost, an estimate per line from its operators and kernels (--json: "
+                       f"profiler_ms_estimate): most at {_short(top['file'], root)}:{top['line']}, "
+                       f"~{present.ms_short(top['profiler_ms_estimate'])} ms per {per}")
     else:
         out.append("no per-line figures")
     out.extend(render_op_details(report))
@@ -141,22 +151,22 @@ def render_text(report: dict) -> str:
         out.append("")
         out.append(f"regions, {present.per_words(report)}:")
         for r in regions[:MAX_ROWS]:
-            out.append(f"  {r['label'][:50]:<50} wall {r['wall_ms']:>9.3f} ms   gpu {_fmt_ms(r['gpu_ms']):>9} ms")
+            out.append(f"  {printable(r['label'], 50):<50} wall {r['wall_ms']:>9.3f} ms   gpu {_fmt_ms(r['gpu_ms']):>9} ms")
     findings = report.get("findings") or []
     if findings:
         out.append("")
         out.append("findings:")
         for f in findings:
-            where = f" ({_short(f.get('file'), root)}:{f.get('line')})" if f.get("file") else ""
-            out.append(f"  [{f['kind']}]{where} {f['observation']}")
-            out.append(f"      hypothesis: {f['hypothesis']}")
-            out.append(f"      next check: {f['next_check']}")
+            where = f" ({printable(_short(f.get('file'), root))}:{f.get('line')})" if f.get("file") else ""
+            out.append(f"  [{f['kind']}]{where} {printable(f['observation'])}")
+            out.append(f"      hypothesis: {printable(f['hypothesis'])}")
+            out.append(f"      next check: {printable(f['next_check'])}")
     notes = report.get("notes") or []
     if notes:
         out.append("")
         out.append("not observed / limits:")
         for n in notes:
-            out.append(f"  - {n}")
+            out.append(f"  - {printable(n)}")
     return "\n".join(out) + "\n"
 
 
@@ -212,7 +222,7 @@ def render_op_details(report: dict) -> list[str]:
     shown = [row for row in lines if row.get("shapes") or row.get("alloc_bytes") is not None][:MAX_DETAIL_LINES]
     width = max((len(_op_text(op)) for row in shown for op in row.get("shapes") or []), default=0)
     for row in shown:
-        where = f"{_short(row['file'], root)}:{row['line']}"
+        where = printable(f"{_short(row['file'], root)}:{row['line']}")
         memory = ""
         if row.get("alloc_bytes") is not None:
             memory = f"alloc {_bytes_text(row['alloc_bytes'])}, peak {_bytes_text(row.get('peak_bytes'))}"
@@ -224,5 +234,5 @@ def render_op_details(report: dict) -> list[str]:
 
 def _op_text(op: dict) -> str:
     inputs = _tensor_inputs_text(op.get("shapes") or [], op.get("types"))
-    text = " ".join(part for part in (op["op"], inputs, _calls_text(op["calls"])) if part)
+    text = " ".join(part for part in (printable(op["op"]), inputs, _calls_text(op["calls"])) if part)
     return text if len(text) <= MAX_OP_TEXT else text[:MAX_OP_TEXT - 3] + "..."

@@ -12,9 +12,13 @@ Invariants:
   root where they lie under it, and every object pointing at a line has its `file_id` (model.py).
 - Steps come from CPU `ProfilerStep#N` markers; only when a trace has none, from the markers on a
   GPU stream (their `cpu_ms` is null and `notes` says where the steps came from; see steps.py).
-- Bad input raises `NotATraceError` / `UsageError` with a one-line reason.
+- Bad input raises `NotATraceError` / `UsageError` (a class per reason, errors.py) with a one-line
+  reason; what the reader left out of a trace it read (events without a usable time, ids beyond
+  int64) is said in `notes`, never dropped silently.
 - Beyond the contract's shape: `evidence` (the trace facts the findings read) and `missing_labels`
   (region labels written in the step's source but absent from the window); see docs/findings.md.
+- `unprofiled` / `distortion` come from the steps the agent timed without the profiler after the
+  window (the run folder's timings record; distortion.py); null for a trace without one.
 
 A folder of per-rank traces gives one report: the figures of the lowest rank (the headline), and
 `ranks` with every rank's own ms/step, GPU time and top lines, plus `slowest_rank` (the rank the others
@@ -31,11 +35,13 @@ from pathlib import Path
 from typing import Any
 
 from .. import jsonio
-from ..agent.protocol import FILES, RECORDS, SCENARIO, parse_label, parse_run_file_name, run_file_name
-from ..errors import NotATraceError, UsageError
+from ..agent.protocol import FILES, RECORDS, SCENARIO, TIMINGS, parse_label, parse_run_file_name, run_file_name
+from ..errors import EmptyTrace, NotAProfilerTrace, NotATraceError, NotJSON, UsageError
 from ..trace import Kind, Trace, read_trace
+from ..trace.model import MAX_TIME_US
 from . import parallel
 from .attribution import Attribution, attribute
+from .distortion import add_line_estimates, distortion, unprofiled_figures
 from .findings import Thresholds, find, load_thresholds, missing_labels
 from .findings.evidence import evidence_window, merge_evidence, moment_evidence, operator_evidence
 from .intervals import clip, union_length
@@ -132,7 +138,8 @@ def analyze(paths: list[Path], *, source_root: Path | None = None, run_dir: Path
         own_table, own_scenario = _records_of(f, run_dir, file_table, scenario)
         try:
             reports.append(_analyze_one(read_trace(f), file_table=own_table, source_root=root, scenario=own_scenario,
-                                        thresholds=thresholds, timelines=timelines))
+                                        thresholds=thresholds, timelines=timelines,
+                                        timings=_timings_of(f, run_dir)))
         except NotATraceError as e:
             if f not in from_folder:
                 raise
@@ -140,15 +147,15 @@ def analyze(paths: list[Path], *, source_root: Path | None = None, run_dir: Path
             skipped.append(str(e))
             errors.append(e)
     if not reports:
-        # the reason of a file that is a trace says more than "this JSON is not a trace"
-        traces_only = [e for e in errors if "not a profiler trace" not in str(e) and "not JSON" not in str(e)]
+        # the reason of a file that is a trace (truncated, invalid, empty) says more than "this is not a trace"
+        traces_only = [e for e in errors if not isinstance(e, (NotAProfilerTrace, NotJSON))]
         raise (traces_only or errors)[0]
-    files = [Path(r["traces"][0]) for r in reports]
+    files = [r["traces"][0] for r in reports]  # already absolute (a pipe's name is kept as given)
     reports = order_by_rank(reports)
     report = reports[0]
     # before the headline's `traces` becomes the list of every trace: each rank's entry names its own
     rank_summary = summarize_ranks(reports, thresholds) if len(reports) > 1 else None
-    report["traces"] = [str(f.resolve()) for f in files]
+    report["traces"] = files
     report["source_root"] = str(shown_root) if shown_root else None
     report["notes"].extend(f"left out: {reason}" for reason in skipped)
     if rank_summary is not None:
@@ -179,9 +186,22 @@ def _lines_not_split(scenario: dict[str, Any] | None, file_table: FileTable | No
     return out
 
 
+def _timings_of(trace: Path, run_dir: Path | None) -> dict[str, Any] | None:
+    """The steps the agent that wrote `trace` timed without the profiler after its window
+    (timings.json, per rank timings-rank<r>.json), or None."""
+    if run_dir is None:
+        return None
+    path = run_dir / run_file_name(TIMINGS, parse_run_file_name(trace.name).rank)
+    try:
+        doc = jsonio.read_json(path) if path.is_file() else None
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
 def _analyze_one(trace: Trace, *, file_table: FileTable | None, source_root: Path | None,
                  scenario: dict[str, Any] | None, thresholds: Thresholds = Thresholds(),
-                 timelines: dict[Path, bytes] | None = None) -> dict:
+                 timelines: dict[Path, bytes] | None = None, timings: dict[str, Any] | None = None) -> dict:
     links = build_links(trace)
     steps = find_steps(trace, links)
     # markers only on a GPU stream (no CPU thread holds one): steps complete on the GPU (steps.py)
@@ -193,11 +213,11 @@ def _analyze_one(trace: Trace, *, file_table: FileTable | None, source_root: Pat
     if stepless:
         window = whole_window(trace, links)
         if window is None:
-            raise NotATraceError(f"{trace.path}: no ProfilerStep#N events and the trace spans no time")
+            raise EmptyTrace(trace.path, "no ProfilerStep#N events and the trace spans no time")
         steps = [window]
     window_us = (steps[0].cpu_start, steps[-1].completion)
     if window_us[1] <= window_us[0]:
-        raise NotATraceError(f"{trace.path}: the active window is empty (its steps have no duration)")
+        raise EmptyTrace(trace.path, "the active window is empty (its steps have no duration)")
     # On a large trace the longest parts are computed in forked children while this process does
     # the rest: the evidence's operator half (the trace facts the findings read: operators,
     # kernels, copies, syncs), and, with a third core, the attribution, which needs no evidence.
@@ -215,7 +235,7 @@ def _analyze_one(trace: Trace, *, file_table: FileTable | None, source_root: Pat
             moments = moment_evidence(trace, links, steps, win, file_table)
             att = attribution.result()
             report = _report(trace, links, steps, att, file_table=file_table, scenario=scenario,
-                             stepless=stepless, gpu_marked=gpu_marked, window_us=window_us)
+                             stepless=stepless, gpu_marked=gpu_marked, window_us=window_us, timings=timings)
             report["evidence"] = merge_evidence(ops.result(), moments)
         if timelines is not None:
             timelines[trace.path] = timeline.result()
@@ -224,7 +244,7 @@ def _analyze_one(trace: Trace, *, file_table: FileTable | None, source_root: Pat
 
 def _report(trace: Trace, links: Links, steps: list[Step], att: Attribution, *,
             file_table: FileTable | None, scenario: dict[str, Any] | None, stepless: bool, gpu_marked: bool,
-            window_us: tuple[float, float]) -> dict:
+            window_us: tuple[float, float], timings: dict[str, Any] | None = None) -> dict:
     """The report of one trace, but for its evidence (computed alongside: its key is held as None
     in its place)."""
     gpu = gpu_observation(trace, links, scenario)
@@ -238,6 +258,7 @@ def _report(trace: Trace, links: Links, steps: list[Step], att: Attribution, *,
     if not isinstance(schedule, dict):
         schedule = {"wait": None, "warmup": None, "active": 0 if stepless else len(steps), "repeat": None, "source": "trace"}
     notes = [window_note(trace, links, steps[0])] if stepless else []
+    notes.extend(left_out_notes(trace))
     if gpu_marked:
         notes.append(GPU_MARKERS_NOTE)
     if not gpu["observed"]:
@@ -253,6 +274,11 @@ def _report(trace: Trace, links: Links, steps: list[Step], att: Attribution, *,
     if not att.lines:
         notes.append("no figure could be attributed to a source line (no Stepscope labels and no user-code "
                      "Python frames; pass --source-root for traces recorded with stacks)")
+    unprofiled = None if stepless else unprofiled_figures(timings)
+    profiled = round(headline, 4) if headline is not None else None
+    ratio = distortion(profiled, unprofiled)
+    add_line_estimates(att.lines, profiled_ms=profiled, unprofiled=unprofiled,
+                       events_per_step=(att.ops_in_window + att.kernels_in_window) / max(1, len(steps)))
     return {
         "traces": [str(trace.path)],
         "machine": describe_machine(trace, scenario),
@@ -261,8 +287,10 @@ def _report(trace: Trace, links: Links, steps: list[Step], att: Attribution, *,
         "gpu": gpu,
         "startup": startup,
         "steps": [{"name": s.name, "ms": round(s.ms, 4), "cpu_ms": _cpu_ms(s)} for s in steps] if not stepless else [],
-        "ms_per_step": round(headline, 4) if headline is not None else None,
+        "ms_per_step": profiled,
         "samples_per_s": samples,
+        "unprofiled": unprofiled,
+        "distortion": round(ratio, 4) if ratio is not None else None,
         "lines": att.lines,
         "regions": att.regions,
         "findings": [],
@@ -279,6 +307,24 @@ def _report(trace: Trace, links: Links, steps: list[Step], att: Attribution, *,
         "evidence": None,
         "notes": notes,
     }
+
+
+def left_out_notes(trace: Trace) -> list[str]:
+    """What the reader left out of the trace or changed, and why (nothing for a clean trace)."""
+    notes = []
+    no_time = trace.skipped.get("X", 0)
+    if no_time:
+        notes.append(f"{no_time} complete event(s) left out: their ts is missing, null or not a number "
+                     "(a ProfilerStep#N among them does not count as a step)")
+    if trace.times_out_of_range:
+        notes.append(f"{trace.times_out_of_range} complete event(s) left out: their ts or dur lies beyond "
+                     f"±{MAX_TIME_US:.0f} µs (2^53 µs, about 285 years), no time a profiler writes")
+    if trace.negative_durations:
+        notes.append(f"{trace.negative_durations} complete event(s) with a negative dur, read as 0 µs")
+    if trace.ids_out_of_range:
+        notes.append(f"{trace.ids_out_of_range} id(s) or byte count(s) outside the signed 64-bit range (correlation, External id, "
+                     "Sequence number, bytes, flow id), read as absent: the events they would link are not linked")
+    return notes
 
 
 def _cpu_ms(step: Step) -> float | None:

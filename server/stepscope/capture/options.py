@@ -91,10 +91,13 @@ def _all(classes: Iterable[type]) -> list[Declared]:
 
 
 # -- flags ------------------------------------------------------------------------------------
-def add_arguments(parser: argparse.ArgumentParser, *classes: type) -> None:
+def add_arguments(parser: argparse.ArgumentParser, *classes: type, only: Iterable[str] | None = None) -> None:
+    """The flags of the options of `classes` (with `only`: of those fields only; `from_arguments`
+    gives the others their defaults)."""
+    wanted = set(only) if only is not None else None
     for d in _all(classes):
         flag = d.option.flag
-        if flag is None:
+        if flag is None or (wanted is not None and d.dest not in wanted):
             continue
         help_text = d.option.help.replace("%", "%%")  # argparse formats help with %
         if d.kind is not bool:

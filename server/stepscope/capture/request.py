@@ -1,8 +1,9 @@
 """What to capture: the step, the program, how to run it, and what to record, validated up front.
 
 The options are declared once, with their defaults, limits, flags and settings: what the agent
-records in `agent/protocol.py` (`ProfileOptions`), how the capture side runs the program here
-(`RunOptions`); `options.py` offers both as flags and editor settings.
+records in `agent/protocol.py` (`ProfileOptions`, `MeasureOptions`), how the capture side runs the
+program here (`RunOptions`, `MeasureRunOptions`); `options.py` offers them as flags and editor
+settings.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..agent.protocol import ProfileOptions, Schedule, check_options, option
+from ..agent.protocol import MeasureOptions, ProfileOptions, Schedule, check_options, option
 from ..errors import UsageError
 
 #: Modules that start other processes to run the program (torchrun and its predecessor): run
@@ -36,6 +37,21 @@ class RunOptions:
 
 
 @dataclass(frozen=True)
+class MeasureRunOptions:
+    """How `stepscope measure` runs and compares (the capture side's part; MeasureOptions is the
+    agent's)."""
+
+    runs: int = option(1, "processes to time the step in, one after the other (with --against: per side, "
+                          "alternating; default 3 there)", flag="--runs", setting="runs", minimum=1)
+    tolerance: float = option(1e-4, "largest relative difference between two runs' values (the loss, or "
+                                    "--value) that still counts as the same result", flag="--tolerance",
+                              setting="tolerance", minimum=0)
+
+    def __post_init__(self) -> None:
+        check_options(self)
+
+
+@dataclass(frozen=True)
 class CaptureRequest:
     """Everything a capture needs. Paths are absolute."""
 
@@ -53,6 +69,13 @@ class CaptureRequest:
     out: Path | None = None
     profile: ProfileOptions = field(default_factory=ProfileOptions)
     run: RunOptions = field(default_factory=RunOptions)
+    measure: MeasureOptions | None = None  # set: mode "measure" (no profiler; `profile` is not used)
+    step_header: str | None = None  # the loop header's text, as the scenario records the step
+    env_defaults: dict[str, str] = field(default_factory=dict)  # set in the program's environment unless set
+
+    @property
+    def mode(self) -> str:
+        return "profile" if self.measure is None else "measure"
 
     def __post_init__(self) -> None:
         check_entry_module(self.entry_module)

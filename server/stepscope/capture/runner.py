@@ -2,9 +2,11 @@
 say how the capture ended.
 
 Invariants:
-- The run folder is new (workspace.new_run); the agents write the traces and scenario records into
-  it, this module (with launch.py and rank_records.py) writes spec.json, files.json, the program's
-  log(s), status.json and, for a distributed run, the merged scenario.json. Nothing else is written.
+- The run folder is new (workspace.new_run); the agents write the traces, timings and scenario
+  records into it, this module (with launch.py and rank_records.py) writes spec.json, files.json,
+  the program's log(s), status.json and, for a distributed run, the merged scenario.json. Nothing
+  else is written. A measure run (`run_measure_process`) runs its processes one after the other in
+  one folder, each writing files named for it; its caller writes status.json once, at the end.
 - Each agent runs in its own process group, and every group is stopped before `run_capture`
   returns or raises (a timeout, a cancel, a failed rank, an exception in the watch): nothing
   survives a finished run, DataLoader workers included.
@@ -27,7 +29,7 @@ from typing import Callable, TextIO
 from .. import jsonio, workspace
 from ..agent import protocol
 from ..agent.protocol import AgentSpec, Distributed, Entry, Target
-from ..errors import NO_STEP, OK, PROGRAM_FAILED, REFUSED, TIMEOUT, StepscopeError
+from ..errors import NO_STEP, OK, PROGRAM_FAILED, REFUSED, TIMEOUT, USAGE, StepscopeError
 from . import launch, rank_records
 from .agents import AgentProcess
 from .request import CaptureRequest
@@ -37,6 +39,7 @@ AGENT_BOOTSTRAP = Path(__file__).resolve().parent.parent / "agent" / "bootstrap.
 
 _AGENT_EXIT_TO_CLI = {
     protocol.EXIT_OK: OK,
+    protocol.EXIT_USAGE: USAGE,
     protocol.EXIT_PROGRAM_FAILED: PROGRAM_FAILED,
     protocol.EXIT_REFUSED: REFUSED,
     protocol.EXIT_NO_STEP: NO_STEP,
@@ -45,6 +48,10 @@ _AGENT_EXIT_TO_CLI = {
 
 class Cancelled(StepscopeError):
     exit_code = 130
+
+    def __init__(self, message: str, run_dir: Path | None = None):
+        super().__init__(message)
+        self.run_dir = run_dir  # the run folder that says "cancelled"
 
 
 @dataclass
@@ -73,23 +80,28 @@ def _spec(req: CaptureRequest, run: workspace.RunFolder) -> AgentSpec:
         entry = Entry("script", path=str(req.entry_script or req.target_file))
     opts = req.profile
     distributed = _distributed(req) if req.run.nproc > 1 else None
+    if req.measure is not None:
+        options = protocol.to_json(req.measure)
+    else:
+        options = {"cpu_only": opts.cpu_only, "shapes": opts.shapes, "stack": opts.stack, "memory": opts.memory}
     scenario = {
         "step": {"file": str(req.target_file), "line": req.target_line, "function": req.target_function,
-                 "kind": "loop" if req.target_function is None else "function"},
+                 "kind": "loop" if req.target_function is None else "function", "header": req.step_header},
         "program": {"entry": _entry_record(entry), "args": list(req.args), "cwd": str(req.cwd or req.root),
                     "python": req.python},
-        "options": {"cpu_only": opts.cpu_only, "shapes": opts.shapes, "stack": opts.stack, "memory": opts.memory},
+        "options": options,
         "note": req.note,
         "git": git_state(req.root),
     }
     if distributed is not None:
         scenario["distributed"] = protocol.to_json(distributed)  # each agent adds its rank in its own record
     return AgentSpec(
-        mode="profile", run_dir=str(run.path), root=str(Path(req.root).resolve()), entry=entry, argv=tuple(req.args),
+        mode=req.mode, run_dir=str(run.path), root=str(Path(req.root).resolve()), entry=entry, argv=tuple(req.args),
         # a step function is named by its qualified name; its def line is for the scenario record only
         target=Target(str(req.target_file), line=None if req.target_function else req.target_line,
                       function=req.target_function),
-        scenario=scenario, distributed=distributed, profile=opts,
+        scenario=scenario, distributed=distributed, profile=opts if req.measure is None else None,
+        measure=req.measure,
     )
 
 
@@ -106,8 +118,11 @@ def _distributed(req: CaptureRequest) -> Distributed:
                        omp_num_threads=launch.omp_num_threads(env))
 
 
-def _agent_env(req: CaptureRequest) -> dict[str, str]:
-    return {**os.environ, **req.env, protocol.RUN_ENV: "1", "PYTHONUNBUFFERED": "1"}
+def _agent_env(req: CaptureRequest, process: int = 0) -> dict[str, str]:
+    env = {**req.env_defaults, **os.environ, **req.env, protocol.RUN_ENV: "1", "PYTHONUNBUFFERED": "1"}
+    if process:
+        env[protocol.PROCESS_ENV] = str(process)
+    return env
 
 
 def _agent_outcome(agent: AgentProcess) -> tuple[int, str | None]:
@@ -138,6 +153,15 @@ def _traces(run: workspace.RunFolder, rank: object = _EVERY_RANK) -> list[Path]:
     return sorted(found)
 
 
+def prepare_run(req: CaptureRequest, into: workspace.RunFolder | None = None) -> workspace.RunFolder:
+    """A new run folder holding the request's file table and spec (`into`: an empty run folder
+    made for it elsewhere, as `measure --against` does for the revision's side)."""
+    run = into or workspace.new_run(req.root, Path(req.target_file).stem, out=req.out)
+    jsonio.write_json(run.file(protocol.FILES), _file_table(req), replace=False)
+    jsonio.write_json(run.file(protocol.SPEC), _spec(req, run).to_json(), replace=False)
+    return run
+
+
 def run_capture(
     req: CaptureRequest,
     *,
@@ -148,10 +172,65 @@ def run_capture(
     """Run one capture to its end. `output` receives the program's stdout and stderr as text (each
     line prefixed with its rank in a distributed capture)."""
     first_run = not (Path(req.root) / workspace.STATE_DIR / workspace.RUNS_DIR).exists()
-    run = workspace.new_run(req.root, Path(req.target_file).stem, out=req.out)
-    jsonio.write_json(run.file(protocol.FILES), _file_table(req), replace=False)
-    jsonio.write_json(run.file(protocol.SPEC), _spec(req, run).to_json(), replace=False)
+    run = prepare_run(req)
+    return _run_agents(req, run, first_run=first_run, output=output, on_event=on_event, cancel=cancel)
 
+
+@dataclass
+class ProcessResult:
+    """How one process of a measure run ended (its timings record is `timings`, None if absent)."""
+
+    exit_code: int
+    reason: str | None
+    timings: Path | None
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == OK
+
+
+def run_measure_process(req: CaptureRequest, run: workspace.RunFolder, process: int, *,
+                        output: TextIO | None = None, on_event: Callable[[protocol.Event], None] | None = None,
+                        cancel: threading.Event | None = None) -> ProcessResult:
+    """Run process `process` of a measure run in its (prepared) run folder, to its end. It writes
+    its own files (timings-<k>.json, scenario-<k>.json, program-<k>.log); status.json is the
+    caller's, once every process has run. A cancel stops it and raises Cancelled."""
+    assert req.measure is not None and req.run.nproc == 1
+    cmd = [req.python, str(AGENT_BOOTSTRAP), str(run.file(protocol.SPEC))]
+    log = run.file(protocol.run_file_name(protocol.PROGRAM_LOG, None, process))
+    try:
+        agent = AgentProcess.start(cmd, cwd=str(req.cwd or req.root), env=_agent_env(req, process), log_path=log,
+                                   sink=output, on_event=on_event)
+    except OSError as e:
+        raise StepscopeError(f"cannot start the interpreter {req.python}: {e.strerror}", REFUSED) from e
+    timeout_s = req.run.timeout_s
+    deadline = time.monotonic() + timeout_s if timeout_s else None
+    try:
+        ending = launch.watch([agent], cancel=cancel, deadline=deadline)
+    finally:
+        launch.stop_all([agent])
+    for partial in run.path.glob("*.partial"):
+        partial.unlink(missing_ok=True)
+    if ending.kind == "cancelled":
+        raise Cancelled("cancelled; the program and its workers were stopped")
+    if ending.kind == "timeout":
+        return ProcessResult(TIMEOUT, f"time limit of {timeout_s:g} s reached; the program and its workers were "
+                                      "stopped", None)
+    code, reason = _agent_outcome(agent)
+    timings = run.file(protocol.run_file_name(protocol.TIMINGS, None, process))
+    if code == OK and not timings.is_file():
+        code, reason = PROGRAM_FAILED, "the passes were timed but no timings record was written"
+    return ProcessResult(code, reason, timings if timings.is_file() else None)
+
+
+def finish_run(run: workspace.RunFolder, status: str, code: int, reason: str | None) -> None:
+    """Write the run's status.json (once), after removing stray partial files."""
+    _finish(run, status, code, reason)
+
+
+def _run_agents(req: CaptureRequest, run: workspace.RunFolder, *, first_run: bool, output: TextIO | None,
+                on_event: Callable[[protocol.Event], None] | None,
+                cancel: threading.Event | None) -> CaptureResult:
     cmd = [req.python, str(AGENT_BOOTSTRAP), str(run.file(protocol.SPEC))]
     nproc = req.run.nproc
     try:
@@ -175,7 +254,8 @@ def run_capture(
     everyone = f"all {nproc} ranks" if distributed else "the program"
     if ending.kind == "cancelled":
         _finish(run, "cancelled", 130, "cancelled", endings, distributed)
-        raise Cancelled(f"cancelled; {everyone} and {'their' if distributed else 'its'} workers were stopped")
+        raise Cancelled(f"cancelled; {everyone} and {'their' if distributed else 'its'} workers were stopped",
+                        run.path)
     if ending.kind == "timeout":
         reason = (f"time limit of {timeout_s:g} s reached; {everyone} and "
                   f"{'their' if distributed else 'its'} workers were stopped")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .. import errors
+from . import program
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -24,16 +25,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from ..capture import options
     from ..capture.request import RunOptions
 
-    p.add_argument("script", help="the file that holds the step loop")
-    which = p.add_mutually_exclusive_group()
-    which.add_argument("--line", type=int, help="line of the step loop (or any line inside it)")
-    which.add_argument("--function", help="each call of this function or method is a step (e.g. a request handler): "
-                                          "NAME or Class.method, looked for in SCRIPT then in the workspace's modules; "
-                                          "module:qualname or path.py:qualname to say where")
-    start = p.add_mutually_exclusive_group()
-    start.add_argument("--entry", help="the program starts from this file instead of SCRIPT")
-    start.add_argument("-m", dest="module", help="the program starts as `python -m MODULE`")
-    p.add_argument("--python", help="interpreter that runs the program (default: this one)")
+    program.add_arguments(p)
     options.add_arguments(p, ProfileOptions, RunOptions)
     p.add_argument("--note", help="recorded in the scenario, e.g. 'simplified input'")
     p.add_argument("--out", help="run folder to create (must not exist)")
@@ -44,35 +36,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..agent.protocol import ProfileOptions
     from ..capture import options
-    from ..capture.request import CaptureRequest, RunOptions, check_entry_module, schedule_warnings
+    from ..capture.request import CaptureRequest, RunOptions, schedule_warnings
     from ..capture.runner import run_capture
-    from ..capture.step import resolve_function, resolve_step
-    from ..workspace import find_root
 
     profile, run_options = options.from_arguments(args, ProfileOptions, RunOptions)
-    check_entry_module(args.module)
-    script = Path(args.script).resolve()
-    if not script.is_file():
-        raise errors.UsageError(f"no such file: {args.script}")
-    root = find_root(Path.cwd()) if Path.cwd() in script.parents else find_root(script)
-    entry = Path(args.entry).resolve() if args.entry else None
-    if entry is not None and not entry.is_file():
-        raise errors.UsageError(f"no such file: {args.entry}")
-    step_file, function = script, None
-    if args.function:
-        found = resolve_function(script, args.function, root, Path.cwd())
-        # the step's file is where the function is; the program still starts from SCRIPT
-        step_file, function, loop_line = found.file, found.qualname, found.line
-        if step_file != script and entry is None and not args.module:
-            entry = script
-    else:
-        loop_line = resolve_step(script, args.line)
-    extra = list(getattr(args, "script_args", []))
+    target = program.resolve(args)
+    root = target.root
     req = CaptureRequest(
-        root=root, target_file=step_file, target_line=loop_line, target_function=function,
-        python=args.python or sys.executable, entry_script=entry, entry_module=args.module,
-        args=tuple(extra), cwd=Path.cwd(), note=args.note,
-        out=Path(args.out) if args.out else None, profile=profile, run=run_options,
+        root=root, target_file=target.script, target_line=target.loop_line, target_function=target.function,
+        python=target.python, entry_script=target.entry, entry_module=target.module, args=target.args,
+        cwd=target.cwd, note=args.note, out=Path(args.out) if args.out else None, profile=profile, run=run_options,
     )
     for warning in schedule_warnings(profile.schedule):
         sys.stderr.write(f"stepscope: note: {warning}\n")
@@ -86,11 +59,20 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"stepscope: note: each of the {run_options.nproc} ranks runs with OMP_NUM_THREADS=1, as "
                          "under torchrun; set OMP_NUM_THREADS to choose another value\n")
     # With --json, stdout is reserved for the report: the program's output goes to stderr.
-    with _cancel_on_signals() as cancel:
-        result = run_capture(req, output=sys.stderr, cancel=cancel)
+    from ..capture.runner import Cancelled
+
+    try:
+        with _cancel_on_signals() as cancel:
+            result = run_capture(req, output=sys.stderr, cancel=cancel)
+    except Cancelled as e:
+        if e.run_dir is not None:
+            record_in_history(root, e.run_dir)
+        raise
     if not result.traces:
+        record_in_history(root, result.run_dir)
         raise errors.StepscopeError(f"{result.reason} (run folder: {result.run_dir})", result.exit_code)
     report = _analyse_run(result)
+    record_in_history(root, result.run_dir)
     if args.json:
         from ..jsonio import dumps
 
@@ -119,6 +101,17 @@ def _cancel_on_signals() -> Iterator[threading.Event]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def record_in_history(root: Path, run_dir: Path) -> None:
+    """The run's row in the workspace's history; a history that cannot be written costs a note,
+    never the run (its folder is the source: `stepscope runs rebuild` indexes it later)."""
+    from ..history.index import record_run
+
+    try:
+        record_run(root, run_dir)
+    except errors.StepscopeError as e:
+        sys.stderr.write(f"stepscope: note: the run was not recorded in the history: {e}\n")
 
 
 def _analyse_run(result) -> dict:

@@ -212,6 +212,17 @@ def _launch_options(launch: Any, path: Path) -> dict[str, Any]:
     return options
 
 
+def _record_in_history(root: Path, run_dir: Path) -> None:
+    """The run's row in the workspace's history (the editor's runs view reads it); a history that
+    cannot be written is logged, never the end of the run."""
+    from ..history.index import record_run
+
+    try:
+        record_run(root, run_dir)
+    except errors.StepscopeError as e:
+        log.warning("the run was not recorded in the history: %s", e)
+
+
 def _capture_and_analyse(req, progress: _Progress, output: _LogLines, cancel: threading.Event):
     from ..capture.runner import Cancelled, run_capture
 
@@ -226,10 +237,13 @@ def _capture_and_analyse(req, progress: _Progress, output: _LogLines, cancel: th
     try:
         result = run_capture(req, output=output, on_event=on_event, cancel=cancel)
     except Cancelled as e:
+        if e.run_dir is not None:
+            _record_in_history(req.root, e.run_dir)
         raise ProfileFailed(str(e), e.exit_code) from None
     except errors.StepscopeError as e:
         raise ProfileFailed(str(e), e.exit_code) from None
     if not result.ok:
+        _record_in_history(req.root, result.run_dir)
         raise ProfileFailed(f"{result.reason} (run folder {result.run_dir})", result.exit_code, str(result.run_dir))
     try:
         report = analysis_child.analyse(result.run_dir, cancel)
@@ -238,6 +252,7 @@ def _capture_and_analyse(req, progress: _Progress, output: _LogLines, cancel: th
     except errors.StepscopeError as e:
         raise ProfileFailed(str(e), e.exit_code, str(result.run_dir)) from None
     jsonio.write_json(result.run_dir / protocol.REPORT, report, replace=False)
+    _record_in_history(req.root, result.run_dir)
     return result, report
 
 

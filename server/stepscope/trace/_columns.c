@@ -10,7 +10,9 @@
  *   fields have unusual types (a string timestamp, a float id, a null name, an int64 overflow),
  *   nesting deeper than MAX_DEPTH. The caller then decodes that slice the reference way, so a bail
  *   never changes what a trace means; it only costs time. A bail leaves no rows behind.
- * - Complete events (`ph` "X" with a timestamp) become rows, `fwdbwd` flow points rows of the flow
+ * - Complete events (`ph` "X" with a timestamp) become rows, but for those whose ts or dur lies
+ *   beyond MAX_TIME_US (left out and counted, as the reference does; a negative duration is read
+ *   as 0 and counted too), `fwdbwd` flow points rows of the flow
  *   table. Metadata ("M") and `[memory]` instants are handed back as byte spans for the reference
  *   decoder, and so are the flows of a slice where any event that interns a track is handed back
  *   (a `[memory]` event, a flow with an odd id), so tracks are interned in file order; every other
@@ -36,6 +38,7 @@
 
 #define MAX_DEPTH 256      /* deeper nesting is left to the reference decoder */
 #define MAX_NUMBER_TEXT 64 /* longer number literals are left to the reference decoder */
+#define MAX_TIME_US 9007199254740992.0 /* 2**53: model.MAX_TIME_US, the largest |ts| and dur kept */
 
 /* ---------------------------------------------------------------- growable buffers */
 
@@ -196,6 +199,8 @@ typedef struct {
     size_t flows;
     int tracks_handed; /* an event handed back interns a track: the flows go back with it */
     int clamp_dur;      /* an absent or negative duration: the reference clamps all to >= 0 */
+    int64_t negative_durs;   /* rows whose negative duration is read as 0 */
+    int64_t times_out_of_range; /* complete events left out: ts or dur beyond MAX_TIME_US */
     Buf phase_counts;   /* int64 per `phases` entry: events of that phase counted as skipped */
     Buf handed;         /* Py_ssize_t (start, end) pairs: events for the reference decoder */
     int scanned;        /* scan() succeeded and commit() has not run yet */
@@ -964,10 +969,16 @@ static int add_row(Scanner *sc, const Fields *f) {
     if (f->dur.type == IS_INT || f->dur.type == IS_NUMBER) {
         if (!parse_double(sc, f->dur.s, f->dur.s + f->dur.len, f->dur.is_int, &dur))
             return BAIL;
-        if (dur < 0.0)
-            sc->clamp_dur = 1;
-    } else {
+    }
+    if (!(fabs(ts) <= MAX_TIME_US) || !(dur <= MAX_TIME_US)) {
+        sc->times_out_of_range++; /* no time a profiler writes: left out, as the reference does */
+        return OK;
+    }
+    if (f->dur.type != IS_INT && f->dur.type != IS_NUMBER) {
         sc->clamp_dur = 1;
+    } else if (dur < 0.0) {
+        sc->clamp_dur = 1;
+        sc->negative_durs++;
     }
     Py_ssize_t track;
     int r = track_entry(sc, f, &track);
@@ -1106,6 +1117,8 @@ static void reset_slice(Scanner *sc) {
         cols[i]->len = 0;
     sc->rows = 0;
     sc->clamp_dur = 0;
+    sc->negative_durs = 0;
+    sc->times_out_of_range = 0;
     if (sc->phase_counts.data)
         memset(sc->phase_counts.data, 0, sc->phase_counts.len);
     sc->handed.len = 0;
@@ -1279,8 +1292,9 @@ static PyObject *bytes_of(Buf *b) {
 }
 
 /* (kind, name, track, ts, dur, correlation, external_id, sequence, nbytes, stack, shapes,
- *  flow id, flow is_end, flow track, flow ts, {phase: skipped count}): the slice's columns as
- *  machine bytes, for array.frombytes. The row columns come in the order of model.ROW_COLUMNS. */
+ *  flow id, flow is_end, flow track, flow ts, {phase: skipped count}, (times out of range,
+ *  negative durations)): the slice's columns as machine bytes, for array.frombytes. The row columns
+ *  come in the order of model.ROW_COLUMNS. */
 static PyObject *Scanner_commit(Scanner *sc, PyObject *unused) {
     (void)unused;
     if (!sc->scanned) {
@@ -1326,14 +1340,19 @@ static PyObject *Scanner_commit(Scanner *sc, PyObject *unused) {
     int ok = 1;
     for (int i = 0; i < N; i++)
         ok &= cols[i] != NULL;
-    if (ok && (result = PyTuple_New(N + 1)) != NULL) {
+    PyObject *counts = ok ? Py_BuildValue("(LL)", (long long)sc->times_out_of_range, (long long)sc->negative_durs)
+                          : NULL;
+    if (counts && (result = PyTuple_New(N + 2)) != NULL) {
         for (int i = 0; i < N; i++) {
             PyTuple_SetItem(result, i, cols[i]); /* steals the reference */
             cols[i] = NULL;
         }
         Py_INCREF(skipped);
         PyTuple_SetItem(result, N, skipped);
+        PyTuple_SetItem(result, N + 1, counts);
+        counts = NULL;
     }
+    Py_XDECREF(counts);
     for (int i = 0; i < N; i++)
         Py_XDECREF(cols[i]);
 done:
@@ -1434,6 +1453,470 @@ static PyType_Spec Scanner_spec = {
     "stepscope.trace._columns.ColumnScanner", sizeof(Scanner), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, Scanner_slots,
 };
 
+/* ---------------------------------------------------------------- walking JSON text
+ *
+ * The compiled twin of jsonwalk.py's `_walk` (the reference, tested against this): where the open
+ * containers close, where their last whole item ends, and the first problem, as a code and a byte
+ * position (the words are jsonwalk.describe's). Used only after a decoder refused a text; it
+ * holds the GIL (it may call PyOS_string_to_double) and allocates only its bracket stack. */
+
+enum { W_ENDS_EARLY = 1, W_ENDS_IN_STRING, W_ENDS_IN_NUMBER, W_ENDS_IN_LITERAL, W_ENDS_IN_UTF8, W_TRAILING_TEXT,
+       W_EXPECTED_COMMA_OR_BRACKET, W_EXPECTED_COMMA_OR_BRACE, W_EXPECTED_COLON, W_EXPECTED_KEY, W_TOO_DEEP,
+       W_CONTROL_CHARACTER, W_INVALID_ESCAPE, W_LONE_SURROGATE, W_INVALID_UTF8, W_MALFORMED_NUMBER,
+       W_INTEGER_OUT_OF_RANGE, W_NUMBER_OUT_OF_RANGE, W_NOT_A_VALUE };
+
+#define W_MAX_INT_DIGITS 4300 /* msgspec reads longer integers as out of range */
+#define W_DOUBLE_DIGITS 308   /* fewer digits and no exponent: below a double's largest value */
+
+typedef struct {
+    size_t pos;
+    int code; /* 0: none */
+} WFound;
+
+static inline int w_found(WFound *f, size_t pos, int code) {
+    f->pos = pos;
+    f->code = code;
+    return 1;
+}
+
+/* The first byte from `i` on that is not UTF-8, where CPython's decoder reports it (the lead byte
+ * of a bad sequence, or a stray byte); `code` W_ENDS_IN_UTF8 when the text ends inside a character
+ * that was valid so far. n when every byte is valid. */
+static size_t w_utf8(const unsigned char *s, size_t i, size_t n, int *code) {
+    *code = 0;
+    while (i < n) {
+        if (n - i >= 8) {
+            uint64_t x;
+            memcpy(&x, s + i, 8);
+            if (!(x & 0x8080808080808080ULL)) {
+                i += 8;
+                continue;
+            }
+        }
+        unsigned c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t len;
+        unsigned lo = 0x80, hi = 0xBF; /* the allowed range of the second byte */
+        if (c >= 0xC2 && c <= 0xDF) {
+            len = 2;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            len = 3;
+            if (c == 0xE0)
+                lo = 0xA0; /* no overlong forms */
+            else if (c == 0xED)
+                hi = 0x9F; /* no surrogates */
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            len = 4;
+            if (c == 0xF0)
+                lo = 0x90;
+            else if (c == 0xF4)
+                hi = 0x8F; /* nothing past U+10FFFF */
+        } else {
+            *code = W_INVALID_UTF8;
+            return i;
+        }
+        for (size_t k = 1; k < len; k++) {
+            if (i + k >= n) {
+                *code = W_ENDS_IN_UTF8;
+                return i;
+            }
+            unsigned b = s[i + k];
+            if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xBF)) {
+                *code = W_INVALID_UTF8;
+                return i;
+            }
+        }
+        i += len;
+    }
+    return n;
+}
+
+static inline size_t w_ws(const unsigned char *t, size_t pos, size_t n) {
+    while (pos < n && (t[pos] == ' ' || t[pos] == '\n' || t[pos] == '\r' || t[pos] == '\t'))
+        pos++;
+    return pos;
+}
+
+static inline int w_hex4(const unsigned char *t, size_t at, size_t n, unsigned *unit) {
+    if (n - at < 4)
+        return 0;
+    unsigned u = 0;
+    for (int k = 0; k < 4; k++) {
+        int h = HEX[t[at + k]];
+        if (h < 0)
+            return 0;
+        u = u << 4 | (unsigned)h;
+    }
+    *unit = u;
+    return 1;
+}
+
+/* The offset of an escaped surrogate without its pair in the string t[s, e) (its quotes
+ * included), or (size_t)-1: a high one must be followed at once by an escaped low one. */
+static size_t w_surrogates(const unsigned char *t, size_t s, size_t e) {
+    size_t want_low_at = (size_t)-1, previous_end = (size_t)-1;
+    for (size_t i = s; i < e; i++) {
+        if (t[i] != '\\')
+            continue;
+        unsigned unit = 0;
+        int is_unit = t[i + 1] == 'u' && w_hex4(t, i + 2, e, &unit);
+        size_t len = is_unit ? 6 : 2;
+        int adjacent = i == previous_end;
+        previous_end = i + len;
+        size_t at = i;
+        i += len - 1;
+        if (want_low_at != (size_t)-1) {
+            if (!(adjacent && is_unit && unit >= 0xDC00 && unit <= 0xDFFF))
+                return want_low_at;
+            want_low_at = (size_t)-1;
+            continue;
+        }
+        if (is_unit && unit >= 0xDC00 && unit <= 0xDFFF)
+            return at;
+        if (is_unit && unit >= 0xD800 && unit <= 0xDBFF)
+            want_low_at = at;
+    }
+    return want_low_at;
+}
+
+/* A string at `pos` (its quote): 1 with the problem in `f`, else 0 and `*end` after it. */
+static int w_string(const unsigned char *t, size_t pos, size_t n, size_t *end, WFound *f) {
+    size_t p = pos + 1;
+    int escaped = 0;
+    for (;;) {
+        while (n - p >= 8) {
+            uint64_t x;
+            memcpy(&x, t + p, 8);
+            if (has_string_stop(x))
+                break;
+            p += 8;
+        }
+        while (p < n && !STRING_STOP[t[p]])
+            p++;
+        if (p >= n)
+            return w_found(f, n, W_ENDS_IN_STRING);
+        if (t[p] == '"')
+            break;
+        if (t[p] < 0x20)
+            return w_found(f, p, W_CONTROL_CHARACTER);
+        /* an escape */
+        if (p + 1 >= n)
+            return w_found(f, n, W_ENDS_IN_STRING);
+        unsigned char e = t[p + 1];
+        if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' || e == 'r' || e == 't') {
+            p += 2;
+            continue;
+        }
+        if (e != 'u')
+            return w_found(f, p, W_INVALID_ESCAPE);
+        size_t k = 0;
+        while (k < 4 && p + 2 + k < n && HEX[t[p + 2 + k]] >= 0)
+            k++;
+        if (k == 4) {
+            escaped = 1;
+            p += 6;
+            continue;
+        }
+        if (p + 2 + k >= n) /* a \u escape the end of the text cut */
+            return w_found(f, n, W_ENDS_IN_STRING);
+        return w_found(f, p, W_INVALID_ESCAPE);
+    }
+    *end = p + 1;
+    if (escaped) {
+        size_t at = w_surrogates(t, pos, p + 1);
+        if (at != (size_t)-1)
+            return w_found(f, at, W_LONE_SURROGATE);
+    }
+    return 0;
+}
+
+/* Whether t[pos, n) is the start of a valid number (which more text could complete). */
+static int w_number_prefix(const unsigned char *t, size_t pos, size_t n) {
+    size_t p = pos;
+    if (p < n && t[p] == '-')
+        p++;
+    if (p == n)
+        return 1;
+    if (t[p] == '0')
+        p++;
+    else if (t[p] >= '1' && t[p] <= '9')
+        while (p < n && t[p] >= '0' && t[p] <= '9')
+            p++;
+    else
+        return 0;
+    if (p == n)
+        return 1;
+    int fraction_digits = -1;
+    if (t[p] == '.') {
+        p++;
+        fraction_digits = 0;
+        while (p < n && t[p] >= '0' && t[p] <= '9')
+            p++, fraction_digits++;
+        if (p == n)
+            return 1;
+    }
+    if ((t[p] != 'e' && t[p] != 'E') || fraction_digits == 0)
+        return 0;
+    p++;
+    if (p < n && (t[p] == '+' || t[p] == '-'))
+        p++;
+    while (p < n && t[p] >= '0' && t[p] <= '9')
+        p++;
+    return p == n;
+}
+
+/* A number at `pos`: 1 with the problem in `f`, else 0 and `*end` after it. -1 on a Python error. */
+static int w_number(const unsigned char *t, size_t pos, size_t n, int big_ints, size_t *end, WFound *f) {
+    size_t p = pos;
+    int matched = 1, exponent = 0, fraction = 0;
+    if (p < n && t[p] == '-')
+        p++;
+    if (p < n && t[p] == '0')
+        p++;
+    else if (p < n && t[p] >= '1' && t[p] <= '9')
+        while (p < n && t[p] >= '0' && t[p] <= '9')
+            p++;
+    else
+        matched = 0;
+    if (matched && p + 1 < n && t[p] == '.' && t[p + 1] >= '0' && t[p + 1] <= '9') {
+        fraction = 1;
+        p += 2;
+        while (p < n && t[p] >= '0' && t[p] <= '9')
+            p++;
+    }
+    if (matched && p < n && (t[p] == 'e' || t[p] == 'E')) {
+        size_t q = p + 1;
+        if (q < n && (t[q] == '+' || t[q] == '-'))
+            q++;
+        if (q < n && t[q] >= '0' && t[q] <= '9') {
+            exponent = 1;
+            while (q < n && t[q] >= '0' && t[q] <= '9')
+                q++;
+            p = q;
+        }
+    }
+    if (!matched || (p < n && (t[p] == '.' || t[p] == 'e' || t[p] == 'E'))) {
+        if (w_number_prefix(t, pos, n))
+            return w_found(f, n, W_ENDS_IN_NUMBER);
+        return w_found(f, pos, matched ? W_MALFORMED_NUMBER : W_NOT_A_VALUE);
+    }
+    *end = p;
+    size_t len = p - pos;
+    if (!fraction && !exponent) {
+        size_t digits = len - (t[pos] == '-');
+        if (big_ints)
+            return digits > W_MAX_INT_DIGITS ? w_found(f, pos, W_INTEGER_OUT_OF_RANGE) : 0;
+        if (digits <= W_DOUBLE_DIGITS)
+            return 0;
+    } else if (!exponent && len <= W_DOUBLE_DIGITS) {
+        return 0;
+    }
+    char small[64];
+    char *text = len < sizeof(small) ? small : malloc(len + 1);
+    if (!text) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memcpy(text, t + pos, len);
+    text[len] = '\0';
+    double v = PyOS_string_to_double(text, NULL, NULL);
+    if (text != small)
+        free(text);
+    if (v == -1.0 && PyErr_Occurred())
+        return -1;
+    return isinf(v) ? w_found(f, pos, W_NUMBER_OUT_OF_RANGE) : 0;
+}
+
+static int w_literal(const unsigned char *t, size_t pos, size_t n, const char *lit, size_t *end, WFound *f) {
+    size_t len = strlen(lit);
+    if (n - pos >= len && memcmp(t + pos, lit, len) == 0) {
+        *end = pos + len;
+        return 0;
+    }
+    size_t rest = n - pos < len ? n - pos : len;
+    if (pos + rest == n && memcmp(t + pos, lit, rest) == 0)
+        return w_found(f, n, W_ENDS_IN_LITERAL);
+    return w_found(f, pos, W_NOT_A_VALUE);
+}
+
+enum { W_VALUE, W_FIRST_ITEM, W_FIRST_KEY, W_KEY, W_COLON, W_AFTER };
+
+/* The walk itself (see jsonwalk._walk, which this follows step for step). -1 on a Python error. */
+static int w_walk(const unsigned char *t, size_t n, size_t pos, const unsigned char *inside, size_t n_inside,
+                  int document, size_t max_depth, int big_ints, unsigned char *stack, Py_ssize_t *closed,
+                  size_t *n_closed, size_t *last_item, int *has_last, WFound *f) {
+    size_t depth = n_inside, item_depth = n_inside, value_end = pos;
+    memcpy(stack, inside, n_inside);
+    *n_closed = 0;
+    *has_last = 0;
+    int state = !depth ? W_VALUE : stack[depth - 1] == '[' ? W_FIRST_ITEM : W_FIRST_KEY;
+    for (;;) {
+        if (state == W_AFTER) {
+            if (depth == item_depth && *n_closed == 0) {
+                *last_item = value_end;
+                *has_last = 1;
+            }
+            if (!depth) {
+                size_t e = w_ws(t, value_end, n);
+                if (e < n && document)
+                    w_found(f, e, W_TRAILING_TEXT);
+                return 0;
+            }
+        }
+        pos = w_ws(t, pos, n);
+        if (pos >= n) {
+            w_found(f, n, W_ENDS_EARLY);
+            return 0;
+        }
+        unsigned char c = t[pos];
+        unsigned char close = depth ? (stack[depth - 1] == '[' ? ']' : '}') : 0;
+        if (state == W_AFTER) {
+            if (c == ',') {
+                pos++;
+                state = stack[depth - 1] == '[' ? W_VALUE : W_KEY;
+                continue;
+            }
+            if (c != close) {
+                w_found(f, pos, stack[depth - 1] == '[' ? W_EXPECTED_COMMA_OR_BRACKET : W_EXPECTED_COMMA_OR_BRACE);
+                return 0;
+            }
+        } else if (state == W_COLON) {
+            if (c != ':') {
+                w_found(f, pos, W_EXPECTED_COLON);
+                return 0;
+            }
+            pos++;
+            state = W_VALUE;
+            continue;
+        } else if (state == W_KEY || (state == W_FIRST_KEY && c != '}')) {
+            if (c != '"') {
+                w_found(f, pos, W_EXPECTED_KEY);
+                return 0;
+            }
+            size_t end;
+            if (w_string(t, pos, n, &end, f))
+                return 0;
+            pos = end;
+            state = W_COLON;
+            continue;
+        } else if (state == W_FIRST_ITEM && c != ']') {
+            state = W_VALUE;
+        }
+        if (state != W_VALUE) { /* a close: after a value, or of an empty container */
+            depth--;
+            if (depth < n_inside && *n_closed < n_inside - depth)
+                closed[(*n_closed)++] = (Py_ssize_t)pos;
+            pos = value_end = pos + 1;
+            state = W_AFTER;
+            continue;
+        }
+        /* a value */
+        if (c == '[' || c == '{') {
+            if (depth >= max_depth) {
+                w_found(f, pos, W_TOO_DEEP);
+                return 0;
+            }
+            stack[depth++] = c;
+            pos++;
+            state = c == '[' ? W_FIRST_ITEM : W_FIRST_KEY;
+            continue;
+        }
+        size_t end = pos;
+        int r;
+        if (c == '"')
+            r = w_string(t, pos, n, &end, f);
+        else if (c == '-' || (c >= '0' && c <= '9'))
+            r = w_number(t, pos, n, big_ints, &end, f);
+        else if (c == 't')
+            r = w_literal(t, pos, n, "true", &end, f);
+        else if (c == 'f')
+            r = w_literal(t, pos, n, "false", &end, f);
+        else if (c == 'n')
+            r = w_literal(t, pos, n, "null", &end, f);
+        else
+            r = w_found(f, pos, W_NOT_A_VALUE);
+        if (r)
+            return r < 0 ? -1 : 0;
+        pos = value_end = end;
+        state = W_AFTER;
+    }
+}
+
+/* walk_json(text, start, inside, document, max_depth, big_ints) -> (closed, last_item, problem):
+ * `closed` the positions where the containers of `inside` closed (innermost first), `last_item`
+ * after the last whole item (or None), `problem` (position, code) or None. */
+static PyObject *walk_json(PyObject *module, PyObject *args) {
+    (void)module;
+    const char *text, *inside;
+    Py_ssize_t n, start, n_inside, max_depth;
+    int document, big_ints;
+    if (!PyArg_ParseTuple(args, "y#ny#pnp", &text, &n, &start, &inside, &n_inside, &document, &max_depth,
+                          &big_ints))
+        return NULL;
+    if (start < 0 || start > n || max_depth < 0 || max_depth > (1 << 24) || n_inside > max_depth) {
+        PyErr_SetString(PyExc_ValueError, "walk_json: start, inside or max_depth out of range");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n_inside; i++)
+        if (inside[i] != '[' && inside[i] != '{') {
+            PyErr_SetString(PyExc_ValueError, "walk_json: inside holds only '[' and '{'");
+            return NULL;
+        }
+    unsigned char *stack = malloc((size_t)max_depth + 1);
+    Py_ssize_t *closed = malloc(((size_t)n_inside + 1) * sizeof(Py_ssize_t));
+    if (!stack || !closed) {
+        free(stack);
+        free(closed);
+        return PyErr_NoMemory();
+    }
+    const unsigned char *t = (const unsigned char *)text;
+    WFound f = {0, 0};
+    size_t n_closed = 0, last_item = 0;
+    int has_last = 0;
+    int r = w_walk(t, (size_t)n, (size_t)start, (const unsigned char *)inside, (size_t)n_inside, document,
+                   (size_t)max_depth, big_ints, stack, closed, &n_closed, &last_item, &has_last, &f);
+    free(stack);
+    if (r < 0) {
+        free(closed);
+        return NULL;
+    }
+    int utf8_code;
+    size_t bad = w_utf8(t, (size_t)start, (size_t)n, &utf8_code);
+    if (utf8_code && (!f.code || bad <= f.pos))
+        w_found(&f, bad, utf8_code);
+    PyObject *closed_list = PyList_New((Py_ssize_t)n_closed);
+    for (size_t i = 0; closed_list && i < n_closed; i++) {
+        PyObject *v = PyLong_FromSsize_t(closed[i]);
+        if (!v) {
+            Py_CLEAR(closed_list);
+            break;
+        }
+        PyList_SetItem(closed_list, (Py_ssize_t)i, v); /* steals the reference */
+    }
+    free(closed);
+    if (!closed_list)
+        return NULL;
+    PyObject *last = has_last ? PyLong_FromSize_t(last_item) : (Py_INCREF(Py_None), Py_None);
+    PyObject *problem = f.code ? Py_BuildValue("(ni)", (Py_ssize_t)f.pos, f.code) : (Py_INCREF(Py_None), Py_None);
+    if (!last || !problem) {
+        Py_DECREF(closed_list);
+        Py_XDECREF(last);
+        Py_XDECREF(problem);
+        return NULL;
+    }
+    return Py_BuildValue("(NNN)", closed_list, last, problem);
+}
+
+static PyMethodDef module_methods[] = {
+    {"walk_json", walk_json, METH_VARARGS,
+     "walk_json(text, start, inside, document, max_depth, big_ints) -> (closed, last_item, (position, code) or "
+     "None): see stepscope.trace.jsonwalk"},
+    {NULL, NULL, 0, NULL},
+};
+
 static int module_exec(PyObject *module) {
     init_tables();
     PyObject *type = PyType_FromSpec(&Scanner_spec);
@@ -1449,8 +1932,8 @@ static int module_exec(PyObject *module) {
 static PyModuleDef_Slot module_slots[] = {{Py_mod_exec, module_exec}, {0, NULL}};
 
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "_columns", "Compiled column scanner for stepscope.trace (see _columns.c).", 0, NULL,
-    module_slots,
+    PyModuleDef_HEAD_INIT, "_columns", "Compiled column scanner for stepscope.trace (see _columns.c).", 0,
+    module_methods, module_slots,
 };
 
 PyMODINIT_FUNC PyInit__columns(void) { return PyModuleDef_Init(&module_def); }

@@ -14,7 +14,8 @@ Invariants:
   non-object in the array, ...) are still read: the slice is decoded again generically and each
   event coerced the way the reader always has (digit strings to ints, hex ids, non-numbers to
   absent). Typed decoding is only the fast path; it never changes what a trace means.
-- Malformed JSON raises `InvalidJSON`; nothing else escapes.
+- Malformed JSON (and JSON nested deeper than the decoder's recursion allows) raises
+  `InvalidJSON`; nothing else escapes.
 """
 
 from __future__ import annotations
@@ -80,10 +81,14 @@ def decode_events(body: bytes | bytearray | memoryview) -> list[Event]:
         pass  # valid JSON whose values need coercion: the slow path below
     except msgspec.DecodeError as e:
         raise InvalidJSON(str(e)) from None
+    except RecursionError:
+        raise InvalidJSON("nested too deeply") from None
     try:
         items = _generic.decode(text)
     except msgspec.DecodeError as e:
         raise InvalidJSON(str(e)) from None
+    except RecursionError:
+        raise InvalidJSON("nested too deeply") from None
     return [_coerce(item) for item in items]
 
 
@@ -158,7 +163,7 @@ def as_float(v: Any) -> float | None:
         return None
     try:
         f = float(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer beyond a double
         return None
     return f if f == f and f not in (float("inf"), float("-inf")) else None
 

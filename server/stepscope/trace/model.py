@@ -8,7 +8,11 @@ Invariants:
 - Names (`name` column) are ids into `trace.names` (the symbol table); pid/tid pairs are ids into
   `trace.tracks`. Digit strings are read as integers, so a tid written `"25738"` and `25738` are
   the same track.
-- Integer columns use -1 for "absent" (no correlation id, no sequence number, no byte count).
+- Integer columns use -1 for "absent" (no correlation id, no sequence number, no byte count); a
+  value beyond int64 (Kineto writes ids as uint64) is absent too, and counted (`ids_out_of_range`).
+- Times are within ±MAX_TIME_US: a complete event whose `ts` or `dur` lies beyond it is left out
+  and counted (`times_out_of_range`); a negative duration is read as 0 and counted
+  (`negative_durations`), so a row's end is never before its start and never overflows.
 - Only the forward/backward flows (`fwdbwd`) are kept as flow links; launch flows (`ac2g`) are
   redundant with correlation ids.
 - Optional per-op detail is interned like names: `stack` (the 1.9-era `Call stack` arg, as written)
@@ -31,6 +35,10 @@ try:  # the compiled row indexes (_rows.c); without them, the Python lines below
 except ImportError:
     _rows_by_kind = _rows_in = _rows_overlapping = None
 
+
+#: The largest |ts| and dur kept, in µs: 2**53, where a double stops holding every whole microsecond
+#: (the year 2255 since the epoch). Beyond it a value is no time a profiler writes.
+MAX_TIME_US = float(2**53)
 
 #: The per-row columns of a `Trace`, in the order the column scanner (_columns.c) commits them.
 ROW_COLUMNS = ("kind", "name", "track", "ts", "dur", "correlation", "external_id", "sequence", "nbytes", "stack",
@@ -159,6 +167,12 @@ class Trace:
     memory: Memory = field(default_factory=Memory)
     #: events of other phases, by phase ("i", "M", "s"/"f" launch flows, ...): counted, not kept
     skipped: dict[str, int] = field(default_factory=dict)
+    #: complete events left out: a `ts` or `dur` beyond ±MAX_TIME_US
+    times_out_of_range: int = 0
+    #: complete events whose negative `dur` was read as 0
+    negative_durations: int = 0
+    #: integer ids and counts beyond int64 (correlation, External id, Sequence number, bytes, ...), read as absent
+    ids_out_of_range: int = 0
     size_bytes: int = 0  # bytes of JSON read (after decompression)
     _rows_by_kind: tuple | None = field(default=None, repr=False, compare=False)  # (rows, {kind: rows})
 

@@ -10,8 +10,22 @@ whatever the file size.
 How slices are cut (the one subtle part): a candidate cut is a `},` in the raw bytes. A cut is
 accepted only if `[` + slice + `]` parses as JSON. A cut that falls inside a string or inside a
 nested object leaves an unterminated string or unbalanced brackets, which never parses, so an
-accepted cut is always between two top-level events. Invalid input is refused once the undecodable
-span exceeds a bound, so bad input never makes the reader hold more than that bound.
+accepted cut is always between two top-level events. When no cheap candidate parses, the text is
+walked once (jsonwalk.py): the walk finds the end of the last whole event, or the first invalid
+byte, which is refused at once with its position and what it is. A pretty-printed file (what
+Kineto writes) is cut without parsing, at its events' own newline-and-indent; a slice cut that way
+that does not decode is cut again where the decoder proves it, in place (no re-read: the input may
+be a pipe).
+
+Invariants:
+- The file is opened once and read front to back (a pipe or a FIFO gives its bytes only once).
+- Time is linear in the input whatever it holds: every candidate cut is tried a bounded number of
+  times, every walk of the same bytes happens after the buffer doubled.
+- Memory is bounded whatever the input: the text held at once is at most a few slices plus one
+  event (`MAX_EVENT_BYTES`); the trace itself is bounded by `Limits` (events, distinct names and
+  their bytes), refused with `TraceTooLarge` beyond them, as it is read.
+- Bad input raises one of the classes of errors.py, with a one-line reason and, for JSON, the byte
+  position (of the uncompressed text) where it goes wrong.
 
 Both layouts are read: `{"traceEvents": [...], <metadata>}` (metadata before and/or after the
 events) and the bare array of early (2020) traces.
@@ -24,8 +38,10 @@ import gc
 import os
 import queue
 import re
+import stat
 import threading
 from array import array
+from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import attrgetter, is_not
 from pathlib import Path
@@ -39,9 +55,12 @@ except ImportError:  # a platform without its wheels: the standard library reads
     import zlib as _zlib  # type: ignore[no-redef]
 
 from .. import forking
-from ..errors import NotATraceError, UsageError
+from ..errors import (EmptyTrace, InvalidTraceJSON, NotAProfilerTrace, NotATraceError, NotJSON, ResourceError,
+                      TraceTooLarge, TruncatedTrace, UsageError)
+from ..textsafe import printable
 from .events import Args, Event, InvalidJSON, as_int, decode_events, decode_string, norm_id
-from .model import ROW_COLUMNS, Kind, Trace, category_kind
+from .jsonwalk import Walk, describe, ends_where, walk
+from .model import MAX_TIME_US, ROW_COLUMNS, Kind, Trace, category_kind
 
 try:  # the compiled column scanner (_columns.c); without it, the same rows come from _Builder.add
     from ._columns import ColumnScanner
@@ -49,23 +68,78 @@ except ImportError:  # not built here (no C compiler at install time)
     ColumnScanner = None
 
 READ_SIZE = 2 << 20  # bytes read per slice (small slices decode faster and keep memory low)
-MAX_UNCUT = 256 << 20  # an event span this long with no valid cut means the JSON is broken
-MAX_CUT_TRIES = 64  # candidate cuts tried per slice before reading more
+MAX_EVENT_BYTES = 64 << 20  # one event, or the text before or after the events, longer than this is refused
+MAX_CUT_TRIES = 8  # cheap candidate cuts tried per read before the text is walked
+MAX_TAIL_TRIES = 8  # candidate ends of the event array decoded at the end of the file before it is walked
+MAX_TAIL_CANDIDATES = 64  # ... of those checked (the text after them must end the document)
+TAIL_WINDOW = 64 << 10  # ... among the last this many bytes
 
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _WS = b" \t\r\n"
+_LEADING_WS = re.compile(rb"[ \t\r\n]*")
+_BOM = b"\xef\xbb\xbf"
 
 
-def _open(path: Path) -> tuple[IO[bytes], bool]:
-    """The file, and whether it is gzip-compressed."""
+@dataclass(frozen=True)
+class Limits:
+    """What one read holds at most, so that reading and analysing stay within a stated memory
+    bound: the analysis takes at most about 450 bytes per kept event and 1.6 KB per distinct name
+    (measured: 340-370 and 1.1 KB), so with these limits at most about 3.5 GB (docs/trace-engine.md).
+    `STEPSCOPE_MAX_EVENTS` / `STEPSCOPE_MAX_NAMES` change the first two."""
+
+    events: int = 5_000_000  # complete events, flow points and memory events kept (~2 GB of Kineto's JSON)
+    names: int = 500_000  # distinct names, call stacks and shapes
+    name_bytes: int = 256 << 20  # characters of those names, together
+
+    @classmethod
+    def from_env(cls) -> Limits:
+        def number(var: str, default: int) -> int:
+            text = os.environ.get(var, "").strip().replace("_", "")
+            return int(text) if text.isdigit() and int(text) > 0 else default
+
+        return cls(events=number("STEPSCOPE_MAX_EVENTS", cls.events), names=number("STEPSCOPE_MAX_NAMES", cls.names))
+
+
+def _is_regular(path: Path) -> bool:
+    """Whether `path` is a regular file (not a pipe, FIFO or device: those are read once, front to
+    back, without their size). Looked up without opening it."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _open(path: Path) -> tuple[IO[bytes], bytes]:
+    """The file, opened once, and its first two bytes, already read (nothing seeks back: a pipe
+    cannot)."""
     if not path.exists():
         raise UsageError(f"no such file: {path}")
     if path.is_dir():
         raise UsageError(f"is a folder, not a trace file: {path}")
-    f = open(path, "rb")
-    magic = f.read(2)
-    f.seek(0)
-    return f, magic == b"\x1f\x8b"
+    try:
+        f = open(path, "rb")
+    except PermissionError:
+        raise UsageError(f"cannot open {path}: permission denied") from None
+    except OSError as e:
+        raise UsageError(f"cannot open {path}: {e.strerror or e}") from None
+    try:
+        return f, f.read(2)
+    except OSError as e:
+        f.close()
+        raise ResourceError(path, f"cannot read ({e.strerror or e})") from None
+
+
+class _Rewound:
+    """A file read from its start, after its first bytes were read to tell what it is."""
+
+    def __init__(self, f: IO[bytes], first: bytes):
+        self.f, self.first = f, first
+
+    def read(self, size: int) -> bytes:
+        if not self.first:
+            return self.f.read(size)
+        first, self.first = self.first, b""
+        return first + self.f.read(max(0, size - len(first)))
 
 
 class _Inflater:
@@ -76,9 +150,15 @@ class _Inflater:
 
     IN_CHUNK = 128 << 10
 
-    def __init__(self, f: IO[bytes]):
-        self.f = f
+    def __init__(self, f: IO[bytes], first: bytes = b""):
+        self.f, self.first = f, first
         self.d = _zlib.decompressobj(_zlib.MAX_WBITS | 16)
+
+    def _input(self) -> bytes:
+        if self.first:
+            first, self.first = self.first, b""
+            return first
+        return self.f.read(self.IN_CHUNK)
 
     def read(self, size: int) -> bytes:
         while True:
@@ -86,14 +166,14 @@ class _Inflater:
             if d.eof:
                 # a member ended: what follows it is in unused_data (a member that ends while output
                 # is limited also leaves it in unconsumed_tail, which an ended stream never consumes)
-                data = d.unused_data or self.f.read(self.IN_CHUNK)
+                data = d.unused_data or self._input()
                 if not data.strip(b"\0"):
                     return b""  # the last member ended (trailing zero padding is allowed)
                 self.d = d = _zlib.decompressobj(_zlib.MAX_WBITS | 16)
             elif d.unconsumed_tail:
                 data = d.unconsumed_tail
             else:
-                data = self.f.read(self.IN_CHUNK)
+                data = self._input()
                 if not data:
                     raise EOFError("compressed file ended before the end-of-stream marker")
             out = d.decompress(data, size)
@@ -106,19 +186,21 @@ class _Stream:
 
     A compressed file is inflated by a background thread a few chunks ahead of the reader (zlib
     releases the GIL, so inflating overlaps decoding on another core); at most `PREFETCH` chunks
-    wait in memory. An error in the thread is raised by the `read` that reaches it."""
+    wait in memory. An error in the thread is raised by the `read` that reaches it. `total` counts
+    the bytes of (uncompressed) text read so far: positions in reasons are offsets in that text."""
 
     PREFETCH = 4
 
     def __init__(self, path: Path):
         self.path = path
-        self.f, compressed = _open(path)
-        self.source: Any = _Inflater(self.f) if compressed else self.f
+        self.f, first = _open(path)
+        self.compressed = first == b"\x1f\x8b"
+        self.source: Any = _Inflater(self.f, first) if self.compressed else _Rewound(self.f, first)
         self.eof = False
         self.total = 0
         self._queue: queue.Queue | None = None
         self._stop = threading.Event()
-        if compressed:
+        if self.compressed:
             self._queue = queue.Queue(maxsize=self.PREFETCH)
             self._thread = threading.Thread(target=self._prefetch, name="stepscope-inflate", daemon=True)
             self._thread.start()
@@ -127,15 +209,18 @@ class _Stream:
         try:
             return self.source.read(READ_SIZE)
         except EOFError:
-            raise NotATraceError(f"{self.path}: compressed file is truncated") from None
-        except (_zlib.error, OSError) as e:
-            raise NotATraceError(f"{self.path}: cannot decompress ({e})") from None
+            raise TruncatedTrace(self.path, self.total, "truncated: the compressed file ends before its gzip "
+                                                        "stream does (compressed file is truncated)") from None
+        except _zlib.error as e:
+            raise NotATraceError(self.path, f"cannot decompress: the gzip data is corrupt ({e})") from None
+        except OSError as e:
+            raise ResourceError(self.path, f"cannot read ({e.strerror or e})") from None
 
     def _prefetch(self) -> None:
         assert self._queue is not None
         while not self._stop.is_set():
             try:
-                item: bytes | Exception = self._read_chunk()
+                item: bytes | BaseException = self._read_chunk()
             except Exception as e:  # handed to the reader, raised there
                 item = e
             while not self._stop.is_set():
@@ -154,7 +239,7 @@ class _Stream:
             data = self._read_chunk()
         else:
             item = self._queue.get()
-            if isinstance(item, Exception):
+            if isinstance(item, BaseException):
                 self.eof = True
                 raise item
             data = item
@@ -163,11 +248,19 @@ class _Stream:
         self.total += len(data)
         return data
 
+    def offset(self, buf: bytes | bytearray) -> int:
+        """The position in the text of `buf[0]`, where `buf` holds the last bytes read."""
+        return self.total - len(buf)
+
     def close(self) -> None:
         self._stop.set()
         if self._queue is not None:
             self._thread.join()
         self.f.close()
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20} MB" if n >= 1 << 20 else f"{n >> 10} KB"
 
 
 def _try_array(body: bytes | bytearray | memoryview) -> list[Event] | None:
@@ -177,115 +270,255 @@ def _try_array(body: bytes | bytearray | memoryview) -> list[Event] | None:
         return None
 
 
-def _iter_slices(stream: _Stream, meta: dict[str, Any], *, trusted_cuts: bool = True) -> Iterator[tuple[str, Any]]:
-    """Yield ("events", decoded list) or ("raw", bytes of whole events, not yet decoded); fill
-    `meta` with the top-level metadata at the end."""
-    buf = bytearray()
-    # 1. find where the event array starts
-    while True:
-        data = stream.read()
-        buf += data
-        head = bytes(buf[:64]).lstrip(_WS + b"\xef\xbb\xbf")
-        if not head and not data:
-            raise NotATraceError(f"{stream.path}: empty file")
-        if head[:1] == b"[":
-            start = buf.index(b"[") + 1
-            header: bytes | None = None
-            break
-        if head and head[:1] != b"{":
-            raise NotATraceError(f"{stream.path}: not JSON (a trace starts with '{{' or '[')")
-        m = _EVENTS_KEY.search(buf)
-        if m:
-            header = bytes(buf[: m.start()])
-            start = m.end()
-            break
-        if not data or len(buf) > MAX_UNCUT:
-            # the whole document is here (or too much without events): say what it is
-            try:
-                doc = orjson.loads(bytes(buf))
-            except orjson.JSONDecodeError:
+class _Slices:
+    """The event array of a stream cut into slices of whole events. Iterating gives ("raw", bytes)
+    slices cut by the file's layout, not yet decoded, and ("events", list) slices cut where the
+    decoder proved it; at the end `metadata` holds the document's other top-level keys.
+
+    `distrust(raw)`: the raw slice just given did not decode; it and the rest of the file are cut
+    again, each cut proved by the decoder (nothing is read twice)."""
+
+    def __init__(self, stream: _Stream, *, trusted_cuts: bool = True):
+        self.stream, self.path = stream, stream.path
+        self.trusted_cuts = trusted_cuts
+        self.metadata: dict[str, Any] = {}
+        self.header: bytes | None = None  # the document's text before `"traceEvents": [`; None for a bare array
+        self.header_at = 0  # its position in the text
+        self._rejected: bytes | None = None
+
+    def distrust(self, raw: bytes) -> None:
+        self._rejected = raw
+
+    def __iter__(self) -> Iterator[tuple[str, Any]]:
+        stream = self.stream
+        buf = self._find_events()
+        inside = b"[" if self.header is None else b"{["  # the containers open where the events start
+        # A pretty-printed array separates its events by `},` + the same newline-and-indent that
+        # precedes the first event. A raw newline never occurs inside a JSON string and nested
+        # values are indented deeper, so that exact pattern is a safe cut without decoding.
+        head = bytes(buf[:256])
+        indent = head[: len(head) - len(head.lstrip(_WS))]
+        trusted_cut = b"}," + indent + b"{" if self.trusted_cuts and b"\n" in indent else None
+        retry_at = 0  # no cut is tried again before the buffer reaches this size (it doubles each time)
+        closed = False  # the event array has closed: the rest is metadata, read at the end
+        # 2. cut the array into slices of whole events
+        while True:
+            if self._rejected is not None:  # the consumer could not decode the last raw slice
+                buf[:0] = self._rejected + b","
+                self._rejected, trusted_cut, retry_at = None, None, 0
+            data = stream.read()
+            if trusted_cut is not None and data:
+                # the last cut of buf + data lies in data if data holds one (cuts do not overlap); the
+                # slice is copied once, from the small rest of the previous chunk and this one
+                pos = data.rfind(trusted_cut)
+                if pos > 0 or (pos == 0 and buf):
+                    raw = b"".join((buf, memoryview(data)[: pos + 1]))
+                    buf[:] = memoryview(data)[pos + 2 :]
+                    yield "raw", raw
+                    continue
+            buf += data
+            if not data:
+                break
+            if trusted_cut is not None:
+                pos = buf.rfind(trusted_cut)
+                if pos > 0:
+                    raw = bytes(buf[: pos + 1])
+                    del buf[: pos + 2]
+                    yield "raw", raw
+                    continue
+            if not closed and len(buf) >= retry_at:
+                lead = _LEADING_WS.match(buf).end()  # whitespace between events is not kept
+                if lead:
+                    del buf[:lead]
+                events, closed = self._cut(buf, inside)
+                if events is not None:
+                    retry_at = 0
+                    yield "events", events
+                else:
+                    retry_at = 2 * len(buf)
+            if len(buf) > MAX_EVENT_BYTES:
+                where = "after the event array" if closed else "without the end of an event"
+                raise TraceTooLarge(self.path, "bytes in one event", MAX_EVENT_BYTES,
+                                    f"more than {_size(MAX_EVENT_BYTES)} of text {where}, from byte "
+                                    f"{stream.offset(buf)}: no profiler writes events that long")
+        # 3. the rest: the last events, the closing bracket, and metadata written after the events
+        yield from self._tail(buf, inside)
+
+    def _find_events(self) -> bytearray:
+        """Read up to where the event array starts: the text after its `[`."""
+        stream, path = self.stream, self.path
+        buf = bytearray()
+        search_from = 0
+        bom: bool | None = None  # whether the text starts with a byte order mark (None: not known yet)
+        while True:
+            data = stream.read()
+            buf += data
+            if bom is None:
+                if len(buf) < len(_BOM) and data:
+                    continue
+                bom = buf.startswith(_BOM)
+                if bom:  # a UTF-8 byte order mark: allowed before JSON text
+                    del buf[: len(_BOM)]
+                elif buf[:2] in (b"\xff\xfe", b"\xfe\xff"):
+                    raise NotJSON(path, "UTF-16 text (it starts with a UTF-16 byte order mark), not the UTF-8 "
+                                        "JSON of a trace")
+            lead = _LEADING_WS.match(buf).end()
+            if lead == len(buf):  # only whitespace so far: not kept
                 if not data:
-                    raise NotATraceError(f"{stream.path}: invalid or truncated JSON, and no traceEvents") from None
-                raise NotATraceError(f"{stream.path}: no traceEvents in the first {MAX_UNCUT >> 20} MB") from None
-            raise NotATraceError(f"{stream.path}: JSON {type(doc).__name__} without traceEvents: not a profiler trace")
-    del buf[:start]
-    # A pretty-printed array separates its events by `},` + the same newline-and-indent that
-    # precedes the first event. A raw newline never occurs inside a JSON string and nested
-    # values are indented deeper, so that exact pattern is a safe cut without decoding.
-    head = bytes(buf[:256])
-    indent = head[: len(head) - len(head.lstrip(_WS))]
-    trusted_cut = b"}," + indent + b"{" if trusted_cuts and b"\n" in indent else None
-    # 2. cut the array into slices of whole events
-    while True:
-        data = stream.read()
-        if trusted_cut is not None and data:
-            # the last cut of buf + data lies in data if data holds one (cuts do not overlap); the
-            # slice is copied once, from the small rest of the previous chunk and this one
-            pos = data.rfind(trusted_cut)
-            if pos > 0 or (pos == 0 and buf):
-                raw = b"".join((buf, memoryview(data)[: pos + 1]))
-                buf[:] = memoryview(data)[pos + 2 :]
-                yield "raw", raw
+                    empty = stream.total == (len(_BOM) if bom else 0)
+                    raise EmptyTrace(path, "empty file" if empty else "the file holds only whitespace")
+                buf.clear()
                 continue
-        buf += data
-        if not data:
-            break
-        if trusted_cut is not None:
-            pos = buf.rfind(trusted_cut)
-            if pos > 0:
-                raw = bytes(buf[: pos + 1])
-                del buf[: pos + 2]
-                yield "raw", raw
-                continue
+            if buf[lead] == ord("["):
+                self.header = None
+                del buf[: lead + 1]
+                return buf
+            if buf[lead] != ord("{"):
+                shown = printable(bytes(buf[lead : lead + 8]).decode("utf-8", "replace"))
+                raise NotJSON(path, f"not JSON (a trace starts with '{{' or '[', this file with '{shown}')")
+            if _LEADING_WS.match(data).end() < len(data):  # new text: look for the key (whitespace cannot hold it)
+                m = _EVENTS_KEY.search(buf, search_from)
+                if m:
+                    self.header, self.header_at = bytes(buf[: m.start()]), stream.offset(buf)
+                    del buf[: m.end()]
+                    return buf
+                # a key whose `[` has not arrived yet starts at its last `"traceEvents"`
+                key = buf.rfind(b'"traceEvents"', search_from)
+                search_from = key if key >= 0 else max(0, len(buf) - len(b'"traceEvents"'))
+            if not data:  # the whole document is here: say what it is
+                self._refuse_document(bytes(buf), stream.offset(buf))
+            if len(buf) > MAX_EVENT_BYTES:
+                raise NotAProfilerTrace(path, "document",
+                                        reason=f"no traceEvents in the first {_size(MAX_EVENT_BYTES)}: "
+                                               "not a profiler trace")
+
+    def _refuse_document(self, text: bytes, at: int) -> None:
+        """A whole document without `traceEvents`: not a trace, or not valid JSON (say where)."""
+        try:
+            doc = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            self._raise_invalid(walk(text, big_ints=False), text, at, "in a document without traceEvents")
+        raise NotAProfilerTrace(self.path, type(doc).__name__)
+
+    def _cut(self, buf: bytearray, inside: bytes) -> tuple[list[Event] | None, bool]:
+        """Cut the whole events at the front of `buf` off it: (their records, whether the event
+        array closes in `buf`), or (None, ...) when no event in it is whole yet."""
         cut_end = len(buf)
-        events = None
-        for _ in range(MAX_CUT_TRIES):
+        for _ in range(MAX_CUT_TRIES):  # the last `},` is the end of an event, but for a slice read mid-event
             pos = buf.rfind(b"},", 0, cut_end)
             if pos < 0:
                 break
             events = _try_array(memoryview(buf)[: pos + 1])
             if events is not None:
                 del buf[: pos + 2]
-                break
+                return events, False
             cut_end = pos
-        if events is not None:
-            yield "events", events
-        elif len(buf) > MAX_UNCUT:
-            raise NotATraceError(
-                f"{stream.path}: invalid JSON in traceEvents (no decodable event within "
-                f"{MAX_UNCUT >> 20} MB after byte {stream.total - len(buf)})"
-            )
-    # 3. the rest: the last events, the closing bracket, and metadata written after the events
-    tail_tries = 0
-    end = len(buf)
-    while True:
-        pos = buf.rfind(b"]", 0, end)
-        if pos < 0 or tail_tries > 4096:
-            raise NotATraceError(
-                f"{stream.path}: truncated or invalid JSON (the traceEvents array is not closed)"
-            )
-        tail_tries += 1
-        events = _try_array(memoryview(buf)[:pos])
-        if events is not None:
+        # no cheap cut: walk the text (linear) for the end of its last whole event, or what is wrong
+        text = bytes(buf)
+        w = walk(text, inside=inside, document=False)
+        if w.problem is not None and not w.problem.ends_early:
+            self._raise_invalid(w, text, self.stream.offset(buf))
+        rest = _LEADING_WS.match(buf, w.last_item).end() if w.last_item else len(buf)
+        if rest == len(buf):  # no whole event yet, or what follows the last one has not been read
+            return None, bool(w.closed)
+        events = _try_array(text[: w.last_item])
+        if events is None:
+            self._raise_undecodable(text[: w.last_item], self.stream.offset(buf))
+        del buf[: rest + (buf[rest] == ord(","))]  # the comma after the event; a `]` stays for the end
+        return events, bool(w.closed)
+
+    def _tail(self, buf: bytearray, inside: bytes) -> Iterator[tuple[str, Any]]:
+        """The end of the file: the last events, the array's closing bracket, and what follows."""
+        # the common case: the array closes at one of the last brackets, and the rest is the document's end
+        end, floor, tries = len(buf), max(0, len(buf) - TAIL_WINDOW), 0
+        for _ in range(MAX_TAIL_CANDIDATES):
+            pos = buf.rfind(b"]", floor, end)
+            if pos < 0 or tries == MAX_TAIL_TRIES:
+                break
+            end = pos
             rest = bytes(buf[pos + 1 :])
-            if header is None:
-                if rest.strip(_WS):
-                    end = pos
-                    continue
-            else:
-                try:
-                    doc = orjson.loads(header + b'"traceEvents":[]' + rest)
-                except orjson.JSONDecodeError:
-                    end = pos
-                    continue
-                if not isinstance(doc, dict):
-                    end = pos
-                    continue
-                doc.pop("traceEvents", None)
-                meta.update(doc)
+            if not self._ends_document(rest):
+                continue
+            tries += 1
+            events = _try_array(memoryview(buf)[:pos])
+            if events is None:
+                continue
+            meta = self._metadata(rest)
+            if meta is None:
+                break  # the text before the events is invalid: the walk below says where
+            self.metadata.update(meta)
             yield "events", events
             return
-        end = pos
+        # otherwise walk the text (linear): where the array closes, or what is wrong and where
+        text, at = bytes(buf), self.stream.offset(buf)
+        w = walk(text, inside=inside)
+        if w.problem is not None:
+            self._raise_invalid(w, text, at)
+        close = w.closed[0]
+        events = _try_array(text[:close])
+        if events is None:
+            self._raise_undecodable(text[:close], at)
+        rest = text[close + 1 :]
+        meta = self._metadata(rest)
+        if meta is None:  # the text before the events (not walked above) is where it goes wrong
+            assert self.header is not None
+            placeholder = b'"traceEvents":[]'
+            doc = self.header + placeholder + rest
+            w = walk(doc, big_ints=False)  # as orjson reads it
+            if w.problem is None or w.problem.position >= len(self.header) + len(placeholder):
+                self._raise_undecodable(doc, self.header_at, where="around traceEvents")
+            self._raise_invalid(w, doc, self.header_at, "before traceEvents")
+        self.metadata.update(meta)
+        yield "events", events
+
+    def _ends_document(self, rest: bytes) -> bool:
+        """Whether `rest`, the text after a candidate end of the event array, ends the document
+        (checked by a walk of that short text alone, before anything is decoded)."""
+        if self.header is None:
+            return not rest.strip(_WS)
+        return walk(b'{"":0' + rest, big_ints=False).problem is None
+
+    def _metadata(self, rest: bytes) -> dict[str, Any] | None:
+        """The top-level keys of the document, given the text after the event array; None when
+        that text does not end the document."""
+        if self.header is None:
+            return None if rest.strip(_WS) else {}
+        try:
+            doc = orjson.loads(self.header + b'"traceEvents":[]' + rest)
+        except orjson.JSONDecodeError:
+            return None
+        if not isinstance(doc, dict):
+            return None
+        doc.pop("traceEvents", None)
+        return doc
+
+    def _raise_invalid(self, w: Walk, text: bytes, at: int, where: str | None = None) -> None:
+        """Raise what `w.problem` says of `text` (which starts at position `at` of the file's text);
+        `where` in the document it is, when not in or after the event array (by `w.closed`)."""
+        problem = w.problem
+        if problem is None:
+            self._raise_undecodable(text, at)
+            return
+        if where is None:
+            where = "after traceEvents" if w.closed and problem.position > w.closed[0] else "in traceEvents"
+        position = at + problem.position
+        of = " of its uncompressed text" if self.stream.compressed else ""
+        if problem.ends_early:
+            raise TruncatedTrace(self.path, position, f"truncated: the file ends at byte {position}{of} "
+                                                      f"{ends_where(problem)}")
+        raise InvalidTraceJSON(self.path, position, describe(text, problem), where=where, of=of)
+
+    def _raise_undecodable(self, text: bytes, at: int, where: str = "in traceEvents") -> None:
+        """The decoder refused a text the walk found valid: say where the text is, not why."""
+        of = " of its uncompressed text" if self.stream.compressed else ""
+        raise InvalidTraceJSON(self.path, at, "the decoder refuses this text", where=where, of=of)
+
+
+def _iter_slices(stream: _Stream, meta: dict[str, Any], *, trusted_cuts: bool = True) -> Iterator[tuple[str, Any]]:
+    """The slices of `stream` (see `_Slices`), filling `meta` with the top-level metadata at the end."""
+    slices = _Slices(stream, trusted_cuts=trusted_cuts)
+    yield from slices
+    meta.update(slices.metadata)
 
 
 class _Interner:
@@ -297,12 +530,14 @@ class _Interner:
         self.name_ids: dict[str, int] = {}
         self.track_ids: dict[tuple, int] = {}  # (pid, tid) as written, and normalised
         self.detail_ids: dict[bytes, int] = {}  # raw text of (dims, types) -> name id
+        self.chars = 0  # characters of the names, together (bounded by Limits.name_bytes)
 
     def name(self, name: str) -> int:
         i = self.name_ids.get(name)
         if i is None:
             i = self.name_ids[name] = len(self.names)
             self.names.append(name)
+            self.chars += len(name)
         return i
 
     def track_norm(self, norm: tuple) -> int:
@@ -347,13 +582,15 @@ class _Builder:
     (metadata, memory, flows) through a plain loop. `add_raw` falls back to `add` for a slice the
     scanner leaves to it (see _columns.c) and where the scanner is not built."""
 
-    def __init__(self, trace: Trace, *, compiled: bool = True):
+    def __init__(self, trace: Trace, *, compiled: bool = True, limits: Limits | None = None):
         self.t = trace
         self.intern = intern = _Interner(trace)
         self.name_ids, self.track_ids, self.detail_ids = intern.name_ids, intern.track_ids, intern.detail_ids
         self.kind_of: dict[str | None, int] = {}
         self.scanner = self.new_scanner() if compiled and ColumnScanner is not None else None
         self.scanned_rows: list[list[bytes]] = [[] for _ in ROW_COLUMNS]  # per column: see finish()
+        self.pending_rows = 0  # rows in scanned_rows
+        self.limits = limits  # None: no bound (a worker's part; the reader that merges it checks)
 
     def new_scanner(self) -> Any:
         """A column scanner that interns into this builder's trace (scan_threads.py uses several)."""
@@ -378,13 +615,40 @@ class _Builder:
         columns = scanner.commit()
         for chunks, data in zip(self.scanned_rows, columns):  # the rows: the first len(ROW_COLUMNS)
             chunks.append(data)
+        self.pending_rows += len(columns[0])  # the kind column: a byte a row
         flows = self.t.flows  # few: appended at once, after any flow handed back
         n = len(ROW_COLUMNS)
         for column, data in zip((flows.id, flows.is_end, flows.track, flows.ts), columns[n : n + 4]):
             column.frombytes(data)
         skipped = self.t.skipped
-        for ph, count in columns[-1].items():
+        for ph, count in columns[n + 4].items():
             skipped[ph] = skipped.get(ph, 0) + count
+        out_of_range, negative = columns[n + 5]
+        self.t.times_out_of_range += out_of_range
+        self.t.negative_durations += negative
+        self.check_limits()
+
+    def check_limits(self) -> None:
+        """Refuse the trace once it holds more than `limits` allow (checked after every slice, so
+        the read stops within a slice of the bound)."""
+        limits, t = self.limits, self.t
+        if limits is None:
+            return
+        events = len(t.kind) + self.pending_rows + len(t.flows) + len(t.memory)
+        if events > limits.events:
+            raise TraceTooLarge(t.path, "events", limits.events,
+                                f"more than {limits.events:,} events, the most one analysis holds (about 450 bytes "
+                                "each): record fewer active steps, or raise STEPSCOPE_MAX_EVENTS if this machine "
+                                "has the memory")
+        if len(t.names) > limits.names:
+            raise TraceTooLarge(t.path, "distinct names", limits.names,
+                                f"more than {limits.names:,} distinct names (operators, frames, shapes), the most one "
+                                "analysis holds (about 1.6 KB each): raise STEPSCOPE_MAX_NAMES if this machine has "
+                                "the memory")
+        if self.intern.chars > limits.name_bytes:
+            raise TraceTooLarge(t.path, "bytes of names", limits.name_bytes,
+                                f"more than {_size(limits.name_bytes)} of distinct names, the most one analysis "
+                                "holds: no profiler writes names that long")
 
     def finish(self) -> None:
         """Append the rows scanned so far to the columns (before any other rows, and at the end).
@@ -397,6 +661,7 @@ class _Builder:
             for name, pending in zip(ROW_COLUMNS, chunks):
                 getattr(self.t, name).frombytes(b"".join(pending))
                 pending.clear()
+        self.pending_rows = 0
 
     def merge(self, part: Trace) -> None:
         """Append a slice decoded into its own small `Trace` (ids remapped to this trace's tables;
@@ -435,6 +700,10 @@ class _Builder:
         t.thread_names.update(part.thread_names)
         for k, v in part.skipped.items():
             t.skipped[k] = t.skipped.get(k, 0) + v
+        t.times_out_of_range += part.times_out_of_range
+        t.negative_durations += part.negative_durations
+        t.ids_out_of_range += part.ids_out_of_range
+        self.check_limits()
 
     def add(self, events: list[Event]) -> None:
         """Append one slice of decoded events.
@@ -446,13 +715,25 @@ class _Builder:
         complete = [e for e in events if e.ph == "X" and e.ts is not None]
         if len(complete) < len(events):
             self._add_others(events)
-        if not complete:
-            return
+        if complete:
+            self._add_complete(complete)
+        self.check_limits()
+
+    def _add_complete(self, complete: list[Event]) -> None:
         t = self.t
+        durs = list(map(_DUR, complete))
+        known_durs = durs if None not in durs else [d for d in durs if d is not None]
+        times = list(map(_TS, complete))
+        if max(times) > MAX_TIME_US or min(times) < -MAX_TIME_US or max(known_durs, default=0.0) > MAX_TIME_US:
+            # no time a profiler writes: left out, and counted for the report
+            keep = [-MAX_TIME_US <= ts <= MAX_TIME_US and (d is None or d <= MAX_TIME_US) for ts, d in zip(times, durs)]
+            t.times_out_of_range += keep.count(False)
+            complete, times, durs = (list(compress(c, keep)) for c in (complete, times, durs))
+            if not complete:
+                return
         n = len(complete)
         cats = list(map(_CAT, complete))
         names = list(map(_NAME, complete))
-        durs = list(map(_DUR, complete))
         args = list(map(_ARGS, complete))
         # new categories, names and tracks are interned in order of first appearance, so ids do
         # not depend on set order (reports are the same from run to run)
@@ -473,13 +754,14 @@ class _Builder:
             if key not in track_ids:
                 self.intern.track(*key)
         t.track.extend(map(track_ids.__getitem__, keys))
-        t.ts.extend(map(_TS, complete))
+        t.ts.extend(times)
         if None in durs or min(durs) < 0.0:
+            t.negative_durations += sum(1 for d in durs if d is not None and d < 0.0)
             durs = [d if d is not None and d > 0.0 else 0.0 for d in durs]
         t.dur.extend(durs)
         if None in args:
             args = [_NO_ARGS if a is None else a for a in args]
-        t.correlation.extend(map(_CORRELATION, args))
+        t.correlation.extend(self._int64(list(map(_CORRELATION, args))))
         ext = list(map(_EXTERNAL_ID, args))
         ext_old = list(map(_EXTERNAL_ID_OLD, args))
         seq = list(map(_SEQUENCE, args))
@@ -487,18 +769,15 @@ class _Builder:
         dims = list(map(_INPUT_DIMS, args))
         if any(map((-1).__ne__, ext_old)):  # the 1.x spelling, where the current one is absent
             ext = [e if e != -1 else o for e, o in zip(ext, ext_old)]
-        t.external_id.extend(ext)
+        t.external_id.extend(self._int64(ext))
         # sequence numbers belong to operators; bytes to copies and memsets
-        sequence = array("q", seq)
         if not {Kind.CPU_OP}.issuperset(compress(kind, map((-1).__ne__, seq))):
-            for row in compress(range(n), map((-1).__ne__, seq)):
-                if kind[row] != Kind.CPU_OP:
-                    sequence[row] = -1
-        t.sequence.extend(sequence)
+            seq = [s if k == Kind.CPU_OP else -1 for s, k in zip(seq, kind)]
+        t.sequence.extend(self._int64(seq))
         byte_counts = _absent(n, "q")
         for row in compress(range(n), map(_COPY_KINDS.__contains__, kind)):
             a = args[row]
-            byte_counts[row] = a.nbytes if a.nbytes != -1 else a.size
+            byte_counts[row] = self._id(a.nbytes if a.nbytes != -1 else a.size)
         t.nbytes.extend(byte_counts)
         # stacks and shapes of operators, interned like names
         stack, shapes = _absent(n, "i"), _absent(n, "i")
@@ -514,6 +793,20 @@ class _Builder:
         t.stack.extend(stack)
         t.shapes.extend(shapes)
 
+    def _int64(self, values: list[int]) -> array:
+        """`values` as an int64 column; a value beyond int64 (Kineto writes ids as uint64) is
+        absent (-1), and counted."""
+        try:
+            return array("q", values)
+        except OverflowError:
+            return array("q", map(self._id, values))
+
+    def _id(self, value: int) -> int:
+        if _INT64_MIN <= value <= _INT64_MAX:
+            return value
+        self.t.ids_out_of_range += 1
+        return -1
+
     def _add_others(self, events: list[Event]) -> None:
         """Flows, metadata and memory events; everything else is counted by phase as skipped."""
         skipped = self.t.skipped
@@ -526,6 +819,9 @@ class _Builder:
             elif (ph == "s" or ph == "f") and e.cat == "fwdbwd":
                 fid = as_int(e.id)
                 if fid < 0 or e.ts is None:
+                    continue
+                if fid > _INT64_MAX:
+                    self.t.ids_out_of_range += 1
                     continue
                 flows.id.append(fid)
                 flows.is_end.append(1 if ph == "f" else 0)
@@ -544,13 +840,16 @@ class _Builder:
         a = e.args
         if a is None or e.ts is None or a.mem_bytes is None:
             return False
+        if not _INT64_MIN <= a.mem_bytes <= _INT64_MAX:
+            self.t.ids_out_of_range += 1
+            return False
         mem = self.t.memory
         mem.ts.append(e.ts)
         mem.track.append(self.intern.track(e.pid, e.tid))
         mem.nbytes.append(a.mem_bytes)
-        mem.total_allocated.append(a.total_allocated)
+        mem.total_allocated.append(self._id(a.total_allocated))
         mem.device_type.append(a.device_type if -128 <= a.device_type < 128 else -1)
-        mem.device_id.append(a.device_id)
+        mem.device_id.append(self._id(a.device_id))
         return True
 
     def _metadata_event(self, e: Event) -> None:
@@ -564,6 +863,7 @@ class _Builder:
 
 
 _NO_ARGS = Args()
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _CAT, _NAME, _TS, _DUR, _ARGS = (attrgetter(f) for f in ("cat", "name", "ts", "dur", "args"))
 _CORRELATION, _EXTERNAL_ID, _EXTERNAL_ID_OLD, _SEQUENCE, _CALL_STACK, _INPUT_DIMS = (
     attrgetter(f) for f in ("correlation", "external_id", "external_id_old", "sequence", "call_stack", "input_dims"))
@@ -609,7 +909,8 @@ def default_workers(path: Path) -> int:
     cores allow (at least two from two cores on), while the whole read stays within twice the
     JSON's size (the parent keeps ~80 MB plus its columns, about a quarter of the JSON; a forked
     worker costs less than a started one, see workers.py). `STEPSCOPE_TRACE_WORKERS=N` overrides
-    (1: none)."""
+    (1: none). A pipe or FIFO is read in this process only (its size is unknown, and nothing may
+    open it a second time)."""
     forced = os.environ.get("STEPSCOPE_TRACE_WORKERS", "").strip()
     if forced.isdigit():
         return max(1, int(forced))
@@ -627,7 +928,10 @@ def default_workers(path: Path) -> int:
 
 
 def _json_size(path: Path) -> int:
-    """Bytes of JSON in the file; for gzip, the size its trailer records (modulo 4 GiB)."""
+    """Bytes of JSON in the file; for gzip, the size its trailer records (modulo 4 GiB). 0 for
+    anything but a regular file, which is not opened: a FIFO opened here would lose its bytes."""
+    if not _is_regular(path):
+        return 0
     try:
         size = path.stat().st_size
         with open(path, "rb") as f:
@@ -640,43 +944,52 @@ def _json_size(path: Path) -> int:
     return recorded if recorded >= size else size * 10
 
 
-def read_trace(path: Path | str, *, workers: int | None = None) -> Trace:
-    """Read one trace file. Raises `NotATraceError` / `UsageError` with a one-line reason.
+class _SliceFailed(Exception):
+    """A slice cut by the file's layout did not decode in a thread or worker process, or a worker
+    stopped: the file is read again in this process, where such a slice is cut again in place."""
 
-    `workers` > 1 decodes slices in that many worker processes (default: by file size and
-    cores); the result is identical to a single-process read, row for row.
+
+def read_trace(path: Path | str, *, workers: int | None = None) -> Trace:
+    """Read one trace file. Raises a `NotATraceError` / `UsageError` (a class per reason, see
+    errors.py) or `ResourceError` with a one-line reason.
+
+    `workers` > 1 decodes slices on that many threads or worker processes (default: by file size
+    and cores; a pipe is read in this process); the result is identical to a single-process read,
+    row for row.
     """
     path = Path(path)
-    n_workers = default_workers(path) if workers is None else max(1, workers)
-    used: dict[str, bool] = {}
+    regular = _is_regular(path)
+    n_workers = 1 if not regular else default_workers(path) if workers is None else max(1, workers)
     # Decoding makes millions of short-lived containers and no reference cycles: the cyclic
     # collector would only re-scan them (measured: about a fifth of the read). Refcounting frees them.
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _read(path, n_workers, trusted_cuts=True, used=used)
-    except NotATraceError:
-        if not used.get("trusted_cuts"):
-            raise
-        # A layout cut led to JSON that does not decode: either the JSON is broken, or the file
-        # indents nested values like events. Read again cutting only where the JSON proves it.
-        return _read(path, 1, trusted_cuts=False, used=used)
+        try:
+            return _read(path, n_workers, regular=regular)
+        except _SliceFailed:
+            # a layout cut led to JSON that does not decode (the JSON is broken, or the file indents
+            # nested values like events), or a worker stopped: read again here, cutting in place
+            return _read(path, 1, regular=regular)
+        except MemoryError:
+            raise ResourceError(path, "out of memory while reading the trace") from None
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _read(path: Path, n_workers: int, *, trusted_cuts: bool, used: dict[str, bool]) -> Trace:
+def _read(path: Path, n_workers: int, *, regular: bool) -> Trace:
     from .workers import WorkerError, WorkerPool
 
-    trace = Trace(path=path.resolve())
-    builder = _Builder(trace)
+    # a pipe or FIFO has no resolved name worth showing (/proc/<pid>/fd/pipe:[...]): keep the one given
+    trace = Trace(path=path.resolve() if regular else Path(os.path.abspath(path)))
+    builder = _Builder(trace, limits=Limits.from_env())
     with contextlib.ExitStack() as cleanup:  # closed in reverse: the stream, then threads or workers
         # With the compiled scanner, slices are scanned by threads (scan_threads.py); without it,
         # decoded by worker processes (workers.py). Workers that can be forked are forked now,
         # before the stream's inflating thread starts (no other thread may run at a fork); workers
         # started as interpreters wait for the first slice that needs them (a file without layout
-        # cuts never does).
+        # cuts never does). Workers that cannot start leave the slices to this process.
         threads = pool = None
         if n_workers > 1 and builder.scanner is not None:
             from .scan_threads import ScanThreads  # here: small traces never need concurrent.futures
@@ -686,13 +999,14 @@ def _read(path: Path, n_workers: int, *, trusted_cuts: bool, used: dict[str, boo
         elif n_workers > 1 and forking.can_fork():
             try:
                 pool = WorkerPool(n_workers)
-            except OSError as e:
-                raise NotATraceError(f"{path}: cannot start decoding workers ({e})") from None
-            cleanup.callback(pool.close)
+                cleanup.callback(pool.close)
+            except OSError:
+                n_workers = 1
         stream = _Stream(path)
         cleanup.callback(stream.close)
+        slices = _Slices(stream)
         try:
-            for what, payload in _iter_slices(stream, trace.metadata, trusted_cuts=trusted_cuts):
+            for what, payload in slices:
                 if what == "events":
                     if threads is not None:
                         threads.drain()
@@ -701,33 +1015,41 @@ def _read(path: Path, n_workers: int, *, trusted_cuts: bool, used: dict[str, boo
                             builder.merge(part)
                     builder.add(payload)
                     continue
-                used["trusted_cuts"] = True
                 if threads is not None:
                     threads.add(payload)
-                elif n_workers <= 1:
-                    builder.add_raw(payload)  # straight into the trace's own columns
-                else:
+                elif n_workers > 1:
                     if pool is None:
-                        pool = WorkerPool(n_workers)
+                        try:
+                            pool = WorkerPool(n_workers)
+                        except OSError:
+                            n_workers = 1
+                            builder.add_raw(payload)
+                            continue
                         cleanup.callback(pool.close)
                     for part in pool.submit(payload):
                         builder.merge(part)
+                else:
+                    try:
+                        builder.add_raw(payload)  # straight into the trace's own columns
+                    except InvalidJSON:
+                        slices.distrust(payload)  # cut it (and the rest) again where the decoder proves it
                 del payload
             if threads is not None:
                 threads.drain()
             elif pool is not None:
                 for part in pool.drain():
                     builder.merge(part)
-        except InvalidJSON:
-            raise NotATraceError(f"{path}: invalid JSON in traceEvents (before byte {stream.total})") from None
-        except WorkerError as e:
-            if "JSON" in str(e):
-                raise NotATraceError(f"{path}: invalid JSON in traceEvents (before byte {stream.total})") from None
-            raise NotATraceError(f"{path}: {e} (before byte {stream.total})") from None
-        except (OSError, MemoryError) as e:
-            raise NotATraceError(f"{path}: cannot read ({e.__class__.__name__}: {e})") from None
+        except (InvalidJSON, WorkerError):
+            raise _SliceFailed() from None  # only threads and workers get here (see above)
+        except (InvalidTraceJSON, TruncatedTrace):
+            if threads is None and pool is None:
+                raise
+            # the text after a bad layout cut (still in flight) can look broken: the read in this
+            # process cuts in place, and says what is wrong if anything is
+            raise _SliceFailed() from None
     builder.finish()
+    trace.metadata.update(slices.metadata)
     trace.size_bytes = stream.total
     if len(trace) == 0:
-        raise NotATraceError(f"{path}: the trace holds no events (empty window)")
+        raise EmptyTrace(path, "the trace holds no events (empty window)")
     return trace

@@ -7,6 +7,9 @@ contract's fields (`kind, file, line, observation, hypothesis, next_check`) plus
 `figures`; `observation` carries the figures and the machine they come from, the hypothesis is a
 possible reading (not a conclusion), and no finding ever claims a speed-up.
 
+Findings whose evidence the profiler distorts (host waits, launch-bound steps, the batch read) say
+so with the report's `distortion` and point at `stepscope measure` (distorted.py).
+
 Kinds: input-bound, repeated-copy, small-launches, dominant-op, sync-in-step, startup-cost,
 unsteady-window, gpu-not-observed, missing-label, rank-imbalance (docs/findings.md describes each). Findings about
 the loop as a whole are anchored on the loop header line when the trace has one, else on no line.
@@ -15,6 +18,7 @@ the loop as a whole are anchored on the loop header line when the trace has one,
 from __future__ import annotations
 
 from .common import loop_header
+from .distorted import mark_distorted
 from .labels_rule import missing_label
 from .ranks_rule import rank_imbalance
 from .source_labels import missing_labels
@@ -42,4 +46,4 @@ def find(report: dict, thresholds: Thresholds = Thresholds()) -> list[dict]:
             out.extend(result)
         elif result:
             out.append(result)
-    return out
+    return mark_distorted(out, report)

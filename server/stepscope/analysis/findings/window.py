@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from statistics import median
 
+from ...textsafe import shorten
 from .common import Anchor, finding, machine_words
 from .thresholds import Thresholds
 
@@ -85,7 +86,7 @@ def unsteady_window(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
         "unsteady-window", anchor,
         f"Step times range from {min(rest):.2f} to {max(rest):.2f} ms, a range {spread:.2f} times their median of "
         f"{mid:.2f} ms (the first active step, {values[0]:.2f} ms, left out; {machine}); the slowest is "
-        f"{steps[slowest]['name']}.{new}",
+        f"{shorten(steps[slowest]['name'])}.{new}",
         "The window is not steady: warm-up may be too short, or the step takes different paths "
         "(new shapes, recompilation, a periodic action such as logging or checkpointing).",
         "Profile again with a longer warm-up and more active steps, and compare the slow step's events "
@@ -98,7 +99,7 @@ def unsteady_window(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
 def _name_words(item: dict) -> str:
     if item.get("line"):
         return f"line {item['line']}" + (f" of {Path(item['file']).name}" if item.get("file") else "")
-    return str(item["name"])
+    return shorten(str(item["name"]))
 
 
 def startup_cost(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:

@@ -17,6 +17,7 @@ Invariants:
 
 from __future__ import annotations
 
+from ...textsafe import shorten
 from .common import Anchor, basis, finding, machine_words, placed, where_words
 from .thresholds import Thresholds
 from .window import gpu_expected
@@ -35,7 +36,7 @@ def input_bound(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
     if on is None or read_ms <= 0:
         return None
     step = on.ms
-    signals = ", ".join(read.get("signals") or []) or "batch-read events"
+    signals = ", ".join(map(shorten, read.get("signals") or [])) or "batch-read events"
     gpu_observed = (report.get("gpu") or {}).get("observed")
     where, precision = placed(read, anchor, evidence)
     figures = {"read_ms": read_ms, "step_ms": step, "per": on.per, "signals": read.get("signals") or []}
@@ -94,7 +95,7 @@ def dominant_op(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
     where, precision = placed(top, (None, None), evidence)
     return finding(
         "dominant-op", where,
-        f"{top['name']} holds {which}, in {calls:g} call(s) per {on.per}{where_words(top)}{elsewhere} "
+        f"{shorten(top['name'])} holds {which}, in {calls:g} call(s) per {on.per}{where_words(top)}{elsewhere} "
         f"({machine_words(report)})." + precision + window_words(on.per),
         "A decisive shape or algorithm choice for this operator sets the step's time; the call count may also be "
         "higher than intended.",

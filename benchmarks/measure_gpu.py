@@ -1,0 +1,305 @@
+"""Does `stepscope measure` time a GPU step as a careful person would, and do its verdicts hold?
+
+Self-contained: it writes its own small programs into a temporary git repository and runs
+Stepscope on them as a user would (`python -m stepscope ...`), side by side with a hand-written
+loop that times N steps with one synchronise at the end.
+
+1. Three steps — launch-bound (hundreds of tiny kernels), GPU-bound (large bf16 matmuls), and one
+   fed by a DataLoader with workers — each timed by `stepscope measure` (median of the passes)
+   and by hand (N steps, one synchronise): target, within 2%.
+2. A `stepscope profile` of each: its `distortion` (profiled / unprofiled, both from the same
+   process) beside profiled / hand-timed.
+3. `measure --against HEAD` on the GPU-bound step: a change that adds ~10% of GPU work (one layer
+   more out of ten) should read "slower", a change to a comment "no detectable difference", in
+   every try.
+
+Prints a compact table and writes `measure_gpu.json` (every figure, every command's exit code) to
+the folder given on the command line. Budget: about 8 minutes on one H200 (a process start costs
+a few seconds; the tries of step 3 are the bulk). `--cpu` runs the same logic on the CPU with small
+sizes (to check the script; its figures mean nothing for a GPU).
+
+Usage: python benchmarks/measure_gpu.py OUT_DIR [--cpu] [--tries 5] [--pairs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+BUDGET_S = 8 * 60
+
+PROGRAM = textwrap.dedent('''
+    """Three kinds of training step, one loop. --hand N: time N steps after --hand-warmup by hand."""
+    import argparse
+    import json
+    import time
+
+    import torch
+    from torch import nn
+    from torch.utils.data import DataLoader, Dataset
+
+    LAYERS = 10
+
+    p = argparse.ArgumentParser()
+    p.add_argument("--kind", choices=["launch", "gpu", "loader"], required=True)
+    p.add_argument("--steps", type=int, default=100)
+    p.add_argument("--hand", type=int, default=0)
+    p.add_argument("--hand-warmup", type=int, default=5)
+    p.add_argument("--cpu", action="store_true")
+    args = p.parse_args()
+    device = torch.device("cpu" if args.cpu or not torch.cuda.is_available() else "cuda")
+    small = device.type == "cpu"
+    torch.manual_seed(0)
+
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+
+
+    class Images(Dataset):
+        def __init__(self, n, size):
+            self.n, self.size = n, size
+
+        def __len__(self):
+            return self.n
+
+        def __getitem__(self, i):
+            g = torch.Generator().manual_seed(i)
+            image = torch.rand(3, self.size, self.size, generator=g)
+            image = torch.nn.functional.avg_pool2d(image, 3, 1, 1)  # some decoding work
+            return image, i % 10
+
+
+    if args.kind == "launch":  # an update over many small tensors: hundreds of tiny kernels
+        params = [torch.randn(256, device=device) for _ in range(40 if small else 400)]
+        grads = [torch.randn(256, device=device) for _ in params]
+
+        def step(batch):
+            for weight, grad in zip(params, grads):
+                weight.mul_(0.999).add_(grad, alpha=1e-3)
+            return params[0].sum()
+
+        batches = range(args.steps)
+    elif args.kind == "gpu":  # large matmuls: the device is the bottleneck
+        width, rows = (64, 32) if small else (4096, 4096)
+        dtype = torch.float32 if small else torch.bfloat16
+        model = nn.Sequential(*[nn.Linear(width, width, bias=False) for _ in range(LAYERS)]).to(device, dtype)
+        optimizer = torch.optim.SGD(model.parameters(), lr=1e-4)
+        x = torch.randn(rows, width, device=device, dtype=dtype)
+
+        def step(batch):
+            out = model(x)
+            loss = out.float().pow(2).mean()
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            return loss
+
+        batches = range(args.steps)
+    else:  # a DataLoader with workers feeds a small convnet
+        size, batch_size = (8, 4) if small else (64, 128)
+        model = nn.Sequential(nn.Conv2d(3, 64, 3, padding=1), nn.ReLU(), nn.Conv2d(64, 64, 3, padding=1), nn.ReLU(),
+                              nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10)).to(device)
+        optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+        loss_fn = nn.CrossEntropyLoss()
+        batches = DataLoader(Images(args.steps * batch_size, size), batch_size=batch_size, num_workers=2,
+                             pin_memory=device.type == "cuda", persistent_workers=True)
+
+        def step(batch):
+            images, labels = batch
+            images = images.to(device, non_blocking=True)
+            labels = labels.to(device, non_blocking=True)
+            loss = loss_fn(model(images), labels)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            return loss
+
+    start = None
+    for i, batch in enumerate(batches):  # the step loop
+        if args.hand and i == args.hand_warmup:
+            sync()
+            start = time.perf_counter()
+        if args.hand and i == args.hand_warmup + args.hand:
+            sync()
+            print(json.dumps({"hand_ms": (time.perf_counter() - start) * 1000 / args.hand}), flush=True)
+            break
+        loss = step(batch)
+''')
+
+
+def loop_line(program: Path) -> int:
+    return next(i for i, text in enumerate(program.read_text().splitlines(), 1) if "# the step loop" in text)
+
+
+class Bench:
+    def __init__(self, out: Path, cpu: bool):
+        self.out, self.cpu = out, cpu
+        self.started = time.monotonic()
+        self.commands: list[dict] = []
+        self.ws = Path(tempfile.mkdtemp(prefix="measure-gpu-"))
+        self.env = {**os.environ, "PYTHONPATH": f"{REPO / 'server'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+
+    def left_s(self) -> float:
+        return BUDGET_S - (time.monotonic() - self.started)
+
+    def run(self, *cmd: str, timeout: float = 300) -> tuple[int, str, str]:
+        began = time.monotonic()
+        try:
+            r = subprocess.run(list(cmd), cwd=self.ws, env=self.env, capture_output=True, text=True,
+                               timeout=min(timeout, max(10.0, self.left_s())))
+            code, out, err = r.returncode, r.stdout, r.stderr
+        except subprocess.TimeoutExpired as e:
+            code, out, err = 124, e.stdout or "", f"timed out after {e.timeout:.0f} s"
+            out = out.decode() if isinstance(out, bytes) else out
+        self.commands.append({"cmd": " ".join(cmd[1:]), "exit": code, "s": round(time.monotonic() - began, 1),
+                              "stderr_tail": err.strip().splitlines()[-3:] if code else []})
+        return code, out, err
+
+    def stepscope(self, *args: str, timeout: float = 300) -> tuple[int, dict | None]:
+        code, out, _ = self.run(sys.executable, "-m", "stepscope", *args, timeout=timeout)
+        try:
+            return code, json.loads(out) if out.strip() else None
+        except ValueError:
+            return code, None
+
+
+def setup(bench: Bench) -> Path:
+    program = bench.ws / "steps.py"
+    program.write_text(PROGRAM)
+    for args in (["init", "-q"], ["config", "user.email", "bench@example.com"], ["config", "user.name", "bench"],
+                 ["add", "steps.py"], ["commit", "-q", "-m", "steps"]):
+        subprocess.run(["git", "-C", str(bench.ws), *args], check=True, capture_output=True)
+    return program
+
+
+def machine(bench: Bench) -> dict:
+    code, out, _ = bench.run(sys.executable, "-c", "import torch, json; print(json.dumps({'torch': torch.__version__, "
+                             "'cuda': torch.version.cuda, 'device': torch.cuda.get_device_name(0) "
+                             "if torch.cuda.is_available() else 'CPU only'}))")
+    info = json.loads(out) if code == 0 else {}
+    info["host"] = platform.node()
+    return info
+
+
+def timing_cases(bench: Bench, program: Path, warmup: int, passes: int) -> list[dict]:
+    line = str(loop_line(program))
+    extra = ["--cpu"] if bench.cpu else []
+    steps = warmup + passes + 10
+    rows = []
+    for kind in ("launch", "gpu", "loader"):
+        row: dict = {"kind": kind}
+        code, out, _ = bench.run(sys.executable, str(program), "--kind", kind, "--steps", str(steps),
+                                 "--hand", str(passes), "--hand-warmup", str(warmup), *extra)
+        row["hand_ms"] = json.loads(out.strip().splitlines()[-1])["hand_ms"] if code == 0 and out.strip() else None
+        code, doc = bench.stepscope("measure", str(program), "--line", line, "--warmup", str(warmup),
+                                    "--passes", str(passes), "--json", "--", "--kind", kind, "--steps", str(steps),
+                                    *extra)
+        row["measure_exit"] = code
+        if doc:
+            row.update(measure_median_ms=doc["median_ms"], measure_mean_ms=statistics.fmean(doc["raw_ms"]),
+                       measure_iqr_ms=doc["iqr_ms"], clock=doc.get("clock"), noisy=doc.get("noisy"))
+        # The profile's own schedule, plus as many steps again for its unprofiled passes.
+        code, report = bench.stepscope("profile", str(program), "--line", line, "--json", "--", "--kind", kind,
+                                       "--steps", "40", *extra)
+        row["profile_exit"] = code
+        if report:
+            unprofiled = report.get("unprofiled") or {}
+            row.update(profiled_ms=report.get("ms_per_step"), unprofiled_ms=unprofiled.get("ms_per_step"),
+                       distortion=report.get("distortion"))
+        hand, median = row.get("hand_ms"), row.get("measure_median_ms")
+        row["median_vs_hand"] = median / hand if hand and median else None
+        if hand and row.get("profiled_ms"):
+            row["profiled_vs_hand"] = row["profiled_ms"] / hand
+        if row.get("distortion") and row.get("profiled_vs_hand"):
+            row["distortion_vs_profiled_over_hand"] = row["distortion"] / row["profiled_vs_hand"]
+        rows.append(row)
+        print(f"  {kind:<7} hand {fmt(hand)}  measure {fmt(median)} ({fmt(row.get('median_vs_hand'), 3)}x)  "
+              f"profiled {fmt(row.get('profiled_ms'))}  unprofiled {fmt(row.get('unprofiled_ms'))}  "
+              f"distortion {fmt(row.get('distortion'), 2)} vs profiled/hand {fmt(row.get('profiled_vs_hand'), 2)}",
+              flush=True)
+    return rows
+
+
+def against_tries(bench: Bench, program: Path, tries: int, pairs: int, warmup: int, passes: int) -> list[dict]:
+    original = program.read_text()
+    changes = {
+        "one layer more (~10% more GPU work)": ("slower", original.replace("LAYERS = 10", "LAYERS = 11")),
+        "a comment": ("no detectable difference",
+                      original.replace("LAYERS = 10\n", "LAYERS = 10\n# the width of every layer is the same\n")),
+    }
+    extra = ["--cpu"] if bench.cpu else []
+    steps = str(warmup + passes + 10)
+    out = []
+    for name, (expected, text) in changes.items():
+        program.write_text(text)
+        for t in range(tries):
+            if bench.left_s() < 45:
+                out.append({"change": name, "try": t, "skipped": "time budget spent"})
+                continue
+            code, doc = bench.stepscope("measure", str(program), "--line", str(loop_line(program)), "--against",
+                                        "HEAD", "--runs", str(pairs), "--warmup", str(warmup), "--passes",
+                                        str(passes), "--json", "--", "--kind", "gpu", "--steps", steps, *extra,
+                                        timeout=240)
+            row = {"change": name, "try": t, "expected": expected, "exit": code}
+            if doc:
+                row.update(verdict=doc.get("verdict"), ratio=doc.get("ratio"), ci95=doc.get("ci95"),
+                           values_match=doc.get("values_match"),
+                           run_to_run_pct=(doc.get("variation") or {}).get("run_to_run_pct"))
+            out.append(row)
+            print(f"  {name:<36} try {t + 1}: {row.get('verdict')} (ratio {fmt(row.get('ratio'), 4)}, 95% "
+                  f"{fmt((row.get('ci95') or [None])[0], 4)}-{fmt((row.get('ci95') or [None, None])[1], 4)})",
+                  flush=True)
+    program.write_text(original)
+    return out
+
+
+def fmt(value, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("out", type=Path)
+    p.add_argument("--cpu", action="store_true", help="run on the CPU with small sizes (checks the script only)")
+    p.add_argument("--tries", type=int, default=5)
+    p.add_argument("--pairs", type=int, default=3, help="--runs of each --against (processes per side)")
+    p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--passes", type=int, default=30)
+    args = p.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    bench = Bench(args.out, args.cpu)
+    program = setup(bench)
+    result: dict = {"machine": machine(bench), "cpu": args.cpu, "warmup": args.warmup, "passes": args.passes}
+    print(f"machine: {result['machine']}", flush=True)
+    print("1-2. measure vs a hand-written loop (one synchronise), and the profile's distortion:", flush=True)
+    result["timing"] = timing_cases(bench, program, args.warmup, args.passes)
+    print(f"3. --against HEAD, {args.tries} tries each, {args.pairs} processes per side:", flush=True)
+    result["against"] = against_tries(bench, program, args.tries, args.pairs, args.warmup, args.passes)
+    result["targets"] = {
+        "median_within_2pct_of_hand": [abs(r["median_vs_hand"] - 1) <= 0.02 if r.get("median_vs_hand") else None
+                                       for r in result["timing"]],
+        "against_as_expected": [r.get("verdict") == r.get("expected") for r in result["against"]
+                                if "skipped" not in r],
+    }
+    result["commands"] = bench.commands
+    result["seconds"] = round(time.monotonic() - bench.started, 1)
+    (args.out / "measure_gpu.json").write_text(json.dumps(result, indent=2))
+    print(f"targets: {json.dumps(result['targets'])}")
+    print(f"done in {result['seconds']} s; results in {args.out / 'measure_gpu.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

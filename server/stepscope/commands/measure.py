@@ -1,0 +1,346 @@
+"""`stepscope measure SCRIPT`: the step timed without the profiler, and before/after verdicts.
+
+Pipeline: resolve the step (as `profile` does) → run the agent in mode "measure" once per process
+(`--runs R`, one after the other, in one run folder) → the measure document from the processes'
+timings (measurement.result) → with `--compare RUN`, the verdict against a recorded run; with
+`--against REV`, the same step of that git revision measured in processes alternating with the
+working tree's (capture.revision, measurement.compare.interleaved_order), the revision's side in a
+run folder of its own → measure.json, status.json, the history row(s) → text or one JSON document.
+
+Exit codes as for `profile`: 2 usage (a bad flag, an unknown run or revision, a `--value` the step
+cannot evaluate), 3 the program failed, 4 the time limit (per process), 5 refused (the measurements
+are not comparable, without `--force`), 6 no step; 130 cancelled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+from typing import Any
+
+from .. import errors
+from . import program
+
+AGAINST_RUNS = 3  # processes per side with --against, unless --runs says otherwise
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from ..agent.protocol import MeasureOptions
+    from ..capture import options
+    from ..capture.request import MeasureRunOptions, RunOptions
+
+    program.add_arguments(p)
+    options.add_arguments(p, MeasureOptions, MeasureRunOptions)
+    options.add_arguments(p, RunOptions, only=("timeout",))
+    p.set_defaults(runs=None)  # 1, or AGAINST_RUNS with --against
+    p.add_argument("--value", metavar="EXPR",
+                   help="the value of each pass, evaluated in the step's frame after it (default: `loss` when the "
+                        "step has one); compared between runs to tell whether results changed")
+    versus = p.add_mutually_exclusive_group()
+    versus.add_argument("--compare", metavar="RUN", help="compare with a recorded run (see `stepscope runs`)")
+    versus.add_argument("--against", metavar="REV",
+                        help="compare with the same step at git revision REV (e.g. HEAD), in alternating processes")
+    p.add_argument("--force", action="store_true", help="compare even when machine or scope differ")
+    p.add_argument("--note", help="recorded in the scenario, e.g. 'simplified input'")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON document")
+    p.epilog = "Arguments after `--` are passed to the program."
+
+
+@dataclasses.dataclass
+class _Side:
+    """One measured side: its request, its run folder, its processes' timings."""
+
+    req: Any  # CaptureRequest
+    run: Any  # workspace.RunFolder
+    label: str
+    history_root: Path  # the user's workspace, whose history records the run (the revision's too)
+    processes: list[dict] = dataclasses.field(default_factory=list)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..agent.protocol import MeasureOptions
+    from ..capture import options
+    from ..capture.request import CaptureRequest, MeasureRunOptions, RunOptions
+    from ..source.linemap import header_text
+
+    if args.runs is None:
+        args.runs = AGAINST_RUNS if args.against else 1
+    if args.value is not None and not args.value.strip():
+        raise errors.UsageError("--value needs an expression")
+    if args.value is not None and args.function:
+        raise errors.UsageError("--value needs a loop step: the locals of a --function step are gone when its next "
+                                "call begins")
+    if args.value is not None:
+        try:
+            compile(args.value, "<--value>", "eval")
+        except SyntaxError as e:
+            raise errors.UsageError(f"--value {args.value!r} is not a Python expression: {e.msg}") from None
+    measure, run_options, measure_run = options.from_arguments(args, MeasureOptions, RunOptions, MeasureRunOptions)
+    measure = dataclasses.replace(measure, value=args.value)
+    target = program.resolve(args)
+    root = target.root
+    header = (header_text(target.script.read_text(encoding="utf-8"), target.loop_line)
+              if target.loop_line and not target.function else None)
+    req = CaptureRequest(
+        root=root, target_file=target.script, target_line=target.loop_line, target_function=target.function,
+        python=target.python, entry_script=target.entry, entry_module=target.module, args=target.args,
+        cwd=target.cwd, note=args.note, run=run_options, measure=measure, step_header=header,
+        env_defaults={"PYTHONHASHSEED": str(measure.seed)},
+    )
+    baseline = _recorded_side(root, args.compare) if args.compare else None
+    if not (root / ".stepscope" / "runs").exists():
+        sys.stderr.write(
+            "stepscope: note: the step runs for real — it performs real updates (optimizer steps, "
+            "writes). Run it on an experimental state, never on weights you must keep. "
+            "The program sees STEPSCOPE_RUN=1 and can skip saving.\n")
+    if (args.against or args.compare) and measure_run.runs < 3:
+        sys.stderr.write(f"stepscope: note: {measure_run.runs} process(es) per side: "
+                         + ("run-to-run variation is not observed, so differences under 5% are not called"
+                            if measure_run.runs == 1 else
+                            "run-to-run variation rests on one degree of freedom, so the interval is wide")
+                         + "; --runs 3 or more for a verdict on small differences\n")
+    if args.against:
+        doc = _against(req, args, measure_run)
+    else:
+        doc = _measure(req, measure_run)
+        if baseline is not None:
+            doc = _compared(doc, baseline, args, measure_run, root)
+    _emit(doc, args)
+    return errors.OK
+
+
+# -- measuring ---------------------------------------------------------------------------------------
+def _measure(req, measure_run) -> dict:
+    from ..capture.runner import prepare_run
+
+    side = _Side(req, prepare_run(req), "working tree", req.root)
+    _run_sides([side], [(0, p) for p in range(measure_run.runs)])
+    return _finish_side(side, measure_run)
+
+
+def _run_sides(sides: list[_Side], order: list[tuple[int, int]]) -> None:
+    """Run process p of side s for each (s, p) in `order`; on the first failure, every side's
+    folder says how the run ended and the failure is raised (one line, naming side and process)."""
+    from ..capture.runner import Cancelled, finish_run, run_measure_process
+    from .profile import _cancel_on_signals
+
+    total = {s: sum(1 for t, _ in order if t == s) for s in range(len(sides))}
+    with _cancel_on_signals() as cancel:
+        for s, process in order:
+            side = sides[s]
+            try:
+                result = run_measure_process(side.req, side.run, process, output=sys.stderr, cancel=cancel)
+            except Cancelled:
+                for other in sides:
+                    finish_run(other.run, "cancelled", 130, "cancelled")
+                    _record(other)
+                raise
+            if not result.ok:
+                where = f"process {process + 1} of {total[s]}" if total[s] > 1 else ""
+                if len(sides) > 1:
+                    where = f"the {side.label}'s {where}".strip()
+                reason = f"{where}: {result.reason}" if where else str(result.reason)
+                for other in sides:
+                    status = "timeout" if result.exit_code == errors.TIMEOUT else "failed"
+                    finish_run(other.run, status, result.exit_code,
+                               reason if other is side else f"not finished: {reason}")
+                    _record(other)
+                raise errors.StepscopeError(f"{reason} (run folder: {side.run.path})", result.exit_code)
+            from .. import jsonio
+
+            side.processes.append(jsonio.read_json(result.timings))
+
+
+def _finish_side(side: _Side, measure_run, extra: dict | None = None) -> dict:
+    """The side's measure document, written into its folder with its status, and recorded."""
+    from .. import jsonio
+    from ..agent.protocol import MEASURE
+    from ..capture.runner import finish_run
+    from ..measurement.result import measurement
+
+    scenario = _scenario(side)
+    doc = measurement(side.processes, machine=scenario.get("machine") or {}, scope=_scope(side, scenario),
+                      tolerance=measure_run.tolerance)
+    doc["run_dir"] = str(side.run.path)
+    doc["notes"] = _notes(side)
+    doc["seeds"] = scenario.get("seeds")
+    doc.update(extra or {})
+    jsonio.write_json(side.run.file(MEASURE), doc, replace=False)
+    finish_run(side.run, "complete", errors.OK, None)
+    _record(side)
+    return doc
+
+
+def _scenario(side: _Side) -> dict:
+    from .. import jsonio
+    from ..agent.protocol import SCENARIO
+
+    try:
+        return jsonio.read_json(side.run.file(SCENARIO))
+    except (OSError, ValueError):
+        return {}
+
+
+def _notes(side: _Side) -> list[str]:
+    from .. import jsonio
+    from ..agent.protocol import SCENARIO, run_file_name
+
+    found: list[str] = []
+    for process in range(len(side.processes)):
+        try:
+            record = jsonio.read_json(side.run.file(run_file_name(SCENARIO, None, process)))
+        except (OSError, ValueError):
+            continue
+        for note in record.get("notes") or []:
+            if note.get("detail") and note["detail"] not in found:
+                found.append(note["detail"])
+    return found
+
+
+def _scope(side: _Side, scenario: dict) -> dict:
+    from ..measurement.scope import scope_of
+    from ..workspace import relpath
+
+    req = side.req
+    scope = scope_of(scenario, kind="measure", script=relpath(req.target_file, req.root), warmup=req.measure.warmup)
+    scope["step"]["header"] = req.step_header
+    scope["value"] = req.measure.value
+    scope["options"] = {"warmup": req.measure.warmup, "passes": req.measure.passes, "seed": req.measure.seed,
+                        "value": req.measure.value}
+    return scope
+
+
+def _record(side: _Side) -> None:
+    """The side's row in the history; a history that cannot be written costs a note, not the run."""
+    from ..history.index import record_run
+
+    try:
+        record_run(side.history_root, side.run.path)
+    except errors.StepscopeError as e:
+        sys.stderr.write(f"stepscope: note: the run was not recorded in the history: {e}\n")
+
+
+# -- comparing ---------------------------------------------------------------------------------------
+def _recorded_side(root: Path, ref: str):
+    from ..history.store import History
+
+    with History.open(root) as history:
+        return history.side(history.resolve(ref))
+
+
+def _side_of(doc: dict):
+    from ..measurement.compare import Side
+
+    return Side(Path(doc["run_dir"]).name, "measure", [r["raw_ms"] for r in doc["runs"]],
+                (doc["runs"][0].get("values") if doc["runs"] else None), doc["machine"], doc["scope"])
+
+
+def _comparison(baseline, candidate, args, measure_run, *, paired: bool) -> dict:
+    from ..measurement.compare import NotComparable, compare_sides
+
+    try:
+        return compare_sides(baseline, candidate, paired=paired, tolerance=measure_run.tolerance, force=args.force)
+    except NotComparable as e:
+        raise errors.StepscopeError(f"not comparable, the runs differ in {e}; use --force to compare them anyway "
+                                    f"(this measurement is kept: {candidate.run})", errors.REFUSED) from None
+
+
+def _compared(doc: dict, baseline, args, measure_run, root: Path) -> dict:
+    """Add the verdict against a recorded run to `doc`, and rewrite its record with it."""
+    comparison = _comparison(baseline, _side_of(doc), args, measure_run, paired=False)
+    return _rewrite(doc, comparison, {"run": baseline.run, "label": baseline.run, "interleaved": False}, root)
+
+
+def _rewrite(doc: dict, comparison: dict, baseline: dict, root: Path) -> dict:
+    """The candidate's document with the comparison in it, written again (the only file of a run
+    that is replaced: it was written a moment ago, by this process, without the comparison)."""
+    from .. import jsonio
+    from ..agent.protocol import MEASURE
+    from ..history.index import record_run
+
+    summary = comparison.pop("baseline")
+    comparison.pop("candidate")
+    doc = {**doc, **comparison, "baseline": {**summary, **baseline}}
+    run_dir = Path(doc["run_dir"])
+    jsonio.write_json(run_dir / MEASURE, doc, replace=True)
+    try:
+        record_run(root, run_dir)
+    except errors.StepscopeError as e:
+        sys.stderr.write(f"stepscope: note: the comparison was not recorded in the history: {e}\n")
+    return doc
+
+
+def _against(req, args, measure_run) -> dict:
+    from .. import workspace
+    from ..capture.revision import RevisionCheckout
+    from ..capture.runner import prepare_run
+    from ..capture.step import resolve_function
+    from ..measurement.compare import interleaved_order
+    from ..source.linemap import header_text, map_step_loop
+
+    with RevisionCheckout(req.root, args.against) as checkout:
+        short = f"{args.against} ({checkout.commit[:10]})"
+        if not checkout.has_file(req.target_file):
+            raise errors.UsageError(f"{workspace.relpath(req.target_file, checkout.toplevel)} does not exist at "
+                                    f"{short}")
+        old_script = checkout.map_path(req.target_file)
+        old_text = old_script.read_text(encoding="utf-8")
+        if req.target_function is None:
+            old_line = map_step_loop(old_text, req.target_file.read_text(encoding="utf-8"), req.target_line)
+            if old_line is None:
+                raise errors.StepscopeError(
+                    f"the step loop at line {req.target_line} has no counterpart in {old_script.name} at {short}: "
+                    "both its header and its first statement changed; measure each side on its own and compare "
+                    "them with `stepscope runs compare`", errors.NO_STEP)
+        else:
+            # the function's def line in the older file, for its scenario record
+            old_line = resolve_function(old_script, req.target_function).line
+        old_entry = None
+        if req.entry_script is not None:
+            if not checkout.has_file(req.entry_script):
+                raise errors.UsageError(f"{req.entry_script.name} does not exist at {short}")
+            old_entry = checkout.map_path(req.entry_script)
+        old_req = dataclasses.replace(
+            req, root=_in_checkout(checkout, req.root), target_file=old_script, target_line=old_line,
+            entry_script=old_entry, cwd=_in_checkout(checkout, Path(req.cwd or req.root)), step_header=header_text(old_text, old_line) if req.target_function is None else None,
+            note=f"{req.note + '; ' if req.note else ''}the revision {short} of `measure --against`")
+        if (old_req.step_header != req.step_header) and not args.force:
+            raise errors.StepscopeError(
+                f"not comparable, the step loop differs: `{old_req.step_header}` at {short} vs `{req.step_header}` "
+                "in the working tree; use --force to compare them anyway", errors.REFUSED)
+        into = workspace.new_run(req.root, f"{req.target_file.stem}-rev")  # in the user's .stepscope/
+        before = _Side(old_req, prepare_run(old_req, into=into), f"revision {short}", req.root)
+        after = _Side(req, prepare_run(req), "working tree", req.root)
+        order = [(0 if side == "A" else 1, pair) for side, pair in interleaved_order(measure_run.runs)]
+        _run_sides([before, after], order)
+    a_doc = _finish_side(before, measure_run, {"revision": {"rev": args.against, "commit": checkout.commit}})
+    b_doc = _finish_side(after, measure_run)
+    comparison = _comparison(_side_of(a_doc), _side_of(b_doc), args, measure_run, paired=True)
+    b_doc["against"] = {"rev": args.against, "commit": checkout.commit, "run": Path(a_doc["run_dir"]).name}
+    return _rewrite(b_doc, comparison, {"run": Path(a_doc["run_dir"]).name, "label": f"revision {short}",
+                                         "interleaved": True, "run_dir": a_doc["run_dir"]}, req.root)
+
+
+def _in_checkout(checkout, path: Path) -> Path:
+    """`path` of the user's repository as the revision's checkout has it (a folder outside the
+    repository stays what it is)."""
+    path = Path(path).resolve()
+    return checkout.map_path(path) if checkout.toplevel in (path, *path.parents) else path
+
+
+# -- output ------------------------------------------------------------------------------------------
+def _emit(doc: dict, args: argparse.Namespace) -> None:
+    if args.json:
+        from ..jsonio import dumps
+
+        sys.stdout.buffer.write(dumps(doc) + b"\n")
+        return
+    from ..measurement.present import measurement_text
+
+    sys.stdout.write(measurement_text(doc))
+    for note in doc.get("notes") or []:
+        sys.stdout.write(f"  note     {note}\n")
+    sys.stdout.write(f"\nrun folder: {doc['run_dir']}\n")
+

@@ -1,0 +1,186 @@
+"""`stepscope runs [list | show RUN | compare RUN RUN | delete RUN | rebuild]`: the history of runs.
+
+The history (`.stepscope/stepscope.db`) indexes the run folders; when it is missing but run folders
+exist, it is rebuilt from them first. A run is named by its folder's name, any part of that name
+only it has, or its folder's path. `delete` removes the run's row and its folder, and never
+anything outside `.stepscope/`: a run kept elsewhere with `--out` loses its row only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from .. import errors
+
+ACTIONS = ("list", "show", "compare", "delete", "rebuild")
+_REFS = {"list": 0, "show": 1, "compare": 2, "delete": 1, "rebuild": 0}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("action", nargs="?", default="list", choices=ACTIONS,
+                   help="list (default), show RUN, compare BASELINE CANDIDATE, delete RUN, rebuild")
+    p.add_argument("runs", nargs="*", metavar="RUN", help="a run: its name, a part of it, or its folder")
+    p.add_argument("--root", help="the workspace (default: the one holding the current folder)")
+    p.add_argument("--kind", choices=("profile", "measure"), help="list: only runs of this kind")
+    p.add_argument("--limit", type=int, help="list: at most this many runs, newest first")
+    p.add_argument("--tolerance", type=float, help="compare: relative difference allowed between the runs' "
+                                                   "values (default 1e-4)")
+    p.add_argument("--force", action="store_true", help="compare: compare runs that differ in machine or scope")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..workspace import find_root
+
+    wanted = _REFS[args.action]
+    if len(args.runs) != wanted:
+        raise errors.UsageError(f"`runs {args.action}` takes {wanted or 'no'} run{'s' if wanted != 1 else ''} "
+                                f"(got {len(args.runs)})")
+    if args.limit is not None and args.limit < 1:
+        raise errors.UsageError(f"--limit must be a whole number >= 1 (got {args.limit})")
+    root = Path(args.root).resolve() if args.root else find_root(Path.cwd())
+    if not root.is_dir():
+        raise errors.UsageError(f"no such folder: {args.root}")
+    if args.action == "rebuild":
+        return _rebuild(root, args)
+    history = _open(root)
+    try:
+        return {"list": _list, "show": _show, "compare": _compare, "delete": _delete}[args.action](
+            history, root, args)
+    finally:
+        history.close()
+
+
+def _open(root: Path):
+    from ..history import index
+    from ..history.store import History, db_path
+
+    if not db_path(root).exists() and index.run_folders(root):
+        count = index.rebuild(root)
+        sys.stderr.write(f"stepscope: note: no run history yet; indexed {count} run folder(s) of {root}\n")
+    return History.open(root)
+
+
+def _emit(args: argparse.Namespace, doc: Any, text: str) -> None:
+    if args.json:
+        from ..jsonio import dumps
+
+        sys.stdout.buffer.write(dumps(doc) + b"\n")
+    else:
+        sys.stdout.write(text)
+
+
+def _with_run_dir(row: dict[str, Any], root: Path) -> dict[str, Any]:
+    from ..history.index import folder_path
+
+    out = dict(row)
+    out["run_dir"] = str(folder_path(out.pop("folder"), root).resolve())
+    return out
+
+
+def _list(history, root: Path, args: argparse.Namespace) -> int:
+    from ..measurement.present import runs_table
+
+    rows = history.runs(kind=args.kind, limit=args.limit)
+    _emit(args, {"history": str(history.path), "runs": [_with_run_dir(r, root) for r in rows]}, runs_table(rows))
+    return errors.OK
+
+
+def _show(history, root: Path, args: argparse.Namespace) -> int:
+    from ..history.store import iter_phase
+    from ..measurement.present import machine_label, run_summary, step_label
+
+    run_id = history.resolve(args.runs[0])
+    row = _with_run_dir(history.get(run_id), root)
+    passes = history.passes(run_id)
+    phases: dict[str, Any] = {}
+    for phase in sorted({p.phase for p in passes}):
+        groups = list(iter_phase(passes, phase))
+        phases[phase] = {"ms": [[p.ms for p in g] for g in groups],
+                         "values": [[p.value for p in g] for g in groups]
+                         if any(p.value is not None for g in groups for p in g) else None}
+    lines = [f"{row['id']}  ({row['kind']}, {row['status']})",
+             f"  step     {step_label(row.get('script'), row.get('step_line'), row.get('step_function'))}",
+             f"  result   {run_summary(row)}",
+             f"  machine  {machine_label(row.get('machine'))}"]
+    if row.get("git_commit"):
+        lines.append(f"  code     commit {row['git_commit'][:12]}{' with uncommitted changes' if row.get('git_dirty') else ''}")
+    if row.get("baseline"):
+        lines.append(f"  against  {row['baseline']}{' (interleaved)' if row.get('interleaved') else ''}: "
+                     f"{row.get('verdict')}, values {'match' if row.get('values_match') else 'differ' if row.get('values_match') is False else 'not compared'}")
+    for phase, data in phases.items():
+        flat = [v for g in data["ms"] for v in g]
+        lines.append(f"  {phase:<8} {len(flat)} value(s): " + ", ".join(f"{v:.3g}" for v in flat[:12])
+                     + (" ..." if len(flat) > 12 else ""))
+    if row.get("reason"):
+        lines.append(f"  reason   {row['reason']}")
+    lines.append(f"  folder   {row['run_dir']}")
+    _emit(args, {"run": row, "passes": phases}, "\n".join(lines) + "\n")
+    return errors.OK
+
+
+def _compare(history, root: Path, args: argparse.Namespace) -> int:
+    from ..measurement.compare import DEFAULT_TOLERANCE, NotComparable, compare_sides
+    from ..measurement.present import comparison_text
+
+    baseline_id, candidate_id = (history.resolve(r) for r in args.runs)
+    if baseline_id == candidate_id:
+        raise errors.UsageError("compare takes two different runs")
+    baseline, candidate = history.side(baseline_id), history.side(candidate_id)
+    candidate_row = history.get(candidate_id)
+    paired = bool(candidate_row.get("interleaved") and candidate_row.get("baseline") == baseline_id
+                  and len(baseline.runs_ms) == len(candidate.runs_ms))
+    tolerance = DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance
+    if not tolerance >= 0:
+        raise errors.UsageError(f"--tolerance must be a number >= 0 (got {args.tolerance})")
+    try:
+        doc = compare_sides(baseline, candidate, paired=paired, tolerance=tolerance, force=args.force)
+    except NotComparable as e:
+        raise errors.StepscopeError(f"the runs are not comparable, they differ in {e}; use --force to compare "
+                                    "them anyway", errors.REFUSED) from None
+    _emit(args, doc, comparison_text(doc))
+    return errors.OK
+
+
+def _delete(history, root: Path, args: argparse.Namespace) -> int:
+    from .. import workspace
+    from ..history.index import folder_path
+
+    run_id = history.resolve(args.runs[0])
+    row = history.get(run_id)
+    folder = folder_path(row["folder"], root)
+    runs_dir = (root / workspace.STATE_DIR / workspace.RUNS_DIR).resolve()
+    inside = not Path(row["folder"]).is_absolute() and folder.parent.resolve() == runs_dir \
+        and folder.name == run_id
+    if not inside:
+        history.delete(run_id)
+        _emit(args, {"deleted": run_id, "run_dir": str(folder), "folder_removed": False},
+              f"deleted {run_id} from the history; its folder {folder} is outside .stepscope/ and was left "
+              "in place\n")
+        return errors.OK
+    # Out of the index's sight first (a dot name is no run folder), then out of the history, then gone.
+    doomed = runs_dir / f".deleting-{run_id}"
+    if folder.is_symlink():
+        folder.unlink()  # a link is removed, never what it points at
+    elif folder.exists():
+        os.rename(folder, doomed)
+    history.delete(run_id)
+    shutil.rmtree(doomed, ignore_errors=True)
+    _emit(args, {"deleted": run_id, "run_dir": str(folder), "folder_removed": True},
+          f"deleted {run_id} and its folder\n")
+    return errors.OK
+
+
+def _rebuild(root: Path, args: argparse.Namespace) -> int:
+    from ..history import index
+    from ..history.store import db_path
+
+    count = index.rebuild(root)
+    _emit(args, {"history": str(db_path(root)), "runs": count},
+          f"indexed {count} run folder(s) into {db_path(root)}\n")
+    return errors.OK

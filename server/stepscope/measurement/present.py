@@ -1,0 +1,165 @@
+"""Measurements in words: the one place that decides how a measure figure, a comparison and a row
+of the history are rounded and said (the CLI text of `measure` and `runs`). Pure functions of
+the JSON documents those commands print; no I/O.
+
+Definitions said here once (docs/measure.md has them in full):
+- ms/step of a measure run is its `median_ms`: the median of every measured pass (warm-up apart).
+- the spread beside it is the IQR, in ms and as a share of the median; `noisy` above 10%.
+- a ratio is candidate / baseline ms/step: below 1 the candidate is faster.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+
+def ms(value: float | None) -> str:
+    """Milliseconds: three significant figures or so (`0.421`, `12.3`, `148`); `n/o` unknown."""
+    if value is None:
+        return "n/o"
+    if value >= 100:
+        return f"{value:.0f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    if value >= 1:
+        return f"{value:.2f}"
+    return f"{value:.3f}"
+
+
+def percent(share: float | None) -> str:
+    return "n/o" if share is None else f"{100 * share:.0f}%"
+
+
+def ratio(value: float) -> str:
+    return f"{value:.3f}"
+
+
+def spread(median_ms: float | None, iqr_ms: float | None, noisy: bool | None) -> str:
+    """`IQR 0.40 ms, 3% of the median`, with `noisy` when the IQR is over 10% of the median."""
+    if median_ms is None or iqr_ms is None:
+        return ""
+    text = f"IQR {ms(iqr_ms)} ms, {percent(iqr_ms / median_ms if median_ms else None)} of the median"
+    return text + ", noisy" if noisy else text
+
+
+def step_label(script: str | None, line: int | None, function: str | None) -> str:
+    if function:
+        return f"{script or '?'}:{function}()"
+    return f"{script or '?'}:{line}" if line is not None else (script or "?")
+
+
+def machine_label(machine: dict[str, Any] | None) -> str:
+    """`NVIDIA H200 on gpu-3, torch 2.11.0`: where a figure was measured (guide §13)."""
+    machine = machine or {}
+    text = str(machine.get("device") or "unknown device")
+    if machine.get("host"):
+        text += f" on {machine['host']}"
+    if machine.get("torch"):
+        text += f", torch {machine['torch']}"
+    return text
+
+
+def verdict_line(result: dict[str, Any]) -> str:
+    """`ratio 0.912 (95% interval 0.893–0.931): faster`."""
+    low, high = result["ci95"]
+    return f"ratio {ratio(result['ratio'])} (95% interval {ratio(low)}–{ratio(high)}): {result['verdict']}"
+
+
+def method_line(method: dict[str, Any]) -> str:
+    observed = ("run-to-run variation observed" if method.get("run_to_run_observed")
+                else "one process on a side: run-to-run variation not observed")
+    a, b = method.get("processes", [None, None])
+    return (f"{method.get('resampling')}; {a} and {b} processes; {observed}; differences under "
+            f"{percent(method.get('margin'))} are not called")
+
+
+def values_line(check: dict[str, Any] | None) -> str:
+    if not check or check.get("match") is None:
+        return "values: not compared (no values on a side, or a value that is not a number)"
+    if check["match"]:
+        return (f"values: the same in the {check['compared']} passes compared "
+                f"(largest relative difference {check['max_relative_difference']:.2g}, "
+                f"tolerance {check['tolerance']:g})")
+    return (f"values: DIFFER from pass {check['first_difference']} on (largest relative difference "
+            f"{check['max_relative_difference']:.2g}, tolerance {check['tolerance']:g}): the change altered "
+            "the results")
+
+
+def run_summary(row: dict[str, Any]) -> str:
+    """One run in the words of a list: its figure and what qualifies it."""
+    if row.get("status") != "complete" and row.get("ms_per_step") is None:
+        return f"{row.get('status')}" + (f": {row['reason']}" if row.get("reason") else "")
+    text = f"{ms(row.get('ms_per_step'))} ms/step"
+    if row.get("kind") == "profile":
+        if row.get("distortion") is not None:
+            text += f" profiled, {ms(row.get('unprofiled_ms'))} without the profiler ({row['distortion']:.2f}x)"
+    else:
+        text += f" ({spread(row.get('ms_per_step'), row.get('iqr_ms'), row.get('noisy'))})"
+        if row.get("verdict"):
+            text += f"; {row['verdict']} than its baseline ({ratio(row['ratio'])})"
+    if row.get("status") != "complete":
+        text += f" [{row.get('status')}]"
+    return text
+
+
+def runs_table(rows: Sequence[dict[str, Any]]) -> str:
+    if not rows:
+        return "no runs recorded yet (`stepscope profile` and `stepscope measure` record theirs)\n"
+    lines = [f"{'run':<40} {'kind':<8} {'step':<22} result"]
+    for r in rows:
+        step = step_label(r.get("script"), r.get("step_line"), r.get("step_function"))
+        lines.append(f"{r['id']:<40} {r['kind']:<8} {step:<22} {run_summary(r)}")
+    return "\n".join(lines) + "\n"
+
+
+def measurement_text(m: dict[str, Any]) -> str:
+    """The CLI text of a measure result (the `measure --json` document)."""
+    scope = m.get("scope") or {}
+    step = scope.get("step") or {}
+    out = [f"{step_label(scope.get('script'), step.get('line'), step.get('function'))}: "
+           f"{ms(m['median_ms'])} ms/step without the profiler (median of {len(m['raw_ms'])} passes"
+           + (f" in {len(m['runs'])} processes" if len(m.get("runs") or []) > 1 else "") + ")"]
+    out.append(f"  spread   {spread(m['median_ms'], m['iqr_ms'], m['noisy'])}; p10 {ms(m['p10_ms'])}, "
+               f"p90 {ms(m['p90_ms'])}, min {ms(m['min_ms'])}, max {ms(m['max_ms'])} ms")
+    if m.get("samples_per_s") is not None:
+        out.append(f"  samples  {m['samples_per_s']:.0f}/s at batch {scope.get('batch_size')}")
+    variation = m.get("variation") or {}
+    if variation.get("run_to_run_pct") is not None:
+        out.append(f"  runs     medians {', '.join(ms(v) for v in variation['run_medians_ms'])} ms: "
+                   f"{variation['run_to_run_pct']:.1f}% run to run, {variation['pass_to_pass_pct']:.1f}% "
+                   "pass to pass (IQR)")
+    if m.get("warmup_ms"):
+        out.append(f"  warm-up  {', '.join(ms(v) for v in m['warmup_ms'][:8])}"
+                   + (" ..." if len(m["warmup_ms"]) > 8 else "") + " ms (not in the figures)")
+    out.append(f"  clock    {m.get('clock')}")
+    out.append(f"  machine  {machine_label(m.get('machine'))}")
+    if m.get("noisy"):
+        out.append("  note     the passes disagree by more than 10% (IQR / median): look at the raw values "
+                   "before trusting one figure")
+    if m.get("verdict"):
+        baseline = m.get("baseline") or {}
+        out.append("")
+        out.append(f"against {baseline.get('label') or baseline.get('run')}: {ms(baseline.get('median_ms'))} "
+                   "ms/step")
+        out.append(verdict_line(m))
+        out.append(f"  method   {method_line(m.get('method') or {})}")
+        out.append(f"  {values_line(m.get('values_check'))}")
+        for difference in m.get("differences") or []:
+            out.append(f"  forced   compared although they differ in {difference}")
+    return "\n".join(out) + "\n"
+
+
+def comparison_text(c: dict[str, Any]) -> str:
+    """The CLI text of `runs compare` (its JSON document)."""
+    out = []
+    for role in ("baseline", "candidate"):
+        side = c[role]
+        out.append(f"{role:<10} {side['run']}  {side['kind']}  {ms(side['median_ms'])} ms/step "
+                   f"({side['passes']} passes, {side['processes']} process{'es' if side['processes'] != 1 else ''})")
+    out.append(verdict_line(c))
+    out.append(f"  method   {method_line(c['method'])}")
+    out.append(f"  {values_line(c.get('values_check'))}")
+    out.append(f"  machine  {machine_label(c['candidate'].get('machine'))}")
+    for difference in c.get("differences") or []:
+        out.append(f"  forced   compared although they differ in {difference}")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,53 @@
+"""The measure document (`measure --json`, `measure.json` in the run folder) from what the agents
+timed, one record per process.
+
+A process's timings record (what the agent writes, `timings.json`, `timings-1.json`, ...):
+    {"warmup_ms": [float], "raw_ms": [float], "values": [float | null] | null, "clock": str}
+`raw_ms` are the measured passes in order, `warmup_ms` the passes before them.
+
+Invariants:
+- Every figure (`median_ms`, `iqr_ms`, p10/p90, min/max, `samples_per_s`, `noisy`) is over all
+  measured passes of all processes; warm-up passes are listed (`warmup_ms`, per process in `runs`)
+  and enter no figure.
+- `values` are the first process's; with the same seeds every process computes the same ones, and
+  `values_consistent` says whether they did, within the tolerance (None with one process or no
+  values).
+- `variation` sets run-to-run beside pass-to-pass variation (stats.variation).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from .compare import DEFAULT_TOLERANCE, check_values
+from .stats import samples_per_s, summarize, variation
+
+
+def measurement(processes: Sequence[dict[str, Any]], *, machine: dict, scope: dict,
+                tolerance: float = DEFAULT_TOLERANCE) -> dict[str, Any]:
+    if not processes or any(not p.get("raw_ms") for p in processes):
+        raise ValueError("every process needs measured passes")
+    raw = [ms for p in processes for ms in p["raw_ms"]]
+    summary = summarize(raw)
+    clocks = sorted({p.get("clock") for p in processes if p.get("clock")})
+    first_values = processes[0].get("values")
+    consistent = None
+    if len(processes) > 1 and first_values:
+        consistent = all(check_values(first_values, p.get("values"), tolerance).match for p in processes[1:])
+    return {
+        "kind": "measure",
+        "machine": machine,
+        "scope": scope,
+        "clock": "; ".join(clocks) if clocks else None,
+        "raw_ms": raw,
+        "warmup_ms": [ms for p in processes for ms in p.get("warmup_ms") or []],
+        **summary.as_dict(),
+        "samples_per_s": samples_per_s(summary.median_ms, scope.get("batch_size")),
+        "values": first_values,
+        "value": scope.get("value") or "loss",
+        "values_consistent": consistent,
+        "runs": [{"raw_ms": list(p["raw_ms"]), "warmup_ms": list(p.get("warmup_ms") or []),
+                  **{k: v for k, v in summarize(p["raw_ms"]).as_dict().items() if k != "passes"},
+                  "values": p.get("values"), "clock": p.get("clock")} for p in processes],
+        "variation": variation([p["raw_ms"] for p in processes]).as_dict(),
+    }

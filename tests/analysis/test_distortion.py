@@ -1,0 +1,72 @@
+"""The profiler's distortion: the unprofiled figures, the ratio, each line's estimated share."""
+
+from __future__ import annotations
+
+import pytest
+
+from stepscope.analysis.distortion import add_line_estimates, distortion, unprofiled_figures
+from stepscope.analysis.findings.distorted import mark_distorted, measure_command
+
+
+def test_unprofiled_figures_are_the_median_and_iqr_of_the_timed_passes():
+    u = unprofiled_figures({"warmup_ms": [30.0, 20.0], "raw_ms": [10.0, 12.0, 11.0, 13.0, 9.0], "clock": "host"})
+    assert u["ms_per_step"] == 11.0 and u["passes"] == 5 and u["iqr_ms"] == pytest.approx(2.0)
+    assert u["warmup_passes"] == 2 and u["raw_ms"][0] == 10.0
+    assert distortion(22.0, u) == pytest.approx(2.0)
+
+
+def test_nothing_timed_is_no_figure_not_zero():
+    assert unprofiled_figures(None) is None
+    assert unprofiled_figures({"raw_ms": []}) is None
+    assert distortion(22.0, None) is None
+
+
+def test_each_line_gets_a_share_of_the_difference_by_its_events():
+    lines = [{"ops": 300, "kernels": 300}, {"ops": 10, "kernels": 0}, {"ops": None, "kernels": 0}]
+    add_line_estimates(lines, profiled_ms=40.0, unprofiled={"ms_per_step": 18.0}, events_per_step=700)
+    assert lines[0]["profiler_ms_estimate"] == pytest.approx(22.0 * 600 / 700, abs=1e-4)
+    assert lines[1]["profiler_ms_estimate"] == pytest.approx(22.0 * 10 / 700, abs=1e-4)
+    assert lines[2]["profiler_ms_estimate"] == 0.0
+    assert all(line["profiler_ms_estimate"] <= 22.0 for line in lines)  # never more than measured
+
+
+def test_no_estimate_without_an_unprofiled_figure_and_none_when_not_slower():
+    lines = [{"ops": 5, "kernels": 5}]
+    add_line_estimates(lines, profiled_ms=40.0, unprofiled=None, events_per_step=10)
+    assert lines[0]["profiler_ms_estimate"] is None
+    add_line_estimates(lines, profiled_ms=17.0, unprofiled={"ms_per_step": 18.0}, events_per_step=10)
+    assert lines[0]["profiler_ms_estimate"] == 0.0
+
+
+def _report(d):
+    return {"ms_per_step": 40.0, "distortion": d, "unprofiled": {"ms_per_step": 40.0 / d} if d else None,
+            "scenario": {"step": {"file": "/ws/train.py", "line": 42}, "program": {"cwd": "/ws"}}}
+
+
+def _finding(kind):
+    return {"kind": kind, "observation": "Obs.", "next_check": "Next.", "figures": {}}
+
+
+def test_host_side_findings_say_the_profiler_distorts_them_and_name_the_check():
+    found = mark_distorted([_finding("sync-in-step"), _finding("dominant-op")], _report(2.2))
+    sync, dominant = found
+    assert "made this step 2.20x slower (40.00 ms profiled, 18.18 ms without it" in sync["observation"]
+    assert sync["next_check"].endswith("`stepscope measure train.py --line 42`.")
+    assert sync["figures"]["distortion"] == pytest.approx(2.2)
+    assert dominant["observation"] == "Obs." and dominant["next_check"] == "Next."  # not host-side evidence
+
+
+def test_without_an_unprofiled_figure_the_finding_says_the_distortion_is_unknown():
+    f = mark_distorted([_finding("small-launches")], _report(None))[0]
+    assert "not timed without the profiler" in f["observation"]
+    assert "stepscope measure train.py --line 42" in f["next_check"]
+
+
+def test_a_trace_stepscope_did_not_record_is_left_alone():
+    report = {"ms_per_step": 10.0, "distortion": None, "scenario": None}
+    assert mark_distorted([_finding("sync-in-step")], report)[0]["observation"] == "Obs."
+
+
+def test_the_measure_command_names_a_function_step():
+    report = {"scenario": {"step": {"file": "/elsewhere/serve.py", "function": "handle"}, "program": {"cwd": "/ws"}}}
+    assert measure_command(report) == "stepscope measure /elsewhere/serve.py --function handle"

@@ -1,0 +1,112 @@
+"""`measure --against REV`: the revision and the working tree in alternating processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from stepscope.history.store import History
+from tests.conftest import run_stepscope
+
+from .programs import SLEEPY, commit, loop_line, write
+
+pytestmark = [pytest.mark.torch, pytest.mark.slow]
+
+
+def git(ws: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(ws), *args], check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def repo(workspace: Path) -> Path:
+    write(workspace, "sleepy.py", SLEEPY)
+    commit(workspace, "the step")
+    return workspace
+
+
+def _state(ws: Path):
+    return git(ws, "status", "--porcelain"), git(ws, "diff", "--cached"), git(ws, "rev-parse", "HEAD")
+
+
+def against(ws: Path, *args: str):
+    script = ws / "sleepy.py"
+    return run_stepscope("measure", "sleepy.py", "--line", str(loop_line(script)), "--against", "HEAD",
+                         "--warmup", "2", "--passes", "20", "--json", *args, cwd=ws, timeout=900)
+
+
+def test_a_slower_working_tree_is_called_slower_and_nothing_of_the_user_is_touched(repo: Path):
+    script = repo / "sleepy.py"
+    # the working tree's change: ten times the pause, and an edit above the loop that moves it
+    script.write_text(SLEEPY.replace('default=0.004', 'default=0.04').replace("import time\n",
+                                                                               "import time\n\nSCALE = 1\n"))
+    (repo / "untracked.txt").write_text("mine")
+    before = _state(repo)
+    r = against(repo)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["verdict"] == "slower" and doc["ratio"] > 3
+    assert doc["method"]["resampling"].startswith("interleaved pairs")
+    assert doc["method"]["processes"] == [3, 3]  # --runs defaults to 3 per side with --against
+    assert doc["against"]["rev"] == "HEAD" and doc["against"]["commit"] == git(repo, "rev-parse", "HEAD").strip()
+    assert doc["values_match"] is True
+    assert _state(repo) == before and (repo / "untracked.txt").read_text() == "mine"
+    assert len(git(repo, "worktree", "list").splitlines()) == 1  # the revision's checkout is gone
+    with History.open(repo) as h:
+        row = h.get(Path(doc["run_dir"]).name)
+        baseline = h.get(doc["baseline"]["run"])
+    assert row["verdict"] == "slower" and row["interleaved"] is True and row["baseline"] == baseline["id"]
+    assert baseline["git_commit"] == doc["against"]["commit"]
+    again = json.loads(run_stepscope("runs", "compare", baseline["id"], row["id"], "--json", cwd=repo).stdout)
+    assert again["ci95"] == doc["ci95"] and again["verdict"] == doc["verdict"]  # the same verdict, reproduced
+
+
+def test_a_change_to_a_comment_shows_no_detectable_difference(repo: Path):
+    script = repo / "sleepy.py"
+    script.write_text(SLEEPY.replace("for step in", "# one step per iteration\nfor step in"))
+    r = against(repo)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["verdict"] == "no detectable difference"
+    assert doc["ci95"][0] <= 1.0 <= doc["ci95"][1]
+    assert doc["values_match"] is True
+
+
+def test_a_change_to_the_results_is_said(repo: Path):
+    script = repo / "sleepy.py"
+    script.write_text(SLEEPY.replace("lr=0.05", "lr=0.2"))
+    doc = json.loads(against(repo).stdout)
+    assert doc["values_match"] is False
+    assert doc["values_check"]["first_difference"] == 0 or doc["values_check"]["first_difference"] == 1
+
+
+def test_a_revision_without_the_script_is_refused(repo: Path):
+    write(repo, "other.py", SLEEPY)
+    r = run_stepscope("measure", "other.py", "--against", "HEAD", cwd=repo)
+    assert r.returncode == 2 and "other.py" in r.stderr and "HEAD" in r.stderr
+    assert len(git(repo, "worktree", "list").splitlines()) == 1
+
+
+def test_a_cancel_stops_the_processes_and_removes_the_checkout(repo: Path):
+    script = repo / "sleepy.py"
+    p = subprocess.Popen([sys.executable, "-m", "stepscope", "measure", "sleepy.py", "--line",
+                          str(loop_line(script)), "--against", "HEAD", "--passes", "400", "--", "--steps", "1000"],
+                         cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    worktrees = repo / ".stepscope" / "worktrees"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (worktrees.is_dir() and any(worktrees.iterdir())):
+        time.sleep(0.2)
+    time.sleep(3)  # a process of one side is running
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 130, err
+    assert "cancelled" in err
+    assert len(git(repo, "worktree", "list").splitlines()) == 1
+    assert not any(worktrees.iterdir())

@@ -1,0 +1,65 @@
+"""Every profile run also times the step without the profiler, in the same process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from stepscope.history.store import History
+from tests.conftest import run_stepscope
+
+from .programs import SLEEPY, write
+
+pytestmark = [pytest.mark.torch, pytest.mark.slow]
+
+
+def test_a_profile_reports_the_unprofiled_step_and_the_distortion(workspace: Path):
+    r = run_stepscope("profile", "train_cpu.py", "--json", cwd=workspace)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    unprofiled = report["unprofiled"]
+    assert unprofiled["passes"] == report["schedule"]["active"]  # as many passes as active steps
+    assert unprofiled["ms_per_step"] > 0 and unprofiled["iqr_ms"] >= 0
+    assert unprofiled["warmup_passes"] == report["schedule"]["wait"] + report["schedule"]["warmup"]
+    assert report["distortion"] == pytest.approx(report["ms_per_step"] / unprofiled["ms_per_step"], abs=1e-4)
+    estimates = [line["profiler_ms_estimate"] for line in report["lines"]]
+    assert all(e is not None and 0 <= e <= max(0.0, report["ms_per_step"] - unprofiled["ms_per_step"]) + 1e-6
+               for e in estimates)
+    text = run_stepscope("analyze", str(Path(report["traces"][0]).parent), cwd=workspace).stdout
+    assert "without the profiler" in text and "distortion" in text
+    with History.open(workspace) as h:
+        row = h.get(Path(report["traces"][0]).parent.name)
+    assert row["kind"] == "profile" and row["distortion"] == pytest.approx(report["distortion"])
+    assert row["unprofiled_ms"] == pytest.approx(unprofiled["ms_per_step"])
+
+
+def test_a_loop_that_ends_with_the_window_has_no_unprofiled_figure_and_says_why(workspace: Path):
+    write(workspace, "sleepy.py", SLEEPY)
+    # wait 1 + warmup 2 + active 5 = 8 steps: nothing is left to time without the profiler
+    r = run_stepscope("profile", "sleepy.py", "--json", "--", "--steps", "8", cwd=workspace)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["unprofiled"] is None and report["distortion"] is None
+    notes = json.loads((Path(report["traces"][0]).parent / "scenario.json").read_text())["notes"]
+    assert any("without the profiler" in n["detail"] for n in notes)
+
+
+def test_runs_finishing_at_once_are_both_recorded(workspace: Path):
+    write(workspace, "sleepy.py", SLEEPY)
+    procs = [subprocess.Popen([sys.executable, "-m", "stepscope", *args], cwd=workspace, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+             for args in (["measure", "sleepy.py", "--passes", "5", "--json"],
+                          ["measure", "sleepy.py", "--passes", "5", "--json"],
+                          ["profile", "sleepy.py", "--json"])]
+    docs = []
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+        docs.append(json.loads(out))
+    with History.open(workspace) as h:
+        kinds = sorted(r["kind"] for r in h.runs())
+    assert kinds == ["measure", "measure", "profile"]
