@@ -13,7 +13,12 @@ report whose figures agree with each other:
   finding that names "N of M active steps" has M = the report's steps;
 - GPU figures are null, never 0, where GPU events were not observed;
 - one answer for the rank the others wait for: the rank table's mark, `slowest_rank` and the
-  rank-imbalance finding agree.
+  rank-imbalance finding agree;
+- the profiler's distortion has one definition, ms/step's: the unprofiled ms/step is the median of
+  its passes, `distortion` is the profiled median over it, and every surface that says them (the
+  text's line, the host-side findings) says those two figures; a line's estimated share of the
+  profiler's cost lies within that line's wall time and within the measured difference; nothing is
+  estimated where nothing was timed without the profiler.
 """
 
 from __future__ import annotations
@@ -98,6 +103,53 @@ def violations(report: dict, *, lines_on_one_thread: bool | None = None) -> list
     if syncs and syncs.get("steps", 0) > max(n, 1):
         out.append(f"host waits are seen in {syncs['steps']} steps of {n}")
     out.extend(_ranks(report))
+    out.extend(_distortion(report))
+    return out
+
+
+#: the figures the distortion's sentences name (present.distortion_text, findings/distorted.py)
+UNPROFILED_WORDS = re.compile(r"without the profiler: (\d+(?:\.\d+)?) ms/step \(median of (\d+) passes")
+PROFILED_WORDS = re.compile(r"\(ms/step, the median: (\d+(?:\.\d+)?) ms profiled, (\d+(?:\.\d+)?) ms without it")
+
+
+def _distortion(report: dict) -> list[str]:
+    out = []
+    unprofiled, d = report.get("unprofiled"), report.get("distortion")
+    lines = report.get("lines") or []
+    if not unprofiled:
+        if d is not None:
+            out.append(f"distortion {d} without an unprofiled figure")
+        out.extend(f"{x['file']}:{x['line']}: a profiler cost estimated although nothing was timed without it"
+                   for x in lines if x.get("profiler_ms_estimate") is not None)
+        return out
+    raw = unprofiled.get("raw_ms") or []
+    if not raw or abs(median(raw) - unprofiled["ms_per_step"]) > ROUND or unprofiled.get("passes") != len(raw):
+        out.append(f"unprofiled ms/step {unprofiled['ms_per_step']} is not the median of its {len(raw)} passes")
+    profiled = report.get("ms_per_step")
+    if d is None or profiled is None or abs(d - profiled / unprofiled["ms_per_step"]) > 1e-3 * d:
+        out.append(f"distortion {d} is not ms/step {profiled} over the unprofiled {unprofiled['ms_per_step']}")
+    difference = max(0.0, (profiled or 0.0) - unprofiled["ms_per_step"])
+    for x in lines:
+        estimate = x.get("profiler_ms_estimate")
+        if estimate is None:
+            continue
+        where = f"{x['file']}:{x['line']}"
+        if estimate < 0 or estimate > x["wall_ms"] + ROUND:
+            out.append(f"{where}: the profiler's estimated cost {estimate} ms is not within its wall {x['wall_ms']} ms")
+        if estimate > difference + ROUND:
+            out.append(f"{where}: the profiler's estimated cost {estimate} ms exceeds the measured {difference} ms")
+    text = present.distortion_text(report) or ""
+    said = UNPROFILED_WORDS.search(text)
+    if said is None:
+        out.append(f"the distortion's text does not say the unprofiled median: {text!r}")
+    elif (said.group(1) != present.ms_short(unprofiled["ms_per_step"]) or int(said.group(2)) != len(raw)):
+        out.append(f"the distortion's text says {said.group(0)!r}, the report {unprofiled['ms_per_step']} ms of {len(raw)}")
+    out.extend(f"the distortion's text says {p}%" for p in PERCENT.findall(text) if float(p) > 100)
+    for finding in report.get("findings") or []:
+        for p_ms, u_ms in PROFILED_WORDS.findall(finding["observation"]):
+            if p_ms != f"{profiled:.2f}" or u_ms != f"{unprofiled['ms_per_step']:.2f}":
+                out.append(f"[{finding['kind']}] says {p_ms} ms profiled and {u_ms} ms without; ms/step is "
+                           f"{profiled}, unprofiled {unprofiled['ms_per_step']}")
     return out
 
 

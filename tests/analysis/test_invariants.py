@@ -9,6 +9,7 @@ without them those cases are skipped, saying where they looked.
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 
@@ -118,3 +119,62 @@ def test_generated_windows_with_a_second_thread_keep_the_invariants(synth: Synth
     assert violations(report, lines_on_one_thread=False) == []
     for line in report["lines"]:  # a line on two threads: its self time is still within its wall time
         assert line["cpu_self_ms"] <= line["wall_ms"] + 1e-4
+
+
+@st.composite
+def profiled_runs(draw) -> tuple[Synth, dict, int]:
+    """A window whose step also ran without the profiler: some steps hold a short line of many small
+    operators (where the profiler's cost per event concentrates), and the passes timed after the
+    window are faster or slower than the profiled steps, by up to 20 times."""
+    s = draw(windows(second_thread=False))
+    steps = [e for e in s.events if e["name"].startswith("ProfilerStep#")]
+    busy_line = draw(st.integers(7, 9))
+    for step in steps:
+        if draw(st.booleans()):
+            at = step["ts"] + draw(st.integers(0, int(step["dur"]) - 60))
+            s.region(f"ss:f0:{busy_line}", at, 50)
+            for k in range(draw(st.integers(1, 40))):
+                s.op("aten::add", at + k * 1.2, 1)
+    passes = draw(st.lists(st.floats(0.05, 20.0), min_size=1, max_size=8))
+    timings = {"warmup_ms": draw(st.lists(st.floats(0.05, 20.0), max_size=3)), "raw_ms": passes, "clock": "host"}
+    return s, timings, busy_line
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=profiled_runs())
+def test_the_distortion_and_each_lines_estimate_keep_the_invariants(case) -> None:
+    synth, timings, busy_line = case
+    with tempfile.TemporaryDirectory() as tmp:
+        scenario = {"step": {"file": str(Path(tmp) / "ws" / "train.py"), "line": 1, "function": None, "kind": "loop"},
+                    "program": {"cwd": str(Path(tmp) / "ws")}}
+        run = run_folder(Path(tmp), synth, scenario=scenario)
+        (run / "timings.json").write_text(json.dumps(timings))
+        report = analyze([run])
+    assert report["unprofiled"] is not None and report["distortion"] is not None
+    assert violations(report) == []
+    for line in report["lines"]:  # the hover's words for it never claim more than the line's time
+        estimate = line["profiler_ms_estimate"]  # None only where the step recorded no event to share it by
+        assert estimate is None or 0 <= estimate <= line["wall_ms"] + 1e-4
+
+
+def test_a_short_line_of_many_operators_is_never_given_more_of_the_profilers_cost_than_its_time() -> None:
+    """Ten times slower under the profiler, and a 0.05 ms line holding nearly every recorded event:
+    shared out by events it would get ~8 ms; its estimate stops at its wall time."""
+    s = Synth(devices=[])
+    for k in range(5):
+        t = k * 10_000
+        s.step(k + 1, t, 10_000)
+        s.region("ss:f0:3", t + 100, 9_000)
+        s.region("ss:f0:4", t + 9_500, 50)
+        for i in range(40):
+            s.op("aten::add", t + 9_500 + i * 1.2, 1)
+    with tempfile.TemporaryDirectory() as tmp:
+        scenario = {"step": {"file": str(Path(tmp) / "ws" / "train.py"), "line": 1, "function": None, "kind": "loop"},
+                    "program": {"cwd": str(Path(tmp) / "ws")}}
+        run = run_folder(Path(tmp), s, scenario=scenario)
+        (run / "timings.json").write_text(json.dumps({"warmup_ms": [], "raw_ms": [1.0] * 5, "clock": "host"}))
+        report = analyze([run])
+    assert report["distortion"] == pytest.approx(10.0, rel=1e-3)
+    short = next(line for line in report["lines"] if line["line"] == 4)
+    assert short["profiler_ms_estimate"] == pytest.approx(short["wall_ms"], abs=1e-4)
+    assert violations(report) == []
