@@ -21,14 +21,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from .common import Anchor, basis, finding, machine_words, placed
+from .distorted import measure_check
 from .thresholds import Thresholds
 from .work import window_words
-
-#: the check outside the profiler that a finding points at (stepscope measure, and the figures of
-#: the step timed without the profiler that a profile run reports)
-MEASURE_CHECK = ("time the step without the profiler — `stepscope measure` on this step, and the report's `unprofiled` "
-                 "and `distortion` figures of a profile run")
-
 
 def _size(nbytes: int) -> str:
     for unit, scale in (("MB", 1 << 20), ("KB", 1 << 10)):
@@ -169,12 +164,12 @@ def sync_in_step(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
         hypothesis = ("A copy from pageable host memory starts only when the device has finished the work queued "
                       "before it, so the host cannot queue ahead while it waits.")
         check = (f"Copy from pinned memory with non_blocking=True (DataLoader(pin_memory=True), or tensor.pin_memory()), "
-                 f"check the outputs, and compare ms/step outside the profiler: {MEASURE_CHECK}.")
+                 f"check the outputs, and compare ms/step outside the profiler: {measure_check(report)}.")
     else:
         hypothesis = ("A value read back inside the step (.item(), .cpu(), .tolist(), printing a tensor, a tensor in an "
                       "if), a copy to or from pageable host memory, or an explicit synchronize stops the host from "
                       "queueing ahead, so CPU and GPU work no longer overlap.")
-        check = (f"First {MEASURE_CHECK}; then move the read-back out of the step (accumulate on the device and read "
+        check = (f"First {measure_check(report)}; then move the read-back out of the step (accumulate on the device and read "
                  "every N steps, or after the loop), check that the values you log are unchanged, and compare the two "
                  "with `stepscope measure --against` (several timed passes, no profiler).")
     return finding(
