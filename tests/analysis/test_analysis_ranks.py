@@ -202,7 +202,7 @@ def test_gloo_ranks_wait_for_the_rank_that_arrives_last_and_its_lines_that_diffe
     assert report["slowest_rank"] == 1 and [r["slowest"] for r in report["ranks"]] == [False, True]
     wait = report["rank_wait"]
     assert wait["by"] == "host" and wait["extra_ms"] == 30.0
-    assert [(Path(x["file"]).name, x["line"], x["wall_ms"], x["others_ms"]) for x in wait["lines"]] == \
+    assert [(Path(x["file"]).name, x["line"], x["self_ms"], x["others_ms"]) for x in wait["lines"]] == \
         [("train.py", 15, 30.0, 0.0)]
     f = next(f for f in report["findings"] if f["kind"] == "rank-imbalance")
     assert (Path(f["file"]).name, f["line"]) == ("train.py", 15)

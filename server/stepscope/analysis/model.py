@@ -167,11 +167,11 @@ class RankEntry(_RankRequired, total=False):
 
 
 class RankLine(TypedDict, total=False):
-    """A line of the rank the others wait for: its own time per step there (`wall_ms`: the line's
-    self time, without the lines nested in it) and on the other ranks (their median)."""
+    """A line of the rank the others wait for: its self time per step there (`self_ms`, without the
+    lines nested in it, as a line's `cpu_self_ms`) and on the other ranks (`others_ms`, their median)."""
     file: str
     line: int
-    wall_ms: Ms
+    self_ms: Ms
     others_ms: Ms
     file_id: FileId | None
 

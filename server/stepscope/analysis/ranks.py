@@ -106,19 +106,19 @@ def _differing_lines(own: dict[str, Any], others: list[dict[str, Any]]) -> list[
     not counting the lines nested in it) is compared, so an `if` and the statement inside it are not
     both named for the same work."""
 
-    def walls(report: dict[str, Any]) -> dict[tuple, float]:
+    def selves(report: dict[str, Any]) -> dict[tuple, float]:
         return {(line["file"], line["line"]): line["cpu_self_ms"] for line in report["lines"]}
 
-    other_walls = [walls(r) for r in others]
+    other_selves = [selves(r) for r in others]
     out = []
-    for key, wall in walls(own).items():
-        theirs = median([w.get(key, 0.0) for w in other_walls]) if other_walls else 0.0
-        if wall - theirs > 0:
-            out.append({"file": key[0], "line": key[1], "wall_ms": wall, "others_ms": round(theirs, 4)})
-    out.sort(key=lambda d: (-(d["wall_ms"] - d["others_ms"]), d["file"], d["line"]))
+    for key, own_ms in selves(own).items():
+        theirs = median([w.get(key, 0.0) for w in other_selves]) if other_selves else 0.0
+        if own_ms - theirs > 0:
+            out.append({"file": key[0], "line": key[1], "self_ms": own_ms, "others_ms": round(theirs, 4)})
+    out.sort(key=lambda d: (-(d["self_ms"] - d["others_ms"]), d["file"], d["line"]))
     if out:  # lines that differ by a tenth of the largest difference or less are noise beside it
-        top = out[0]["wall_ms"] - out[0]["others_ms"]
-        out = [d for d in out if d["wall_ms"] - d["others_ms"] > 0.1 * top]
+        top = out[0]["self_ms"] - out[0]["others_ms"]
+        out = [d for d in out if d["self_ms"] - d["others_ms"] > 0.1 * top]
     return out[:MAX_WAIT_LINES]
 
 

@@ -49,7 +49,7 @@ def rank_imbalance(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
     if lines:
         differ = (f" The lines where {_name(late)} spends the most more time than the other ranks (a line's own "
                   "time, without the lines nested in it): "
-                  + "; ".join(f"{Path(x['file']).name}:{x['line']} {x['wall_ms']:.2f} ms per step against "
+                  + "; ".join(f"{Path(x['file']).name}:{x['line']} {x['self_ms']:.2f} ms per step against "
                               f"{x['others_ms']:.2f} ms" for x in lines) + ".")
     where = (lines[0]["file"], lines[0]["line"]) if lines else anchor
     return finding(
@@ -65,6 +65,6 @@ def rank_imbalance(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
         "profiler (several timed passes) to see whether the gap holds.",
         figures={"collective_ms": {str(r.get("rank")): r[measure] for r in compared}, "by": by,
                  "waited_for": late.get("rank"), "extra_ms": round(waiting[measure] - late[measure], 4),
-                 "lines": [{"file": x["file"], "line": x["line"], "wall_ms": x["wall_ms"], "others_ms": x["others_ms"]}
+                 "lines": [{"file": x["file"], "line": x["line"], "self_ms": x["self_ms"], "others_ms": x["others_ms"]}
                            for x in lines]},
     )
