@@ -20,8 +20,9 @@ Definitions said here once (docs/figures.md says them to users):
 - the machine a figure came from is `machine_label`: device, host and rank when known, and whether
   the description came from the run's record or from the trace.
 - the profiler's distortion is profiled ms/step over the median of the steps timed without the
-  profiler after the window, in the same process (`distortion_text`); a line's share of it is an
-  estimate and always said so (`profiler_cost_text`).
+  profiler after the window, in the same process (`distortion_text`): a median over a median, so
+  both are said as ms/step; a line's share of it is an estimate, never more than the line's wall
+  time, and always said so (`profiler_cost_text`).
 """
 
 from __future__ import annotations
