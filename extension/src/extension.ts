@@ -2,6 +2,7 @@
 // restarts the server when the interpreter or Stepscope's settings change.
 import * as vscode from "vscode";
 import { TimingDecorations } from "./decorations";
+import { TracePanel } from "./panel/host";
 import { ProfileCommand } from "./profile";
 import { onDidChangePythonInterpreter } from "./python";
 import { ServerController } from "./server";
@@ -19,11 +20,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   controller = new ServerController(context.extensionPath, log);
   const decorations = new TimingDecorations(readSettings().showInlineTimings);
   const status = new StepStatus();
-  const profile = new ProfileCommand(controller, decorations, status, log);
+  const panel = new TracePanel(vscode.Uri.joinPath(context.extensionUri, "panel", "dist"), () => controller?.languageClient, log);
+  const profile = new ProfileCommand(controller, decorations, status, log, (runId) => panel.follow(runId));
   context.subscriptions.push(decorations, status);
 
   context.subscriptions.push(
     profile.register(),
+    panel.register(),
     vscode.commands.registerCommand("stepscope.clearTimings", () => decorations.clear()),
     vscode.commands.registerCommand("stepscope.restart", () =>
       controller?.requestRestart("the Restart Server command", true),

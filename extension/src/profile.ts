@@ -36,6 +36,8 @@ export class ProfileCommand {
     private readonly decorations: TimingDecorations,
     private readonly status: StepStatus,
     private readonly log: vscode.LogOutputChannel,
+    /** the run now shown (the trace panel follows it) */
+    private readonly shown: (runId: string) => void = () => undefined,
   ) {}
 
   register(): vscode.Disposable {
@@ -198,6 +200,7 @@ export class ProfileCommand {
     this.status.result(result.status.text, result.status.tooltip);
     this.log.info(`Profile done: ${result.summary}.`);
     this.log.info(`Run ${result.runId}, in ${result.runDir}`);
+    this.shown(result.runId);
   }
 }
 

@@ -19,6 +19,7 @@ import {
   isPythonExtensionInstalled,
   resolveInterpreter,
 } from "./python";
+import { OPEN_PANEL_COMMAND } from "./panel/host";
 import { readSettings } from "./settings";
 
 const CLIENT_ID = "stepscope";
@@ -186,6 +187,7 @@ export class ServerController implements vscode.Disposable {
       initializationOptions: {
         interpreter: launch.interpreter.path,  // the program's interpreter when a request names none
         inlayHints: false,
+        panelCommand: OPEN_PANEL_COMMAND,  // findings offer to open the trace panel on their line
         profile: readSettings(resource).profile,
       },
     };

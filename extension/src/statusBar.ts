@@ -1,5 +1,6 @@
 // The status-bar item: the last profile's ms/step, or that a profile is running. Its text and
-// tooltip come from the server's presenter; this item only places them.
+// tooltip come from the server's presenter; this item only places them. Clicking it opens the trace
+// panel on the run it shows (the log while a profile runs).
 import * as vscode from "vscode";
 
 export class StepStatus implements vscode.Disposable {
@@ -12,6 +13,7 @@ export class StepStatus implements vscode.Disposable {
   }
 
   running(where: string): void {
+    this.item.command = "stepscope.showLogs";
     this.item.text = "$(sync~spin) Stepscope: profiling…";
     this.item.tooltip = `Profiling the step at ${where}`;
     this.item.show();
@@ -20,7 +22,8 @@ export class StepStatus implements vscode.Disposable {
   /** `text` is plain text (`51.4 ms/step`); `tooltip` is Markdown, shown untrusted (no commands, no HTML). */
   result(text: string, tooltip: string): void {
     this.item.text = `$(pulse) Stepscope: ${text}`;
-    const markdown = new vscode.MarkdownString(tooltip);
+    this.item.command = "stepscope.openPanel";  // the run shown, in the trace panel
+    const markdown = new vscode.MarkdownString(`${tooltip}\n\nClick to open the trace panel.`);
     markdown.isTrusted = false;
     markdown.supportHtml = false;
     this.item.tooltip = markdown;

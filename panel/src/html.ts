@@ -35,7 +35,13 @@ export function makeNonce(): string {
 
 export function contentSecurityPolicy(cspSource: string, nonce: string): string {
   if (!NONCE.test(nonce)) throw new Error("the nonce must be 16..128 characters of [A-Za-z0-9+/=_-]");
-  if (!cspSource.trim() || /[;,"'<>\r\n]/.test(cspSource)) throw new Error("cspSource is not a list of sources");
+  // VS Code gives e.g. `'self' https://*.vscode-cdn.net` (the web) or `https://file+.vscode-resource.vscode-cdn.net`:
+  // hosts and schemes, and of the quoted keywords only 'self' (never an 'unsafe-…' one)
+  const sources = cspSource.trim().split(/\s+/);
+  if (!cspSource.trim() || /[;,"<>\r\n]/.test(cspSource)
+      || sources.some((source) => source.includes("'") && source !== "'self'")) {
+    throw new Error("cspSource is not a list of sources");
+  }
   return [
     "default-src 'none'",
     `script-src 'nonce-${nonce}'`,

@@ -46,6 +46,8 @@ class Panel {
   private state: PanelState | null = null;
   private current: Tab = "overview";
   private readonly pending = new Map<Tab, () => HTMLElement | null>();
+  private lines: DataTable<LineRow> | null = null;
+  private fileIds: FileIds | null = null;
   readonly posted: WebviewMessage[] = [];
 
   constructor(app: HTMLElement, api: VsCodeApi) {
@@ -132,6 +134,7 @@ class Panel {
     const message: HostMessage = parsed.message;
     if (message.type === "error") this.error(message.message);
     else if (message.type === "state") this.load(message.state);
+    else if (message.type === "reveal" && this.state && message.runId === this.state.runId) this.reveal(message.fileId, message.line);
     else if (message.type === "range" && this.state && message.runId === this.state.runId) {
       const doc = parseTimeline(message.timeline);
       if (doc.ok) this.timeline.setDetail(new TimelineModel(doc.doc));
@@ -161,6 +164,8 @@ class Panel {
     if (state.measure && !measure) problems.push(measureProblem(state.measure)!);
     this.state = { ...state, report, timeline, measure };
     const fileIds = new FileIds(timeline?.files ?? {}, Array.isArray(report?.files) ? report!.files : []);
+    this.fileIds = fileIds;
+    this.lines = null;
     const open = (fileId: string, line: number) => this.post({ type: "openSource", fileId, line });
     let t = performance.now();
     renderOverview(this.panels.get("overview")!, { title: state.title, stale: state.stale, report, timeline, measure, fileIds, onOpen: open });
@@ -178,7 +183,10 @@ class Panel {
     }
     // each table is built when its tab is first shown (a window of thousands of steps makes big ones)
     this.pending.clear();
-    this.pending.set("lines", () => (report ? linesTable(report, timeline, fileIds, open) : null));
+    this.pending.set("lines", () => {
+      this.lines = report ? linesTable(report, timeline, fileIds, open) : null;
+      return this.lines?.root ?? null;
+    });
     this.pending.set("operators", () => (timeline?.operators ? operatorsTable(timeline, open) : null));
     this.pending.set("kernels", () => (timeline?.kernels ? kernelsTable(timeline, open) : null));
     this.pending.set("steps", () => stepsTable(report, timeline, open, (a, b) => this.showStep(a, b)));
@@ -188,6 +196,15 @@ class Panel {
     this.show(this.current);
     this.app.setAttribute("aria-busy", "false");
     this.app.dataset.state = "ready";
+  }
+
+  /** The panel opened on a source line: its row of the lines table, in view and focused. */
+  private reveal(fileId: string, line: number): void {
+    this.show("lines");
+    const ids = this.fileIds;
+    const where = `${this.state?.timeline?.files[fileId] ?? fileId}:${line}`;
+    if (!this.lines || !ids) return;
+    this.lines.reveal((r) => r.line === line && ids.of(r.file, r.file_id) === fileId, `line ${where}`);
   }
 
   private showStep(startUs: number, endUs: number): void {
@@ -209,7 +226,7 @@ function relPath(timeline: TimelineDoc | null, fileId: string | null, fallback: 
 
 type Open = (fileId: string, line: number) => void;
 
-function linesTable(report: PanelReport, timeline: TimelineDoc | null, ids: FileIds, onOpen: Open): HTMLElement {
+function linesTable(report: PanelReport, timeline: TimelineDoc | null, ids: FileIds, onOpen: Open): DataTable<LineRow> {
   const gpu = report.gpu.observed;
   const copies = (r: LineRow) => {
     const c = r.copies;
@@ -239,7 +256,7 @@ function linesTable(report: PanelReport, timeline: TimelineDoc | null, ids: File
       return id ? { fileId: id, line: r.line, label: `${relPath(timeline, id, r.file)}:${r.line}` } : null;
     },
     onOpen,
-  }).root;
+  });
 }
 
 function operatorsTable(timeline: TimelineDoc, onOpen: Open): HTMLElement {

@@ -6,7 +6,8 @@
 // `vscode` here, so both bundles (and the unit tests, under Node) can use it.
 //
 // Handshake (as austin-vscode's): the webview sends `ready` once its script runs; the host answers
-// with `state`, and posts `state` again whenever the run it follows changes.
+// with `state`, and posts `state` again whenever the run it follows changes. `reveal` (after a
+// `state` of the same run) brings a source line's row into view: the panel opened on a line.
 
 import type { PanelReport } from "./report";
 import type { TimelineDoc } from "./timeline-doc";
@@ -27,6 +28,7 @@ export interface PanelState {
 export type HostMessage =
   | { type: "state"; state: PanelState }
   | { type: "range"; runId: string; timeline: TimelineDoc }
+  | { type: "reveal"; runId: string; fileId: string; line: number }
   | { type: "error"; message: string };
 
 export type WebviewMessage =
@@ -132,6 +134,12 @@ export function parseHostMessage(value: unknown): Parsed<HostMessage> {
     case "range":
       if (typeof value.runId !== "string" || !isObject(value.timeline)) return { ok: false, reason: "range: no timeline" };
       return { ok: true, message: value as HostMessage };
+    case "reveal":
+      if (typeof value.runId !== "string" || typeof value.fileId !== "string" || !FILE_ID.test(value.fileId)
+          || !Number.isInteger(value.line) || (value.line as number) < 1) {
+        return { ok: false, reason: "reveal: no run, file id or line" };
+      }
+      return { ok: true, message: { type: "reveal", runId: value.runId, fileId: value.fileId, line: value.line as number } };
     case "error":
       if (typeof value.message !== "string") return { ok: false, reason: "error: no message" };
       return { ok: true, message: { type: "error", message: value.message.slice(0, MAX_LOG) } };

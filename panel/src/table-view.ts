@@ -156,6 +156,24 @@ export class DataTable<T> {
     }
   }
 
+  /**
+   * Brings the first row `match` accepts into view, focused and marked (the panel opened on a line);
+   * false when no row shown matches (the status says so, with `what`).
+   */
+  reveal(match: (row: T) => boolean, what: string): boolean {
+    this.body.querySelector("tr.revealed")?.classList.remove("revealed");
+    const index = this.shown.findIndex(match);
+    if (index < 0) {
+      this.status.textContent = `${this.status.textContent}; ${what} is not among them`;
+      return false;
+    }
+    this.focusRow(index);
+    const tr = this.rowElement(index);
+    tr?.classList.add("revealed");
+    tr?.scrollIntoView({ block: "center" });
+    return true;
+  }
+
   private rowElement(index: number): HTMLTableRowElement | null {
     return this.body.querySelector(`tr[data-index="${index}"]`);
   }

@@ -142,6 +142,10 @@ test("the page carries a strict policy with a fresh nonce and escapes what it is
   assert.equal((page.match(/<script /g) ?? []).length, 1);
   assert.throws(() => contentSecurityPolicy("x", "short"));
   assert.throws(() => contentSecurityPolicy("x; script-src *", nonce));
+  // what VS Code for the web gives is taken; a quoted keyword other than 'self' is not
+  assert.match(contentSecurityPolicy("'self' https://*.vscode-cdn.net", nonce), /style-src 'self' https:\/\/\*\.vscode-cdn\.net;/);
+  assert.throws(() => contentSecurityPolicy("'unsafe-inline' https://x", nonce));
+  assert.throws(() => contentSecurityPolicy("'unsafe-eval'", nonce));
   assert.equal(escapeHtml(`"'<&>`), "&#34;&#39;&#60;&#38;&#62;");
 });
 

@@ -51,3 +51,19 @@ test("host messages are checked before the panel uses them", () => {
   assert.equal(parseHostMessage({ type: "state" }).ok, false);
   assert.equal(parseHostMessage({ type: "eval", code: "alert(1)" }).ok, false);
 });
+
+test("reveal names a run, a file id and a line, or is refused", () => {
+  const runId = "20261201T101500Z-train-1a2b";
+  assert.deepEqual(parseHostMessage({ type: "reveal", runId, fileId: "f0", line: 7 }), {
+    ok: true,
+    message: { type: "reveal", runId, fileId: "f0", line: 7 },
+  });
+  for (const bad of [
+    { type: "reveal", runId, fileId: "../x", line: 7 },
+    { type: "reveal", runId, fileId: "f0", line: 0 },
+    { type: "reveal", runId, fileId: "f0", line: 1.5 },
+    { type: "reveal", fileId: "f0", line: 7 },
+  ]) {
+    assert.equal(parseHostMessage(bad).ok, false, JSON.stringify(bad));
+  }
+});

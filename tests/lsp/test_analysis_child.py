@@ -94,7 +94,7 @@ async def recorded_server(lsp_client: LanguageClient, tmp_path: Path):
 
 
 @pytest.mark.torch
-async def test_the_language_server_profiles_without_ever_loading_the_trace_engine(
+async def test_the_language_server_profiles_and_serves_timelines_without_ever_loading_the_trace_engine(
         recorded_server: LanguageClient, tmp_path: Path) -> None:
     client = recorded_server
     shutil.copy(EXAMPLE, tmp_path / "train_cpu.py")
@@ -104,6 +104,11 @@ async def test_the_language_server_profiles_without_ever_loading_the_trace_engin
         command="stepscope.profile", arguments=[{"uri": uri, "position": {
             "line": _line_of(text, "loss.backward()"), "character": 8}, "profile": {"active": 2, "warmup": 1}}]))
     assert result["lines"] and (Path(result["runDir"]) / "report.json").is_file()
+    # the trace panel's timeline: as written, and a range at a finer level (made in a child)
+    whole = await client.protocol.send_request_async("stepscope/timeline", {"runId": result["runId"]})
+    part = await client.protocol.send_request_async("stepscope/timeline", {
+        "runId": result["runId"], "startUs": 0.0, "endUs": whole.window.duration_us / 2})
+    assert whole.steps and part.range.end_us == whole.window.duration_us / 2
     await client.shutdown_session()  # the server has exited: its atexit record is written
     seen = _MODULES_SEEN.read_text().split()
     _MODULES_SEEN.unlink()

@@ -5,6 +5,12 @@
 //                  Step" from the command palette, waits for the inline ms/step timings, then edits
 //                  the file and checks that its timings are gone.
 //   "restricted":  runs the command and waits for the refusal notification.
+//   "panel":       profiles from the command palette, opens the trace panel from the status bar,
+//                  reads its overview, timeline and tables, clicks a table row, a span of the
+//                  timeline and a finding (each must land the cursor on its line), opens the panel on
+//                  a finding through its code action, then profiles again (the panel follows).
+//   "panelRestricted": in restricted mode, opens the trace panel on a run made earlier by the CLI
+//                  from the command palette, and clicks a table row.
 //   "failures":    runs the command with an interpreter that has no torch (the server's error is
 //                  shown, and its Open Logs opens the log), then the workspace settings point
 //                  stepscope.interpreter at a missing file, and at a Python older than 3.10 when the
@@ -189,6 +195,234 @@ async function restrictedScenario(page) {
   await shot(page, "refused");
 }
 
+// ------------------------------------------------------------------------------ the trace panel
+
+/** The frame of the trace panel's page (inside the webview's two iframes), once its state is shown. */
+async function panelFrame(page, timeoutMs = 120_000) {
+  return waitFor(
+    "the trace panel showing a run",
+    async () => {
+      for (const frame of page.frames()) {
+        const ready = await frame
+          .evaluate(() => Boolean(window.stepscopePanel && window.stepscopePanel.state() && document.querySelector("#app[data-state=ready]")))
+          .catch(() => false);
+        if (ready) return frame;
+      }
+      return undefined;
+    },
+    timeoutMs,
+  );
+}
+
+/** The webview's element on the page, for screenshots of the panel alone. */
+function panelElement(page) {
+  return page.locator("iframe.webview.ready").first();
+}
+
+async function panelShot(page, name) {
+  const file = path.join(config.screenshots, `${name}.png`);
+  await panelElement(page).screenshot({ path: file });
+  result.screenshots.push(file);
+}
+
+/** The editor's cursor as the status bar says it ("Ln 12, Col 9"): its 1-based line. */
+async function cursorLine(page) {
+  const text = await page.locator("#status\\.editor\\.selection").first().innerText().catch(() => "");
+  const match = /Ln (\d+)/.exec(text);
+  return match ? Number(match[1]) : null;
+}
+
+/** Waits for the cursor to land on `line` in `file`'s editor (the active one); what it saw. */
+async function landedOn(page, file, line) {
+  let seen = null;
+  try {
+    await waitFor(`the cursor on ${file}:${line}`, async () => {
+      const tab = await page.locator(".editor-group-container.active .tab.active").first().innerText().catch(() => "");
+      const label = tab.replace(/\s+/g, "");  // the tab's label may wrap
+      seen = { tab: label.includes(file) ? file : label, line: await cursorLine(page) };
+      return seen.tab === file && seen.line === line;
+    }, 20_000, 250);
+  } catch {
+    // the assertion is pytest's, with what was seen
+  }
+  return seen;
+}
+
+async function panelTab(frame, name) {
+  await frame.click(`#tab-${name}`);
+  await frame.waitForSelector(`#panel-${name}:not([hidden])`);
+}
+
+async function tableRows(frame, panel) {
+  return frame.evaluate((panel) => {
+    const table = document.querySelector(`#panel-${panel} table.data`);
+    if (!table) return [];
+    const keys = [...table.querySelectorAll("thead th")].map((th) => th.dataset.key);
+    return [...table.querySelectorAll("tbody tr[data-index]")].map((tr) =>
+      Object.fromEntries(keys.map((k, i) => [k, tr.children[i].textContent])));
+  }, panel);
+}
+
+/** Clicks the lines table's row of `line`, then checks where the cursor landed. */
+async function clickLineRow(page, frame, file, line) {
+  await panelTab(frame, "lines");
+  const rows = await tableRows(frame, "lines");
+  const index = rows.findIndex((r) => Number(r.line) === line);
+  if (index < 0) throw new Error(`line ${line} is not in the lines table: ${JSON.stringify(rows.map((r) => r.line))}`);
+  await frame.click(`#panel-lines tbody tr[data-index="${index}"] td:nth-child(3)`);
+  return landedOn(page, file, line);
+}
+
+async function panelScenario(page) {
+  step("run Stepscope: Profile This Step from the command palette");
+  await goToLine(page, config.cursorLine);
+  await runCommand(page, "Stepscope: Profile This Step");
+  await waitFor("inline ms/step timings", async () => {
+    const errors = await errorNotifications(page);
+    if (errors.length > 0) throw new Error(`an error appeared instead of timings: ${errors.join(" | ")}`);
+    return (await inlineTimings(page)).length > 0;
+  }, config.profileTimeoutMs ?? 240_000, 250);
+
+  step("open the trace panel from the status bar");
+  const item = page.locator(".statusbar-item", { hasText: "ms/step" }).first();
+  await item.click();
+  const opened = Date.now();
+  let frame = await panelFrame(page);
+  result.panelShownAfterMs = Date.now() - opened;
+  result.panelState = await frame.evaluate(() => {
+    const s = window.stepscopePanel.state();
+    return { runId: s.runId, title: s.title, stale: s.stale, spans: s.timeline ? s.timeline.spans.start_us.length : null,
+      lines: s.report ? s.report.lines.length : null, findings: s.report ? s.report.findings.map((f) => [f.kind, f.line]) : [] };
+  });
+  result.panelTabTitle = await page.locator(".tabs-container .tab", { hasText: "Trace" }).first().innerText();
+  result.overview = await frame.locator("#panel-overview").innerText();
+  result.banner = await frame.evaluate(() => { const b = document.querySelector(".banner"); return b && !b.hidden ? b.textContent : null; });
+  await shot(page, "panel-overview");
+  await panelShot(page, "panel-overview-alone");
+
+  step("the lines table: its rows, and a click on one lands the cursor on its line");
+  await panelTab(frame, "lines");
+  result.lineRows = await tableRows(frame, "lines");
+  await panelShot(page, "panel-lines-alone");
+  result.rowLanded = await clickLineRow(page, frame, config.file, config.rowLine);
+  await shot(page, "panel-row-opened");
+
+  step("the steps table: a click on a step shows it on the timeline");
+  await panelTab(frame, "steps");
+  result.stepRows = (await tableRows(frame, "steps")).length;
+  await frame.click('#panel-steps tbody tr[data-index="0"] td:nth-child(2)');
+  await frame.waitForSelector("#panel-timeline:not([hidden])");
+  await page.waitForTimeout(500);
+
+  step("the timeline: its tracks and spans, and a click on a span lands the cursor on its line");
+  // the line's region in the step shown, zoomed in on (as +/Ctrl+wheel would) so it is wide enough to aim at
+  const span = await frame.evaluate(async (line) => {
+    const view = window.stepscopePanel.timeline;
+    const doc = window.stepscopePanel.state().timeline;
+    const region = doc.categories.indexOf("region");
+    const [t0, t1] = view.view();
+    const frameDone = () => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+    for (let i = 0; i < doc.spans.start_us.length; i++) {
+      const k = doc.spans.line[i];
+      const a = doc.spans.start_us[i];
+      const b = a + doc.spans.dur_us[i];
+      if (doc.spans.category[i] !== region || k < 0 || doc.lines.line[k] !== line || a < t0 || b > t1) continue;
+      view.setView(a - (b - a), b + (b - a));
+      await frameDone();
+      const p = view.pointOf(i);
+      if (!p) continue;
+      const rect = document.querySelector("canvas.timeline-canvas").getBoundingClientRect();
+      return { i, x: p.x - rect.left, y: p.y - rect.top, tracks: doc.tracks.length };
+    }
+    return null;
+  }, config.spanLine);
+  if (!span) throw new Error(`no region span of line ${config.spanLine} in view on the timeline`);
+  result.timelineTracks = span.tracks;
+  await panelShot(page, "panel-timeline-alone");
+  await frame.locator("canvas.timeline-canvas").click({ position: { x: span.x, y: span.y } });
+  result.spanLanded = await landedOn(page, config.file, config.spanLine);
+
+  step("the operators table has rows");
+  await panelTab(frame, "operators");
+  result.operatorRows = (await tableRows(frame, "operators")).length;
+
+  step("a finding in the overview: a click lands the cursor on its line");
+  await panelTab(frame, "overview");
+  const findingLink = frame.locator(".finding button.link").first();
+  result.findingLinkText = await findingLink.innerText();
+  await findingLink.click();
+  const findingLine = Number(/:(\d+)$/.exec(result.findingLinkText)[1]);
+  result.findingLanded = await landedOn(page, config.file, findingLine);
+
+  step("a finding's code action opens the panel on its line");
+  await goToLine(page, findingLine);
+  await page.waitForTimeout(500);
+  await runCommand(page, "Quick Fix...");
+  await page.waitForTimeout(1500);
+  await shot(page, "quick-fix");
+  const action = page.locator(".action-widget .monaco-list-row", { hasText: "in the trace panel" }).first();
+  await action.waitFor({ timeout: 20_000 });
+  result.codeAction = (await action.innerText()).trim();
+  await action.click();
+  frame = await panelFrame(page);
+  result.revealed = await waitFor("the finding's line brought into view", () => frame.evaluate(() => {
+    const tr = document.querySelector("#panel-lines tr.revealed");
+    const table = document.querySelector("#panel-lines table.data");
+    if (!tr || !table || document.querySelector("#panel-lines").hidden) return null;
+    const k = [...table.querySelectorAll("thead th")].findIndex((th) => th.dataset.key === "line");
+    return { line: Number(tr.children[k].textContent), focused: document.activeElement === tr };
+  }), 30_000);
+  await shot(page, "panel-revealed");
+
+  step("profile again: the open panel follows the new run");
+  const firstRun = result.panelState.runId;
+  await page.locator(".monaco-editor .view-lines").first().click();
+  await goToLine(page, config.cursorLine);
+  await runCommand(page, "Stepscope: Profile This Step");
+  result.followedRunId = await waitFor("the panel showing the new run", async () => {
+    for (const f of page.frames()) {
+      const id = await f.evaluate(() => window.stepscopePanel && window.stepscopePanel.state() && window.stepscopePanel.state().runId).catch(() => null);
+      if (id && id !== firstRun) return id;
+    }
+    return undefined;
+  }, config.profileTimeoutMs ?? 240_000, 500);
+  await shot(page, "panel-followed");
+
+  step("pictures for the docs: the editor beside the panel, its timeline and its lines table");
+  await runCommand(page, "View: Toggle Primary Side Bar Visibility");
+  await runCommand(page, "View: Toggle Panel Visibility");
+  await closeNotifications(page).catch(() => {});
+  frame = await panelFrame(page);
+  await panelTab(frame, "overview");
+  await page.locator(".tabs-container .tab", { hasText: config.file }).first().click();  // the editor, not the panel
+  await goToLine(page, config.cursorLine);
+  await page.mouse.move(5, 5);
+  await page.waitForTimeout(800);
+  await shot(page, "docs-editor-and-panel");
+  await panelTab(frame, "steps");
+  await frame.click('#panel-steps tbody tr[data-index="0"] td:nth-child(2)');
+  await frame.waitForSelector("#panel-timeline:not([hidden])");
+  await page.waitForTimeout(800);
+  await panelShot(page, "docs-timeline");
+  await panelTab(frame, "lines");
+  await page.waitForTimeout(300);
+  await panelShot(page, "docs-lines");
+}
+
+async function panelRestrictedScenario(page) {
+  step("Stepscope: Open Trace Panel in restricted mode, on a run the CLI made");
+  await runCommand(page, "Stepscope: Open Trace Panel");
+  const frame = await panelFrame(page);
+  result.panelState = await frame.evaluate(() => {
+    const s = window.stepscopePanel.state();
+    return { runId: s.runId, spans: s.timeline ? s.timeline.spans.start_us.length : null, lines: s.report ? s.report.lines.length : null };
+  });
+  await panelTab(frame, "lines");
+  result.lineRows = await tableRows(frame, "lines");
+  result.rowLanded = await clickLineRow(page, frame, config.file, config.rowLine);
+  await shot(page, "panel-restricted");
+}
+
 function setWorkspaceInterpreter(interpreter) {
   const vscodeDir = path.join(config.folder, ".vscode");
   fs.mkdirSync(vscodeDir, { recursive: true });
@@ -254,6 +488,11 @@ async function main() {
     ],
   });
   const page = context.pages()[0] ?? (await context.newPage());
+  // what the pages (the trace panel's webview among them) say went wrong
+  result.console = [];
+  page.on("console", (m) => {
+    if (m.type() === "error" && result.console.length < 50) result.console.push(m.text().slice(0, 500));
+  });
   try {
     step("open the workspace");
     await page.goto(`${config.url}/?folder=${encodeURIComponent(config.folder)}`);
@@ -275,7 +514,10 @@ async function main() {
     await goToLine(page, config.cursorLine);
     await shot(page, "diagnostics");
 
-    const scenarios = { profile: profileScenario, restricted: restrictedScenario, failures: failuresScenario };
+    const scenarios = {
+      profile: profileScenario, restricted: restrictedScenario, failures: failuresScenario,
+      panel: panelScenario, panelRestricted: panelRestrictedScenario,
+    };
     if (config.scenario in scenarios) {
       await scenarios[config.scenario](page);
     }

@@ -84,7 +84,8 @@ def test_profile_this_step_paints_inline_timings(code_server, workspace: Path) -
          "args": ["--nproc_per_node", "2", "${workspaceFolder}/train_cpu.py"]},
         {"name": "Train (short)", "type": "debugpy", "request": "launch",
          "program": "${workspaceFolder}/train_cpu.py", "args": ["--steps", "24"], "python": str(TORCH_PYTHON)}]}))
-    server = code_server(settings={"stepscope.interpreter": str(TORCH_PYTHON)})
+    # A profile setting reaches the run by its name in package.json (the client lists none itself).
+    server = code_server(settings={"stepscope.interpreter": str(TORCH_PYTHON), "stepscope.profile.active": 4})
     result = server.drive(
         "profile", RESULTS / "profile", file=EXAMPLE.name, cursorLine=line_of("logits = model(x)"),
     )
@@ -111,7 +112,9 @@ def test_profile_this_step_paints_inline_timings(code_server, workspace: Path) -
     assert any("ms/step" in text for text in result["status"]), result["status"]
     runs = sorted((workspace / ".stepscope").glob("runs/*"))
     assert runs, "the profile left no run folder"
-    assert json.loads((runs[-1] / "spec.json").read_text())["argv"] == ["--steps", "24"]
+    spec = json.loads((runs[-1] / "spec.json").read_text())
+    assert spec["argv"] == ["--steps", "24"]
+    assert spec["profile"]["active"] == 4, spec["profile"]
     assert 'launch configuration "Train (short)"' in log and "DDP (torchrun)" not in log
     # The hover comes from the server (textDocument/hover): the line's figures, its run and machine.
     hover = result["hover"]
@@ -120,6 +123,68 @@ def test_profile_this_step_paints_inline_timings(code_server, workspace: Path) -
 
     # An edit makes the timings stale: they are cleared.
     assert result["timingsAfterEdit"] == []
+
+
+def test_the_trace_panel_shows_the_run_and_leads_to_its_lines(code_server, workspace: Path) -> None:
+    """Profile, open the panel from the status bar, read it, click a row, a span and a finding (each
+    lands the cursor on its line), open it on a finding from its code action, profile again."""
+    server = code_server(settings={"stepscope.interpreter": str(TORCH_PYTHON)})
+    backward, forward = line_of("loss.backward()"), line_of("logits = model(x)")
+    result = server.drive(
+        "panel", RESULTS / "panel", file=EXAMPLE.name, cursorLine=forward, rowLine=backward, spanLine=forward,
+    )
+    assert_driver_ok(result, server)
+    runs = sorted(p.name for p in (workspace / ".stepscope" / "runs").iterdir())
+    assert len(runs) == 2, runs
+
+    # The panel opened on the run just made, with its report and timeline.
+    state = result["panelState"]
+    assert state["runId"] == runs[0]
+    assert state["title"].startswith(f"{EXAMPLE.name}, the loop at line {line_of('for x, y in loader:')} · run ")
+    assert state["spans"] > 100 and state["lines"] >= 5 and not state["stale"]
+    assert result["panelTabTitle"].startswith(f"Trace: {EXAMPLE.name}")
+    assert result["banner"] is None, result["banner"]
+    overview = result["overview"]
+    assert "ms/step" in overview and "CPU only" in overview and "Findings" in overview, overview[:800]
+
+    # Its tables show rows; a row, a span and a finding each put the cursor on their line.
+    lines = {int(r["line"]) for r in result["lineRows"]}
+    assert {backward, forward} <= lines, result["lineRows"]
+    assert all(re.fullmatch(r"[\d.]+ (s|ms|µs)", r["wall"]) for r in result["lineRows"]), result["lineRows"]
+    assert result["operatorRows"] > 3
+    assert result["timelineTracks"] >= 1
+    assert result["rowLanded"] == {"tab": EXAMPLE.name, "line": backward}, result["rowLanded"]
+    assert result["spanLanded"] == {"tab": EXAMPLE.name, "line": forward}, result["spanLanded"]
+    kind, finding_line = next((k, n) for k, n in state["findings"] if n)
+    assert result["findingLinkText"] == f"{EXAMPLE.name}:{finding_line}"
+    assert result["findingLanded"] == {"tab": EXAMPLE.name, "line": finding_line}, result["findingLanded"]
+
+    # A finding's code action opens the panel on its line: the row in view and focused.
+    assert "in the trace panel" in result["codeAction"], result["codeAction"]
+    assert result["revealed"]["line"] == finding_line and result["revealed"]["focused"], result["revealed"]
+
+    # A new profile: the open panel follows it.
+    assert result["followedRunId"] == runs[1]
+    log = server.stepscope_log()
+    assert "Trace panel: refused" not in log and "not opening" not in log, log[-3000:]
+
+
+def test_restricted_mode_shows_the_trace_panel_of_an_earlier_run(code_server, workspace: Path) -> None:
+    made = subprocess.run([str(TORCH_PYTHON), "-m", "stepscope", "profile", EXAMPLE.name, "--active", "3",
+                           "--warmup", "1", "--json"], cwd=workspace, capture_output=True, text=True, timeout=300)
+    assert made.returncode == 0, made.stderr[-2000:]
+    (run,) = (workspace / ".stepscope" / "runs").iterdir()
+    server = code_server(settings={"stepscope.interpreter": str(TORCH_PYTHON)}, trusted=False)
+    backward = line_of("loss.backward()")
+    result = server.drive(
+        "panelRestricted", RESULTS / "panel-restricted", file=EXAMPLE.name, cursorLine=line_of("logits = model(x)"),
+        rowLine=backward,
+    )
+    assert_driver_ok(result, server)
+    assert result["restrictedIndicator"], "the workspace did not open in restricted mode"
+    assert result["panelState"]["runId"] == run.name and result["panelState"]["spans"] > 100
+    assert result["rowLanded"] == {"tab": EXAMPLE.name, "line": backward}, result["rowLanded"]
+    assert [p.name for p in (workspace / ".stepscope" / "runs").iterdir()] == [run.name], "restricted mode ran the program"
 
 
 def test_restricted_mode_checks_code_but_does_not_run_it(code_server, workspace: Path) -> None:

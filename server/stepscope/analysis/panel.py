@@ -2,6 +2,7 @@
 
     data = timeline_json(trace, links, steps, per=..., file_table=..., ...)   # bytes, written as is
     write_timelines(run_dir, {trace_path: data})
+    doc = document_of(spans)                    # the same document from a span table already built
 
 The document (timeline.schema.json beside this module) is the window's timeline summary (timeline.py) with the
 per-step breakdown (breakdown.py) and the operator and kernel tables (op_tables.py); `files` covers
@@ -28,7 +29,7 @@ from .labels import FileTable
 from .links import Links
 from .op_tables import kernel_table, operator_table
 from .steps import Step
-from .timeline import DEFAULT_CAP, build_spans, summarize
+from .timeline import DEFAULT_CAP, SpanTable, build_spans, summarize
 
 SCHEMA = Path(__file__).resolve().parent / "timeline.schema.json"
 
@@ -38,6 +39,11 @@ def timeline_document(trace: Trace, links: Links, steps: list[Step], *, per: str
                       cap: int = DEFAULT_CAP) -> dict:
     spans = build_spans(trace, links, steps, file_table=file_table, source_root=source_root, per=per,
                         batch_read_patterns=batch_read_patterns)
+    return document_of(spans, cap=cap)
+
+
+def document_of(spans: SpanTable, *, cap: int = DEFAULT_CAP) -> dict:
+    """The whole window's document from a span table (`timeline_document` without reading a trace)."""
     doc = summarize(spans, cap=cap)
     doc["breakdown"] = {"parts": list(PARTS), "steps": step_breakdown(spans)}
     operators, ops_left = operator_table(spans)

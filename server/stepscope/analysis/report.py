@@ -51,6 +51,7 @@ from .links import Links, build_links
 from .machine import describe_machine, gpu_observation
 from .model import attach_files
 from .panel import timeline_json
+from .timeline import SpanTable, build_spans
 from .ranks import order_by_rank, summarize_ranks
 from .steps import GPU_MARKERS_NOTE, Step, find_steps, gpu_marker_steps, ms_per_step, whole_window, window_note
 
@@ -199,10 +200,10 @@ def _timings_of(trace: Path, run_dir: Path | None) -> dict[str, Any] | None:
     return doc if isinstance(doc, dict) else None
 
 
-def _analyze_one(trace: Trace, *, file_table: FileTable | None, source_root: Path | None,
-                 scenario: dict[str, Any] | None, thresholds: Thresholds = Thresholds(),
-                 timelines: dict[Path, bytes] | None = None, timings: dict[str, Any] | None = None) -> dict:
-    links = build_links(trace)
+def active_steps(trace: Trace, links: Links) -> tuple[list[Step], bool, bool]:
+    """The steps the figures are per: (steps, stepless, gpu_marked). Steps from the CPU markers; else
+    from the markers on a GPU stream (gpu_marked); else the whole trace as one window (stepless:
+    figures per window, no ms/step). Raises NotATraceError when that window is empty."""
     steps = find_steps(trace, links)
     # markers only on a GPU stream (no CPU thread holds one): steps complete on the GPU (steps.py)
     gpu_marked = not steps and bool(links.gpu_step_rows)
@@ -215,9 +216,33 @@ def _analyze_one(trace: Trace, *, file_table: FileTable | None, source_root: Pat
         if window is None:
             raise EmptyTrace(trace.path, "no ProfilerStep#N events and the trace spans no time")
         steps = [window]
-    window_us = (steps[0].cpu_start, steps[-1].completion)
-    if window_us[1] <= window_us[0]:
+    if steps[-1].completion <= steps[0].cpu_start:
         raise EmptyTrace(trace.path, "the active window is empty (its steps have no duration)")
+    return steps, stepless, gpu_marked
+
+
+def timeline_spans(trace_path: Path) -> SpanTable:
+    """The trace panel's span table of one trace of a run folder (or a trace alone), read with the
+    records and options its analysis uses (`analyze(..., timelines=...)`), for a timeline of any range
+    at any level (timeline.summarize) or the whole document (panel.document_of)."""
+    (path,), run_dir = trace_paths(Path(trace_path))
+    run_dir = Path(run_dir).resolve() if run_dir is not None else None
+    file_table = load_file_table(run_dir / FILES) if run_dir and (run_dir / FILES).is_file() else None
+    own_table, _ = _records_of(path, run_dir, file_table, None)
+    thresholds, _ = load_thresholds(file_table.root if file_table else None)
+    trace = read_trace(path)
+    links = build_links(trace)
+    steps, stepless, _ = active_steps(trace, links)
+    return build_spans(trace, links, steps, file_table=own_table, source_root=None,
+                       per="window" if stepless else "step", batch_read_patterns=thresholds.batch_read_patterns)
+
+
+def _analyze_one(trace: Trace, *, file_table: FileTable | None, source_root: Path | None,
+                 scenario: dict[str, Any] | None, thresholds: Thresholds = Thresholds(),
+                 timelines: dict[Path, bytes] | None = None, timings: dict[str, Any] | None = None) -> dict:
+    links = build_links(trace)
+    steps, stepless, gpu_marked = active_steps(trace, links)
+    window_us = (steps[0].cpu_start, steps[-1].completion)
     # On a large trace the longest parts are computed in forked children while this process does
     # the rest: the evidence's operator half (the trace facts the findings read: operators,
     # kernels, copies, syncs), and, with a third core, the attribution, which needs no evidence.

@@ -23,7 +23,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
 from .. import __version__, errors
-from . import documents, profiling
+from . import documents, panel, profiling
 from .runs import RunRegistry
 
 log = logging.getLogger("stepscope.lsp")
@@ -32,6 +32,7 @@ PROFILE_COMMAND = "stepscope.profile"
 CLIENT_PROFILE_COMMAND = "stepscope.profileStep"  # the editor's command the code lens invokes
 RUNS_REQUEST = "stepscope/runs"  # {} → {schemaVersion, runs: [run summary]}
 REPORT_REQUEST = "stepscope/report"  # {runId} → the run's report (report.json, validated)
+# stepscope/timeline {runId, rank?, startUs?, endUs?, maxSpans?} → a timeline document (panel.py)
 
 
 class StepscopeProtocol(LanguageServerProtocol):
@@ -50,6 +51,7 @@ class StepscopeServer(LanguageServer):
         self.options: dict[str, Any] = {}
         self.documents = documents.Documents()
         self.runs = RunRegistry()
+        self.timelines = panel.Timelines()  # the trace panel's timelines (stepscope/timeline)
 
     def roots(self) -> list[Path]:
         """Where runs live: the workspace folders, and any root a run of this session was made in."""
@@ -100,7 +102,8 @@ def did_close(ls: StepscopeServer, params: types.DidCloseTextDocumentParams) -> 
     types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]),
 )
 def code_action(ls: StepscopeServer, params: types.CodeActionParams) -> list[types.CodeAction]:
-    return ls.documents.code_actions(params.text_document.uri, params.range)
+    return ls.documents.code_actions(params.text_document.uri, params.range) + panel.finding_actions(
+        ls, params.text_document.uri, params.context, ls.options.get("panelCommand"))
 
 
 @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
@@ -132,6 +135,30 @@ def run_report(ls: StepscopeServer, params: Any) -> dict[str, Any]:
         return ls.runs.report(run_id, ls.roots())
     except errors.StepscopeError as e:
         raise JsonRpcServerError(str(e), -32002, data={"exit": e.exit_code}) from None
+
+
+@server.feature(panel.TIMELINE_REQUEST)
+async def run_timeline(ls: StepscopeServer, params: Any) -> dict[str, Any]:
+    try:
+        return await ls.timelines.timeline(ls, _plain(params) if params is not None else {})
+    except errors.StepscopeError as e:
+        raise JsonRpcServerError(str(e), -32002, data={"exit": e.exit_code}) from None
+
+
+@server.feature(types.SHUTDOWN)
+def shutdown(ls: StepscopeServer, params: Any) -> None:
+    ls.timelines.stop()
+
+
+def _plain(value: Any) -> Any:
+    """A custom request's params as plain JSON values (pygls hands unknown params over as named tuples)."""
+    if hasattr(value, "_asdict"):
+        return {k: _plain(v) for k, v in value._asdict().items()}
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
 
 
 @server.command(PROFILE_COMMAND)

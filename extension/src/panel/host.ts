@@ -1,0 +1,335 @@
+// The trace panel's host: one webview panel per window showing one run, fed by the language server
+// (`stepscope/report`, `stepscope/timeline`; never a trace), following the run the editor shows.
+//
+// - The page is panel/dist's bundle under a strict CSP with a fresh nonce (panel/src/html.ts); the
+//   webview may load nothing but that folder, and runs no command URI and no form.
+// - The context is not retained when the panel is hidden (a large run's state is tens of MB in the
+//   webview): the webview sends `ready` each time its script starts, and the host posts the state
+//   again. Opening a line puts its editor beside the panel, so the panel usually stays in view.
+// - Every message from the webview goes through the shared validator (panel/src/messages.ts) and is
+//   dropped, with one line in the log, when it does not match. `openSource` opens only a file of the
+//   run's own file table that lies, really (symbolic links resolved), inside a workspace folder.
+// - Nothing here runs the user's code: the panel works in restricted mode.
+import * as fs from "fs";
+import * as vscode from "vscode";
+import type { LanguageClient } from "vscode-languageclient/node";
+import { makeNonce, panelHtml } from "../../../panel/src/html";
+import { HostMessage, parseWebviewMessage } from "../../../panel/src/messages";
+import type { PanelReport } from "../../../panel/src/report";
+import type { TimelineDoc } from "../../../panel/src/timeline-doc";
+import { firstLine } from "../python";
+import { isInside, resolveSource } from "./sources";
+import { panelState, runRoot, tabTitle } from "./state";
+import { parsePanelTarget } from "./target";
+
+export const OPEN_PANEL_COMMAND = "stepscope.openPanel";
+const VIEW_TYPE = "stepscope.tracePanel";
+const REPORT_REQUEST = "stepscope/report";
+const TIMELINE_REQUEST = "stepscope/timeline";
+const RUNS_REQUEST = "stepscope/runs";
+
+interface ShownRun {
+  runId: string;
+  report: PanelReport;
+  timeline: TimelineDoc | null;
+  /** why there is no timeline, shown in the panel */
+  problem: string | null;
+  stale: boolean;
+  /** the line to bring into view, until another run is shown */
+  reveal: { fileId: string; line: number } | null;
+}
+
+interface RangeRequest {
+  runId: string;
+  startUs: number;
+  endUs: number;
+  maxSpans: number;
+}
+
+export class TracePanel implements vscode.Disposable {
+  private panel: vscode.WebviewPanel | undefined;
+  private shown: ShownRun | undefined;
+  /** the run the editor shows (the last profile, or a run opened from the runs view) */
+  private followed: string | undefined;
+  /** the webview's script has started since the page was last (re)loaded */
+  private ready = false;
+  /** loads started: only the latest one is shown */
+  private loads = 0;
+  private nextRange: RangeRequest | undefined;
+  private rangeBusy = false;
+  private readonly disposables: vscode.Disposable[] = [];
+
+  constructor(
+    private readonly dist: vscode.Uri,
+    private readonly client: () => LanguageClient | undefined,
+    private readonly log: vscode.LogOutputChannel,
+  ) {}
+
+  register(): vscode.Disposable {
+    this.disposables.push(vscode.commands.registerCommand(OPEN_PANEL_COMMAND, (arg?: unknown) => this.open(arg)));
+    return new vscode.Disposable(() => this.dispose());
+  }
+
+  /** The editor shows this run now: an open panel follows it. */
+  follow(runId: string): void {
+    this.followed = runId;
+    if (this.panel && this.shown?.runId !== runId) {
+      void this.load(runId, null);
+    }
+  }
+
+  /** `stepscope.openPanel`: on the given run and line, else the run the editor shows, else the newest run. */
+  async open(arg?: unknown): Promise<void> {
+    const target = parsePanelTarget(arg);
+    if (typeof target === "string") {
+      void vscode.window.showErrorMessage(`Stepscope: ${target}.`);
+      return;
+    }
+    const runId = target?.runId ?? this.followed ?? (await this.newestRun());
+    if (!runId) {
+      void vscode.window.showInformationMessage(
+        "Stepscope: no run to show yet. Profile a step first (Stepscope: Profile This Step), or run `stepscope profile` in a terminal.",
+      );
+      return;
+    }
+    try {
+      this.reveal();
+    } catch (error) {
+      void vscode.window.showErrorMessage(`Stepscope: the trace panel could not be opened: ${firstLine(error)}`);
+      return;
+    }
+    await this.load(runId, target?.line ?? null);
+  }
+
+  dispose(): void {
+    this.panel?.dispose();
+    this.disposables.splice(0).forEach((d) => d.dispose());
+  }
+
+  private async newestRun(): Promise<string | undefined> {
+    const client = this.client();
+    if (!client) return undefined;
+    try {
+      const answer = await client.sendRequest<{ runs?: { id?: unknown; analysed?: unknown }[] }>(RUNS_REQUEST, {});
+      const run = (answer?.runs ?? []).find((r) => r.analysed === true && typeof r.id === "string");
+      return run?.id as string | undefined;
+    } catch (error) {
+      this.log.warn(`Trace panel: could not list the runs: ${firstLine(error)}`);
+      return undefined;
+    }
+  }
+
+  /** Shows the panel, creating it beside the editor the first time. */
+  private reveal(): void {
+    if (this.panel) {
+      this.panel.reveal(undefined, false);
+      return;
+    }
+    const panel = vscode.window.createWebviewPanel(
+      VIEW_TYPE,
+      "Stepscope Trace",
+      { viewColumn: vscode.ViewColumn.Beside, preserveFocus: false },
+      {
+        enableScripts: true,
+        enableCommandUris: false,
+        enableForms: false,
+        localResourceRoots: [this.dist],
+        retainContextWhenHidden: false,
+      },
+    );
+    this.panel = panel;
+    this.ready = false;
+    const webview = panel.webview;
+    try {
+      webview.html = panelHtml({
+        cspSource: webview.cspSource,
+        nonce: makeNonce(),
+        scripts: [webview.asWebviewUri(vscode.Uri.joinPath(this.dist, "panel.js")).toString()],
+        style: webview.asWebviewUri(vscode.Uri.joinPath(this.dist, "panel.css")).toString(),
+        title: "Stepscope trace",
+      });
+    } catch (error) {
+      // a page without its policy is never served
+      this.log.error(`Trace panel: the page could not be made (${firstLine(error)}; the webview's sources: ${webview.cspSource}).`);
+      panel.dispose();
+      this.panel = undefined;
+      throw error;
+    }
+    const listeners = [
+      webview.onDidReceiveMessage((message) => this.receive(message)),
+      // a hidden webview is torn down (its context is not retained): it says `ready` again when shown
+      panel.onDidChangeViewState(() => {
+        if (!panel.visible) this.ready = false;
+      }),
+    ];
+    panel.onDidDispose(() => {
+      listeners.forEach((l) => l.dispose());
+      this.panel = undefined;
+      this.shown = undefined;  // its state is let go with the panel
+      this.ready = false;
+      this.nextRange = undefined;
+    });
+  }
+
+  /** Reads the run's report and timeline from the server and shows them (the latest load wins). */
+  private async load(runId: string, line: ShownRun["reveal"]): Promise<void> {
+    const load = ++this.loads;
+    if (this.shown?.runId === runId) {
+      this.shown.reveal = line ?? this.shown.reveal;
+      if (line) this.post({ type: "reveal", runId, fileId: line.fileId, line: line.line });
+      return;
+    }
+    const client = this.client();
+    if (!client) {
+      void vscode.window.showErrorMessage("Stepscope: the server is not running, so the trace panel has nothing to show.");
+      return;
+    }
+    await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Window, title: `Stepscope: loading run ${runId}` },
+      async () => {
+        let report: PanelReport;
+        try {
+          report = await client.sendRequest<PanelReport>(REPORT_REQUEST, { runId });
+        } catch (error) {
+          if (load !== this.loads) return;
+          const reason = firstLine(error);
+          this.log.error(`Trace panel: ${reason}`);
+          void vscode.window.showErrorMessage(`Stepscope: ${reason}`);
+          if (!this.shown) this.panel?.dispose();  // an empty panel would only say the same
+          return;
+        }
+        let timeline: TimelineDoc | null = null;
+        let problem: string | null = null;
+        try {
+          timeline = await client.sendRequest<TimelineDoc>(TIMELINE_REQUEST, { runId });
+        } catch (error) {
+          problem = `No timeline for this run: ${firstLine(error)}`;
+          this.log.warn(`Trace panel: ${problem}`);
+        }
+        if (load !== this.loads || !this.panel) return;  // a later load, or the panel closed meanwhile
+        this.shown = { runId, report, timeline, problem, stale: false, reveal: line };
+        this.nextRange = undefined;
+        this.panel.title = tabTitle(report);
+        const spans = timeline ? `${timeline.spans.start_us.length} spans` : "no timeline";
+        this.log.info(`Trace panel: run ${runId} (${report.lines.length} lines, ${spans}).`);
+        this.postState();
+      },
+    );
+  }
+
+  private postState(): void {
+    const shown = this.shown;
+    if (!shown || !this.ready) return;  // posted when the webview says it is ready
+    this.post({ type: "state", state: panelState(shown) });
+    if (shown.problem) this.post({ type: "error", message: shown.problem });
+    if (shown.reveal) this.post({ type: "reveal", runId: shown.runId, ...shown.reveal });
+  }
+
+  private post(message: HostMessage): void {
+    if (this.panel && this.ready) void this.panel.webview.postMessage(message);
+  }
+
+  private receive(raw: unknown): void {
+    const parsed = parseWebviewMessage(raw);
+    if (!parsed.ok) {
+      this.log.warn(`Trace panel: refused a message from the panel: ${parsed.reason}`);
+      return;
+    }
+    const message = parsed.message;
+    switch (message.type) {
+      case "ready":
+        this.ready = true;
+        this.postState();
+        break;
+      case "openSource":
+        void this.openSource(message.fileId, message.line);
+        break;
+      case "requestRange":
+        if (this.shown && message.runId === this.shown.runId) {
+          this.nextRange = message;  // only the latest range asked for is worth computing
+          void this.serveRanges();
+        }
+        break;
+      case "log":
+        if (message.level === "error") this.log.error(`Trace panel: ${message.message}`);
+        else this.log.info(`Trace panel: ${message.message}`);
+        break;
+    }
+  }
+
+  /** Finer levels of ranges, one request at a time. */
+  private async serveRanges(): Promise<void> {
+    if (this.rangeBusy) return;
+    this.rangeBusy = true;
+    try {
+      while (this.nextRange) {
+        const { runId, startUs, endUs, maxSpans } = this.nextRange;
+        this.nextRange = undefined;
+        const client = this.client();
+        if (!client) return;
+        try {
+          const timeline = await client.sendRequest<TimelineDoc>(TIMELINE_REQUEST, { runId, startUs, endUs, maxSpans });
+          if (this.shown?.runId === runId) this.post({ type: "range", runId, timeline });
+        } catch (error) {
+          const reason = `A finer level of the timeline could not be made: ${firstLine(error)}`;
+          this.log.warn(`Trace panel: ${reason}`);
+          if (this.shown?.runId === runId) this.post({ type: "error", message: reason });
+        }
+      }
+    } finally {
+      this.rangeBusy = false;
+    }
+  }
+
+  /** Opens a line the panel asked for, only inside the workspace; anything else is one line in the log. */
+  private async openSource(fileId: string, line: number): Promise<void> {
+    const shown = this.shown;
+    if (!shown) return;
+    const folders = (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === "file").map((f) => f.uri.fsPath);
+    const resolved = resolveSource(fileId, shown.timeline?.files ?? {}, runRoot(shown.report), folders);
+    const refuse = (why: string) => this.log.warn(`Trace panel: not opening ${fileId}:${line}: ${why}.`);
+    if ("refused" in resolved) {
+      refuse(resolved.refused);
+      return;
+    }
+    let real: string;
+    try {
+      real = fs.realpathSync(resolved.path);
+    } catch {
+      refuse(`${resolved.path} does not exist (deleted or moved since the run?)`);
+      return;
+    }
+    if (!folders.some((folder) => isInside(real, safeRealpath(folder)))) {
+      refuse(`${resolved.path} leads outside the workspace (${real})`);
+      return;
+    }
+    try {
+      const document = await vscode.workspace.openTextDocument(vscode.Uri.file(resolved.path));
+      const at = Math.min(line, document.lineCount) - 1;
+      const position = new vscode.Position(at, document.lineAt(at).firstNonWhitespaceCharacterIndex);
+      const editor = await vscode.window.showTextDocument(document, {
+        viewColumn: this.sourceColumn(),
+        preserveFocus: false,
+        selection: new vscode.Range(position, position),
+      });
+      editor.revealRange(new vscode.Range(position, position), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+    } catch (error) {
+      refuse(firstLine(error));
+    }
+  }
+
+  /** An editor group other than the panel's (the one the user last worked in), else a new one beside it. */
+  private sourceColumn(): vscode.ViewColumn {
+    const own = this.panel?.viewColumn;
+    const other = vscode.window.visibleTextEditors.find((e) => e.viewColumn !== undefined && e.viewColumn !== own);
+    return other?.viewColumn ?? vscode.ViewColumn.Beside;
+  }
+}
+
+function safeRealpath(folder: string): string {
+  try {
+    return fs.realpathSync(folder);
+  } catch {
+    return folder;
+  }
+}

@@ -1,0 +1,65 @@
+// The panel's state for one run, from the server's answers (`stepscope/report`, `stepscope/timeline`),
+// and its title: the script and the step the run timed. Pure: no `vscode` import. The figures are the
+// report's and the timeline's as the server wrote them; the webview checks both again.
+import type { PanelState } from "../../../panel/src/messages";
+import type { PanelReport } from "../../../panel/src/report";
+import type { TimelineDoc } from "../../../panel/src/timeline-doc";
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** `file` relative to `root` (POSIX separators) when it lies under it, else its last two parts. */
+function shortPath(file: string, root: string | null): string {
+  const norm = file.replace(/\\/g, "/");
+  const base = root ? root.replace(/\\/g, "/").replace(/\/+$/, "") + "/" : null;
+  if (base && norm.startsWith(base)) return norm.slice(base.length);
+  return norm.split("/").slice(-2).join("/");
+}
+
+/** "train.py, the loop at line 69" (or "calls of train_step") from the report's scenario; "" when unknown. */
+export function stepWords(report: unknown): string {
+  if (!isObject(report) || !isObject(report.scenario) || !isObject(report.scenario.step)) return "";
+  const step = report.scenario.step;
+  const root = typeof report.source_root === "string" ? report.source_root : null;
+  const file = typeof step.file === "string" && step.file ? shortPath(step.file, root) : null;
+  if (!file) return "";
+  if (step.kind === "function" && typeof step.function === "string") return `${file}, each call of ${step.function}`;
+  return typeof step.line === "number" ? `${file}, the loop at line ${step.line}` : file;
+}
+
+/** The title above the panel: what was timed, and the run. */
+export function panelTitle(runId: string, report: unknown): string {
+  const what = stepWords(report);
+  return what ? `${what} · run ${runId}` : `Run ${runId}`;
+}
+
+/** The editor tab's label. */
+export function tabTitle(report: unknown): string {
+  const what = stepWords(report);
+  return what ? `Trace: ${what.split(",")[0]}` : "Stepscope Trace";
+}
+
+export interface RunData {
+  runId: string;
+  report: PanelReport;
+  /** null: the run has no timeline (the reason is posted to the panel apart) */
+  timeline: TimelineDoc | null;
+  stale: boolean;
+}
+
+export function panelState(data: RunData): PanelState {
+  return {
+    runId: data.runId,
+    title: panelTitle(data.runId, data.report),
+    report: data.report,
+    timeline: data.timeline,
+    measure: null,
+    stale: data.stale,
+  };
+}
+
+/** The run's root (the report's `source_root`): where the file table's relative paths start. */
+export function runRoot(report: unknown): string | null {
+  return isObject(report) && typeof report.source_root === "string" && report.source_root ? report.source_root : null;
+}
