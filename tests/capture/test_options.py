@@ -119,7 +119,6 @@ def test_a_launcher_module_is_refused_before_anything_runs(workspace: Path):
     r = run_stepscope("profile", "train_cpu.py", "-m", "torch.distributed.run", cwd=workspace)
     assert r.returncode == 2
     assert r.stderr.strip() == (
-        "stepscope: torch.distributed.run is a launcher, and Stepscope cannot profile through a launcher yet: "
-        "start the script itself, and Stepscope starts one process per rank (--nproc N, or the setting "
-        "stepscope.profile.nproc)")
+        "stepscope: torch.distributed.run is a launcher, not the program: give it as the launcher "
+        "(--launcher \"python -m torch.distributed.run …\") and the script as the program")
     assert not (workspace / ".stepscope").exists()

@@ -160,10 +160,16 @@ class _RankRequired(TypedDict):
 
 
 class RankEntry(_RankRequired, total=False):
-    """One rank of a folder of per-rank traces: its own figures, from its own trace. `slowest` marks
-    the rank the others wait for (ranks.py)."""
+    """One rank of a folder of per-rank traces: its own figures, from its own trace; where it ran
+    (`node`, `host`), its clock's offset to the reference rank's and how late it started the
+    collectives the ranks share (clocks.py, nodes.py). `slowest` marks the rank the others wait for
+    (ranks.py)."""
     window_ms: Ms | None
     host_collective_ms: Ms | None
+    node: str | None
+    host: str | None
+    clock_offset_us: float | None
+    late_ms: Ms | None
 
 
 class RankLine(TypedDict, total=False):
@@ -184,6 +190,44 @@ class RankWait(TypedDict, total=False):
     collective_ms: dict[str, Ms]
     extra_ms: Ms
     lines: list[RankLine]
+
+
+class NodeEntry(TypedDict):
+    """One node of a folder of per-rank traces (nodes.py): its ranks, and its ranks' own figures."""
+    node: str | None
+    host: str | None
+    ranks: list[int | None]
+    ms_per_step: Ms | None
+    slowest_rank: int | None
+    late_ms: Ms | None
+    clock_offset_us: float | None
+
+
+class ClockHost(TypedDict):
+    """One clock (a host, or a rank whose host is unknown) and its offset to the reference's."""
+    host: str | None
+    ranks: list[int | None]
+    offset_us: float | None
+    bound_us: Annotated[list[float], msgspec.Meta(min_length=2, max_length=2)] | None
+    residual_us: float | None
+    collectives: Count
+
+
+class ClockCheck(TypedDict):
+    """The alignment's bound between ranks that share one clock (it must hold 0)."""
+    bound_us: Annotated[list[float], msgspec.Meta(min_length=2, max_length=2)]
+    residual_us: float
+    holds: bool
+    collectives: Count
+
+
+class Clocks(TypedDict):
+    """The hosts' clocks, aligned from the collectives the ranks share (clocks.py)."""
+    method: Literal["one host", "collectives", "not aligned"]
+    by: Literal["gpu", "host"] | None
+    reference_rank: int | None
+    hosts: list[ClockHost]
+    check: ClockCheck | None
 
 
 class Gpu(TypedDict):
@@ -300,6 +344,8 @@ class Report(_ReportRequired, total=False):
     rank_wait: RankWait | None
     unprofiled: Unprofiled | None
     distortion: Annotated[float, msgspec.Meta(gt=0)] | None  # profiled / unprofiled ms/step
+    nodes: list[NodeEntry]
+    clocks: Clocks
 
 
 class InvalidReport(UsageError):

@@ -208,6 +208,25 @@ def startup_text(startup: dict[str, Any] | None) -> str | None:
             + (f"; first steps {first} ms" if first else ""))
 
 
+def clocks_text(clocks: dict[str, Any]) -> str:
+    """How the ranks' clocks compare (clocks.py), in one line."""
+    hosts = clocks.get("hosts") or []
+    if clocks.get("method") == "one host":
+        check = clocks.get("check")
+        said = f"one host ({hosts[0]['host'] or 'unnamed'}), one clock: nothing to align"
+        if check:
+            said += (f"; its ranks' {check['collectives']} shared collectives "
+                     + ("agree with that" if check["holds"] else "do not line up (see the notes)"))
+        return said
+    aligned = [h for h in hosts if h.get("bound_us") is not None]
+    if clocks.get("method") == "collectives":
+        widest = max((h["bound_us"][1] - h["bound_us"][0] for h in aligned), default=0.0)
+        return (f"{len(hosts)} clocks aligned to rank {clocks['reference_rank']}'s from shared "
+                f"{'GPU' if clocks.get('by') == 'gpu' else 'host'} collectives (each offset bounded to an interval at "
+                f"most {widest:.1f} µs wide; see the notes)")
+    return f"{len(hosts)} clocks, {len(aligned) + 1} aligned: times are not compared across the others (see the notes)"
+
+
 def gpu_text(gpu: dict[str, Any] | None) -> str:
     gpu = gpu or {}
     return "GPU: observed" if gpu.get("observed") else f"GPU: not observed ({gpu.get('reason')})"

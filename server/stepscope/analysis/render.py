@@ -53,6 +53,27 @@ def render_ranks(report: dict) -> list[str]:
     return out
 
 
+def render_nodes(report: dict) -> list[str]:
+    """Where the ranks ran (nothing for one node or one trace): each node's ranks, its slowest rank's
+    ms/step, how late its latest rank starts the collectives the ranks share, and its clock's offset;
+    then one line on the clocks."""
+    nodes = report.get("nodes") or []
+    out = []
+    if len(nodes) > 1:
+        out += [f"nodes ({len(nodes)}; each figure is one of its ranks' own):",
+                f"  {'node':>8} {'host':>12} {'ranks':>10} {'ms/step':>10} {'late ms':>9} {'clock us':>9}"]
+        for n in nodes:
+            ranks = ",".join("?" if r is None else str(r) for r in n["ranks"])
+            ms = "-" if n.get("ms_per_step") is None else f"{n['ms_per_step']:.3f}"
+            offset = "n/a" if n.get("clock_offset_us") is None else f"{n['clock_offset_us']:+.1f}"
+            node, host = printable(str(n["node"]), 8), printable(str(n.get("host") or "-"), 12)
+            out.append(f"  {node:>8} {host:>12} {ranks:>10} {ms:>10} {_fmt_ms(n.get('late_ms')):>9} {offset:>9}")
+    clocks = report.get("clocks")
+    if clocks and (len(nodes) > 1 or clocks["method"] != "one host"):
+        out.append("clocks: " + printable(present.clocks_text(clocks)))
+    return out
+
+
 # markers of compiled code in the window's trace (agent/compiled.py), by how closely one occurrence is
 # one call of compiled code: a compiled frame's region, else its AOTAutograd function, else dynamo's guard check
 _COMPILED_CALL_MARKERS = ("Torch-Compiled Region", "CompiledFunction", "TorchDynamo Cache Lookup")
@@ -120,6 +141,7 @@ def render_text(report: dict) -> str:
     if startup:
         out.append(startup)
     out.extend(render_ranks(report))
+    out.extend(render_nodes(report))
     out.append(printable(present.gpu_text(report.get("gpu"))))
 
     root = report.get("source_root")

@@ -21,10 +21,12 @@ Invariants:
   window (the run folder's timings record; distortion.py); null for a trace without one.
 
 A folder of per-rank traces gives one report: the figures of the lowest rank (the headline), and
-`ranks` with every rank's own ms/step, GPU time and top lines, plus `slowest_rank` (the rank the others
-wait for, when they wait in collectives) and `rank_wait` (ranks.py). In a
-run folder of `stepscope profile --nproc N`, each rank's trace is read with that rank's own file
-table and scenario record; the headline's `scenario` is the run's scenario.json.
+`ranks` with every rank's own ms/step, GPU time and top lines, plus `slowest_rank` (the rank the others wait for, when
+they wait in collectives) and `rank_wait` (ranks.py); where
+each rank ran (`nodes`), and the hosts' clocks aligned from their collectives (`clocks`; nodes.py,
+clocks.py). In a run folder of a launched run (`--launcher`, `--nproc N`), each rank's trace is read
+with that rank's own file table and scenario record; the headline's `scenario` is the run's
+scenario.json.
 """
 
 from __future__ import annotations
@@ -49,7 +51,9 @@ from .step_contents import describe_step
 from .labels import FileTable, load_file_table
 from .links import Links, build_links
 from .machine import describe_machine, gpu_observation
+from .clocks import collective_events
 from .model import attach_files
+from .nodes import name_ranks, summarize_nodes
 from .panel import timeline_json
 from .timeline import SpanTable, build_spans
 from .ranks import order_by_rank, summarize_ranks
@@ -135,12 +139,13 @@ def analyze(paths: list[Path], *, source_root: Path | None = None, run_dir: Path
     reports: list[dict] = []
     skipped: list[str] = []
     errors: list[NotATraceError] = []
+    collectives: dict[str, Any] = {}  # each trace's collectives, by its path (clocks.py)
     for f in files:
         own_table, own_scenario = _records_of(f, run_dir, file_table, scenario)
         try:
             reports.append(_analyze_one(read_trace(f), file_table=own_table, source_root=root, scenario=own_scenario,
                                         thresholds=thresholds, timelines=timelines,
-                                        timings=_timings_of(f, run_dir)))
+                                        timings=_timings_of(f, run_dir), collectives=collectives))
         except NotATraceError as e:
             if f not in from_folder:
                 raise
@@ -152,16 +157,23 @@ def analyze(paths: list[Path], *, source_root: Path | None = None, run_dir: Path
         traces_only = [e for e in errors if not isinstance(e, (NotAProfilerTrace, NotJSON))]
         raise (traces_only or errors)[0]
     files = [r["traces"][0] for r in reports]  # already absolute (a pipe's name is kept as given)
+    named = name_ranks(reports, [Path(f).name for f in files]) if len(reports) > 1 else []
     reports = order_by_rank(reports)
     report = reports[0]
     # before the headline's `traces` becomes the list of every trace: each rank's entry names its own
     rank_summary = summarize_ranks(reports, thresholds) if len(reports) > 1 else None
+    if rank_summary is not None:
+        collectives = {str(Path(p).resolve()): c for p, c in collectives.items()}  # as each rank's entry names it
+        nodes, clocks, node_notes = summarize_nodes(reports, rank_summary[0], collectives)
     report["traces"] = files
     report["source_root"] = str(shown_root) if shown_root else None
     report["notes"].extend(f"left out: {reason}" for reason in skipped)
     if rank_summary is not None:
         report["ranks"], report["slowest_rank"], report["rank_wait"], rank_notes = rank_summary
-        report["notes"].extend(rank_notes)
+        report["notes"].extend(named + rank_notes + node_notes)
+        report["clocks"] = clocks
+        if nodes is not None:
+            report["nodes"] = nodes
     report["missing_labels"], label_notes = missing_labels(report)
     report["notes"].extend(config_notes + label_notes)
     report["step_contents"] = describe_step(report)
@@ -239,10 +251,13 @@ def timeline_spans(trace_path: Path) -> SpanTable:
 
 def _analyze_one(trace: Trace, *, file_table: FileTable | None, source_root: Path | None,
                  scenario: dict[str, Any] | None, thresholds: Thresholds = Thresholds(),
-                 timelines: dict[Path, bytes] | None = None, timings: dict[str, Any] | None = None) -> dict:
+                 timelines: dict[Path, bytes] | None = None, timings: dict[str, Any] | None = None,
+                 collectives: dict[Path, Any] | None = None) -> dict:
     links = build_links(trace)
     steps, stepless, gpu_marked = active_steps(trace, links)
     window_us = (steps[0].cpu_start, steps[-1].completion)
+    if collectives is not None:  # what the clocks of several ranks are aligned from (clocks.py)
+        collectives[trace.path] = collective_events(trace, links, window_us)
     # On a large trace the longest parts are computed in forked children while this process does
     # the rest: the evidence's operator half (the trace facts the findings read: operators,
     # kernels, copies, syncs), and, with a third core, the attribution, which needs no evidence.
