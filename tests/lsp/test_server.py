@@ -281,7 +281,7 @@ async def test_quick_fixes_come_with_the_diagnostic(client: LanguageClient, ws: 
         import torch
         model = torch.nn.Linear(4, 4)
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        for step in range(10):
+        for step in range(1000):  # a loop of ten passes or fewer is a warm-up: no SS101
             loss = model(torch.randn(2, 4)).sum()
             loss.backward()
             opt.step()

@@ -348,8 +348,18 @@ def _main(spec: AgentSpec, place: protocol.Placement | None, process_start: floa
     clock = mode.clock
     events.send(_started(place))
     guard.install(clock.note)
+    compile_records = None
+    if spec.profile is not None and spec.profile.compile_records:
+        from . import compile_log
 
-    ending = run_program(spec, mode.files, clock.runtime(), window_complete=lambda: clock.window_complete)
+        compile_enabled = compile_log.enable()
+        compile_records = compile_log.install(clock.where)
+
+    try:
+        ending = run_program(spec, mode.files, clock.runtime(), window_complete=lambda: clock.window_complete)
+    finally:
+        if compile_records is not None:
+            compile_log.uninstall(compile_records)
     window_complete = clock.window_complete
     if not window_complete:
         clock.finish()
@@ -379,6 +389,9 @@ def _main(spec: AgentSpec, place: protocol.Placement | None, process_start: floa
     _write_json(os.path.join(spec.run_dir, protocol.run_file_name(protocol.FILES, rank, process)), mode.files.table())
     if timings is not None:
         _write_json(os.path.join(spec.run_dir, protocol.run_file_name(protocol.TIMINGS, rank, process)), timings)
+    compiled_doc = compile_records.record(compile_enabled) if compile_records is not None else None
+    if compiled_doc is not None:
+        _write_json(os.path.join(spec.run_dir, protocol.run_file_name(protocol.COMPILE, rank, process)), compiled_doc)
     if not outcome.ok:
         events.send(FailedEvent(reason=outcome.reason or "", exit=outcome.exit, at=time.time()))
     events.send(FinishedEvent(exit=outcome.exit, traces=tuple(traces)))

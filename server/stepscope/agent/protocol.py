@@ -144,13 +144,14 @@ PROGRAM_LOG = "program.log"  # the program's stdout and stderr
 REPORT = "report.json"  # the analysis
 TIMELINE = "timeline.json"  # the trace panel's timeline of each trace (written by the analysis, named as its trace)
 STATUS = "status.json"  # how the run ended (written by the capture side)
+COMPILE = "compile.json"  # torch.compile's records: kernel provenance, graph breaks, compilations (compile_log.py)
 TIMINGS = "timings.json"  # steps timed without the profiler (both modes), one per rank and process
 MEASURE = "measure.json"  # a measure run's result, the `measure --json` document (capture side)
 EVENTS = "events.jsonl"  # a launched agent's events, one JSON line each, appended (events-rank<r>.jsonl)
 AGENT_DIR = "agent"  # a launched run's copy of the agent: `python <run>/agent` is the launchers' program
 
 #: The run folder's JSON records: never a trace, whatever folder they are found in.
-RECORDS = frozenset({SPEC, FILES, SCENARIO, REPORT, TIMELINE, STATUS, TIMINGS, MEASURE})
+RECORDS = frozenset({SPEC, FILES, SCENARIO, REPORT, TIMELINE, STATUS, COMPILE, TIMINGS, MEASURE})
 #: The names a trace of a run folder may have, before its rank and cycle suffixes.
 TRACE_NAMES = frozenset({TRACE, TRACE + ".gz"})
 
@@ -332,6 +333,9 @@ class ProfileOptions:
     shapes: bool = option(False, "record input shapes (adds overhead)", flag="--shapes", setting="shapes")
     stack: bool = option(False, "record Python stacks (adds overhead)", flag="--stack", setting="stack")
     memory: bool = option(False, "record memory (adds overhead)", flag="--memory", setting="memory")
+    compile_records: bool = option(True, "don't record torch.compile's kernel provenance (the compiled kernels' "
+                                   "source lines; adds compile time, not step time)",
+                                   flag="--no-compile-records", negated=True)
     cpu_only: bool = option(False, "collect CPU activity only, even on a GPU machine", flag="--cpu-only")
     run_to_end: bool = option(False, "let the program finish after the window", flag="--run-to-end")
 

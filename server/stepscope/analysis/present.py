@@ -267,7 +267,8 @@ def status_tooltip(report: dict[str, Any], run_id: str | None = None) -> str:
 # -- one line ---------------------------------------------------------------------------------------
 def line_label(line: dict[str, Any], report: dict[str, Any]) -> str:
     """The inline label after a line: `12.3 ms/step · 24% · GPU 8.10 ms · bwd 3.20 ms` (the share
-    is of the mean step; `ms/window` for a report without steps)."""
+    is of the mean step; `ms/window` for a report without steps), and for a line whose compiled
+    kernels it shares with others: `· fused with lines 16–17`."""
     label = f"{ms_short(line['wall_ms'])} ms/{per(report)}"
     share = share_of(line["wall_ms"], report)
     if share is not None:
@@ -277,6 +278,9 @@ def line_label(line: dict[str, Any], report: dict[str, Any]) -> str:
         label += f" · GPU {ms_short(gpu)} ms"
     if line.get("backward_ms"):
         label += f" · bwd {ms_short(line['backward_ms'])} ms"
+    fused = fused_words(line)
+    if fused:
+        label += f" · {fused}"
     return label
 
 
@@ -289,9 +293,59 @@ def heat(line: dict[str, Any], report: dict[str, Any]) -> float:
 
 _PRECISION_WORDS = {
     "exact": None,
+    "compiled": "the kernels torch.compile generated from this statement (Inductor's provenance records)",
     "call": "the statement that called its operators (from the trace's call stacks)",
     "function": "the function's def line (from Python stack frames): not necessarily this statement",
 }
+
+
+def _line_numbers(numbers: list[int]) -> str:
+    """`31–33, 40`: sorted line numbers with runs joined."""
+    numbers = sorted(set(numbers))
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
+
+
+def fused_words(line: dict[str, Any], key: str = "fused_with") -> str | None:
+    """"fused with lines 14–15" (and `model.py:8` for lines of other files) for a line whose compiled
+    kernels also came from other lines; None when none did."""
+    fused = [f for f in ((line.get("compiled") or {}).get(key) or []) if isinstance(f, dict)]
+    if not fused:
+        return None
+    same = [f["line"] for f in fused if f.get("file") == line.get("file")]
+    other = [f"{Path(str(f.get('file'))).name}:{f.get('line')}" for f in fused if f.get("file") != line.get("file")]
+    parts = []
+    if same:
+        parts.append(f"line{'s' if len(same) > 1 else ''} {_line_numbers(same)}")
+    parts.extend(other)
+    return "fused with " + ", ".join(parts)
+
+
+def compiled_rows(line: dict[str, Any]) -> list[str]:
+    """The hover's words on what a line got from compiled graphs: its kernels, and the part shared
+    with other lines (shown on each of them, never added up)."""
+    compiled = line.get("compiled")
+    if not isinstance(compiled, dict):
+        return []
+    rows = []
+    kernels = compiled.get("kernels") or []
+    if kernels:
+        rows.append(f"- compiled kernels: {', '.join(md_code(k) for k in kernels[:4])}"
+                    f"{' …' if len(kernels) > 4 else ''}")
+    fused = fused_words(line)
+    if fused:
+        gpu = compiled.get("shared_gpu_ms")
+        part = f"{ms_short(gpu)} ms of its GPU time" if gpu else f"{ms_short(compiled.get('shared_ms') or 0.0)} ms"
+        rows.append(f"- {md_text(fused)}: {part} is in kernels shared with them, shown on each line (not added up)")
+    backward = fused_words(line, "backward_fused_with")
+    if backward:
+        rows.append(f"- backward: {md_text(backward)}")
+    return rows
 
 
 def line_hover(line: dict[str, Any], report: dict[str, Any], run_id: str | None = None) -> str:
@@ -324,6 +378,7 @@ def line_hover(line: dict[str, Any], report: dict[str, Any], run_id: str | None 
     cost = profiler_cost_text(line)
     if cost:
         rows.append(f"- {md_text(cost)}")
+    rows.extend(compiled_rows(line))
     precision = _PRECISION_WORDS.get(line.get("precision"))
     if precision:
         rows.append(f"- line: {precision}")

@@ -41,14 +41,22 @@ def describe_step(report: dict[str, Any]) -> dict[str, Any]:
         r["label"].startswith("autograd::engine::evaluate_function") for r in regions) \
         or bool(phases.get("backward_ops"))
     optimizer = any(r["label"].startswith("Optimizer.step#") for r in regions) or bool(phases.get("optimizer_steps"))
+    # a replayed CUDA graph's work has no host-side op: its kernels' names say what it holds
+    kernels = evidence.get("kernels") or {}
+    replayed = bool(kernels.get("graph_launches"))
+    backward = backward or bool(kernels.get("graph_backward"))
+    optimizer = optimizer or bool(kernels.get("graph_optimizer"))
     batch_line = (batch.get("file"), batch.get("line")) if batch.get("file") else None
     forward = any(op.get("self_ms") and (op.get("file"), op.get("line")) != batch_line
                   and not BACKWARD_NAME.match(op.get("name", "")) and not OPTIMIZER_NAME.match(op.get("name", ""))
-                  for op in evidence.get("ops") or [])
+                  for op in evidence.get("ops") or []) or replayed
     parts = [name for name, present in (("batch read", batch_read), ("transfer to the device", transfer),
                                          ("forward", forward), ("backward", backward),
                                          ("optimizer step", optimizer)) if present]
+    if replayed:
+        parts.append("replayed CUDA graph")
     return {
+        "replays_graph": replayed,
         "batch_read": batch_read,
         "transfer": transfer,
         "forward": forward,
