@@ -74,6 +74,9 @@ class StepsOnly:
     def at_boundary(self) -> None:
         pass
 
+    def restart_step(self) -> None:
+        pass
+
     def region(self, label: str):
         return None
 

@@ -77,6 +77,14 @@ def unsteady(slowest: float, rest: tuple[float, float] = (1.0, 1.0)) -> dict:
     return report(steps=[1.0, *rest, slowest])
 
 
+def faster(distortion: float, *, window_mean: float | None = None) -> dict:
+    # the loop timed after the window: 4 ms/step (median and mean); the window's mean when given
+    r = report(distortion=distortion, unprofiled={"ms_per_step": 4.0, "mean_ms": 4.0, "passes": 5})
+    if window_mean is not None:
+        r["evidence"] = {"step_mean_ms": window_mean}
+    return r
+
+
 AT_LEAST, AT_MOST, MORE_THAN, FEWER_THAN = "at least", "at most", "more than", "fewer than"
 FIRES = {  # (just below, at, just above)
     AT_LEAST: (False, True, True), AT_MOST: (True, True, False),
@@ -117,6 +125,10 @@ CASES: dict[str, tuple[str, str, Callable[[float], dict], float]] = {
     # the rank waited for spends nothing in collectives: the other's extra time is v
     "rank_wait_min_ms": ("rank-imbalance", AT_LEAST, lambda v: ranks(0.0, v), T.rank_wait_min_ms),
     "rank_wait_ratio": ("rank-imbalance", AT_LEAST, lambda v: ranks(1.0, v), T.rank_wait_ratio),
+    "profiled_faster_ratio": ("profiled-faster", FEWER_THAN, faster, T.profiled_faster_ratio),
+    # the window's mean of v ms against the loop's 4 ms (the medians 2x apart: the ratio holds)
+    "profiled_faster_mean_ratio": ("profiled-faster", FEWER_THAN, lambda v: faster(0.5, window_mean=v),
+                                   T.profiled_faster_mean_ratio * 4.0),
 }
 # a count of steps or kernels, not a float: one apart, not one float apart
 WHOLE = {"repeated_copy_step_share", "sync_step_share", "small_launches_min_kernels", "min_active_steps"}

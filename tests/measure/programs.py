@@ -59,3 +59,40 @@ def commit(ws: Path, message: str = "work") -> None:
     for args in (["add", "-A"], ["-c", "user.email=dev@example.com", "-c", "user.name=Dev", "commit", "-q", "-m",
                                  message]):
         subprocess.run(["git", "-C", str(ws), *args], check=True, capture_output=True)
+
+# A step fed by one DataLoader worker that takes ~50 ms per batch (a sleep: stable on a busy
+# machine) and keeps `--ahead` batches ready; `--pause` seconds of one-off work in the first step
+# (as a first call's compilation, or the profiler's own start-up on a GPU) lets the worker fill them.
+WORKER_FED = '''import argparse
+import time
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+p = argparse.ArgumentParser()
+p.add_argument("--pause", type=float, default=0.0)
+p.add_argument("--ahead", type=int, default=8)
+args = p.parse_args()
+
+
+class Slow(Dataset):
+    def __len__(self):
+        return 400
+
+    def __getitem__(self, i):
+        time.sleep(0.0125)
+        return torch.full((8,), float(i % 10) / 10), torch.zeros(1)
+
+
+torch.manual_seed(0)
+model = torch.nn.Linear(8, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+loader = DataLoader(Slow(), batch_size=4, num_workers=1, prefetch_factor=args.ahead)
+for i, (x, y) in enumerate(loader):
+    if i == 0:
+        time.sleep(args.pause)
+    loss = ((model(x) - y) ** 2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+'''

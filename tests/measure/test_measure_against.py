@@ -110,3 +110,19 @@ def test_a_cancel_stops_the_processes_and_removes_the_checkout(repo: Path):
     assert "cancelled" in err
     assert len(git(repo, "worktree", "list").splitlines()) == 1
     assert not any(worktrees.iterdir())
+
+
+def test_a_revision_whose_program_fails_is_named_and_its_checkout_removed(workspace: Path):
+    broken = SLEEPY.replace("    time.sleep(args.pause)\n",
+                            "    time.sleep(args.pause)\n    if step == 4:\n        raise RuntimeError('broken at step 4')\n")
+    write(workspace, "sleepy.py", broken)
+    commit(workspace, "a broken step")
+    write(workspace, "sleepy.py", SLEEPY)  # the working tree fixes it
+    before = _state(workspace)
+    r = against(workspace)
+    assert r.returncode == 3, r.stderr
+    reason = r.stderr.strip().splitlines()[-1]
+    assert "the revision HEAD" in reason and "RuntimeError" in reason
+    assert len(git(workspace, "worktree", "list").splitlines()) == 1
+    assert not any((workspace / ".stepscope" / "worktrees").iterdir())
+    assert _state(workspace) == before and (workspace / "sleepy.py").read_text() == SLEEPY

@@ -175,3 +175,31 @@ for _ in range(30):
     assert len(doc["raw_ms"]) == 6 and doc["min_ms"] >= 3.0  # each call of the method, its sleep inside
     step = doc["scope"]["step"]
     assert step["function"] == "Trainer.step" and step["header"] is None
+
+
+def test_a_warmup_shorter_than_the_batches_workers_keep_ready_is_said(workspace: Path):
+    from .programs import WORKER_FED
+
+    write(workspace, "fed.py", WORKER_FED)
+    # one worker keeps 8 batches ready; a second's pause in the first step fills them
+    r = run_stepscope("measure", "fed.py", "--warmup", "3", "--passes", "5", "--json", "--", "--pause", "1.0",
+                      cwd=workspace)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert any("keep 8 batches ready" in n and "--warmup 9" in n for n in doc["notes"]), doc["notes"]
+    assert doc["mean_ms"] == pytest.approx(sum(doc["raw_ms"]) / len(doc["raw_ms"]))
+    # with the advised warm-up the passes are the loop's pace (~50 ms/step: the worker's batch) and no note
+    r = run_stepscope("measure", "fed.py", "--warmup", "9", "--passes", "5", "--json", "--", "--pause", "1.0",
+                      cwd=workspace)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert not any("batches ready" in n for n in doc["notes"]) and doc["median_ms"] > 30.0
+
+
+def test_a_loss_that_is_not_a_number_is_measured_and_reads_as_no_value(workspace: Path):
+    write(workspace, "nan.py", "import torch\nfor step in range(30):\n"
+                               "    loss = torch.tensor(float('nan')) if step % 2 else torch.tensor(float('inf'))\n")
+    r = run_stepscope("measure", "nan.py", "--line", "2", "--warmup", "2", "--passes", "5", "--json", cwd=workspace)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert len(doc["raw_ms"]) == 5 and doc["values"] is None

@@ -13,7 +13,7 @@ from stepscope.history.store import History
 from tests.analysis.invariants import violations
 from tests.conftest import run_stepscope
 
-from .programs import SLEEPY, write
+from .programs import SLEEPY, WORKER_FED, write
 
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
 
@@ -65,3 +65,41 @@ def test_runs_finishing_at_once_are_both_recorded(workspace: Path):
     with History.open(workspace) as h:
         kinds = sorted(r["kind"] for r in h.runs())
     assert kinds == ["measure", "measure", "profile"]
+
+
+def _profile(workspace: Path, *args: str) -> dict:
+    write(workspace, "fed.py", WORKER_FED)
+    r = run_stepscope("profile", "fed.py", "--json", "--", *args, cwd=workspace)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_a_window_that_used_up_batches_prepared_ahead_says_so_with_the_batch_read_as_evidence(workspace: Path):
+    # A one-off second in the first step lets the worker fill its 8 batches: the window's steps
+    # (after 1 wait + 2 warm-up steps) find theirs ready, the steps after the window wait ~50 ms each.
+    report = _profile(workspace, "--pause", "1.0")
+    unprofiled = report["unprofiled"]
+    assert report["distortion"] < 0.5, (report["ms_per_step"], unprofiled)
+    # the steps after the window warm up past the batches the worker keeps ready, and say why
+    assert unprofiled["warmup_passes"] == 9 and "keep 8 batches ready" in unprofiled["warmup_note"]
+    assert unprofiled["batch_read_ms"] > report["evidence"]["batch_read"]["ms"]
+    found = [f for f in report["findings"] if f["kind"] == "profiled-faster"]
+    assert len(found) == 1, [f["kind"] for f in report["findings"]]
+    f = found[0]
+    assert f["figures"]["cause"] == "batches prepared ahead"
+    assert "1 worker keeps up to 8 batches ready" in f["hypothesis"]
+    assert "--warmup 9" in f["next_check"] and "stepscope measure fed.py" in f["next_check"]
+    text = run_stepscope("analyze", str(Path(report["traces"][0]).parent), cwd=workspace).stdout
+    assert "faster than the loop's own pace" in text.splitlines()[1]  # right under the headline
+    assert "profiled-faster" in text
+
+
+def test_the_advised_warmup_makes_the_window_the_loops_pace(workspace: Path):
+    # The same program, profiled with the warm-up the finding advises: no finding, and the window
+    # reads the ~50 ms/step the loop runs at.
+    write(workspace, "fed.py", WORKER_FED)
+    r = run_stepscope("profile", "fed.py", "--warmup", "9", "--json", "--", "--pause", "1.0", cwd=workspace)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert [f for f in report["findings"] if f["kind"] == "profiled-faster"] == []
+    assert report["ms_per_step"] > 30.0 and report["distortion"] > 0.8

@@ -373,6 +373,12 @@ def _main(spec: AgentSpec, place: protocol.Placement | None, process_start: floa
     timings = mode.timings.record() if mode.timings is not None else None
     if isinstance(mode.timings, UnprofiledTail) and mode.timings.note():
         clock.note("unprofiled", mode.timings.note())
+    ahead = (clock.observed.get("data_source") or {}).get("prepared_ahead")
+    if spec.mode == "measure" and isinstance(ahead, int) and ahead > 0 and ahead >= spec.measure.warmup:
+        clock.note("warmup", f"the loop's DataLoader workers keep {ahead} batches ready and the warm-up is "
+                             f"{spec.measure.warmup} passes: after a pause (start-up, the first steps' one-off costs) the "
+                             f"first measured passes can find their batch ready and read faster than the loop's pace; "
+                             f"use --warmup {ahead + 1} or more")
     if spec.mode == "measure" and timings is not None and len(timings["raw_ms"]) < spec.measure.passes:
         clock.note("passes", f"the loop ended after {len(timings['raw_ms'])} of the {spec.measure.passes} passes "
                              "asked: the figures are over those")

@@ -44,14 +44,33 @@ def describe_batch(item: Any) -> dict[str, Any]:
 
 
 def describe_source(iterable: Any) -> dict[str, Any]:
+    """The step loop's data source. `prepared_ahead`: the batches a DataLoader's workers keep ready
+    (num_workers x prefetch_factor; 0 without workers), as far as a pause in the loop lets them get
+    ahead. `for i, batch in enumerate(loader)` is described by the loader's iterator."""
     from torch.utils.data import DataLoader
+    from torch.utils.data.dataloader import _BaseDataLoaderIter
 
+    if type(iterable) is enumerate:
+        inner = iterable.__reduce__()[1][0]  # (enumerate, (iterator, start)): the iterator it numbers
+        described = describe_source(inner)
+        return {**described, "through": "enumerate"} if described["kind"] == "DataLoader" else {"kind": "enumerate"}
     if isinstance(iterable, DataLoader):
-        return {"kind": "DataLoader", "num_workers": iterable.num_workers,
+        workers = iterable.num_workers
+        return {"kind": "DataLoader", "num_workers": workers,
                 "batch_size": iterable.batch_size, "pin_memory": iterable.pin_memory,
                 "persistent_workers": getattr(iterable, "persistent_workers", False),
-                "multiprocessing_context": str(iterable.multiprocessing_context) if iterable.num_workers else None,
+                "multiprocessing_context": str(iterable.multiprocessing_context) if workers else None,
+                "prefetch_factor": iterable.prefetch_factor if workers else None,
+                "prepared_ahead": workers * (iterable.prefetch_factor or 2) if workers else 0,
                 "dataset": type(iterable.dataset).__name__}
+    if isinstance(iterable, _BaseDataLoaderIter):  # a DataLoader's iterator (torch's own attributes)
+        workers = getattr(iterable, "_num_workers", 0)
+        prefetch = getattr(iterable, "_prefetch_factor", None) if workers else None
+        return {"kind": "DataLoader", "num_workers": workers,
+                "batch_size": getattr(getattr(iterable, "_index_sampler", None), "batch_size", None),
+                "pin_memory": getattr(iterable, "_pin_memory", None),
+                "prefetch_factor": prefetch, "prepared_ahead": workers * (prefetch or 2) if workers else 0,
+                "dataset": type(getattr(iterable, "_dataset", None)).__name__}
     return {"kind": type(iterable).__name__}
 
 

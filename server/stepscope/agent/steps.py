@@ -22,6 +22,8 @@ Invariants:
   run to its end), so the program stops at a step boundary, never inside a step. With an
   `after_window` (a profile's steps timed without the profiler), the program first runs on for as
   many boundaries as it wants; they are no steps of the schedule (no event, no phase).
+  The batch read of those steps (the loop iterable's `next()`) is timed on the host and given to
+  the `after_window` with the steps; the window's own is its region in the trace.
 - Start-up (process start -> first boundary) and the host times of the steps before the window are
   recorded on their own and never mixed into the window.
 - What the step is made of (probe.py) is observed once, in the first active step, and observing
@@ -73,6 +75,10 @@ class Recorder(Protocol):
     def at_boundary(self) -> None:
         """Any boundary, even one that begins no step (called first)."""
 
+    def restart_step(self) -> None:
+        """The clock did work of its own as the step began (observing what it is made of): a
+        recorder that times steps takes the step's start again."""
+
     def region(self, label: str) -> ContextManager[Any] | None:
         """The region of one statement of the step, or None when none is recorded."""
 
@@ -90,6 +96,12 @@ class AfterWindow(Protocol):
 
     def boundary(self) -> bool:
         """A step boundary after the window; True while more steps are wanted."""
+
+    def batch_read(self, seconds: float) -> None:
+        """The host time of the `next()` of the step loop's iterable in the step that just began."""
+
+    def batches_prepared_ahead(self, batches: int) -> None:
+        """The loop's data source prepares up to `batches` batches ahead (a DataLoader's workers)."""
 
 
 class StepClock:
@@ -121,12 +133,18 @@ class StepClock:
         iterator = iter(iterable)
         while True:
             self.step_boundary()
+            # after the window, the batch read is timed on the host (a profile's steps without the
+            # profiler): the window's own read is in the trace, as the region below
+            tail = self._after_window if self.window_complete else None
+            read_start = time.perf_counter() if tail is not None else 0.0
             with self.region(label):
                 try:
                     item = next(iterator)
                 except StopIteration:
                     self._boundary_unused = True
                     return
+            if tail is not None:
+                tail.batch_read(time.perf_counter() - read_start)
             if "batch" not in self.observed and self._in_active_step():
                 self._observe(sys._getframe(1), iterable=iterable, item=item)
             yield item
@@ -180,6 +198,7 @@ class StepClock:
         self.steps_started += 1
         if "models" not in self.observed and self._in_active_step():
             self._observe(sys._getframe(1))
+            self._recorder.restart_step()  # observing is no part of the step
 
     def loop_end(self) -> None:
         """The step loop was left (it ended, or a break). Once the window is complete the program
@@ -281,7 +300,10 @@ class StepClock:
                 if group is not None:
                     self.observed["process_group"] = group
             if iterable is not None:
-                self.observed["data_source"] = probe.describe_source(iterable)
+                self.observed["data_source"] = source = probe.describe_source(iterable)
+                ahead = source.get("prepared_ahead")
+                if self._after_window is not None and isinstance(ahead, int) and ahead > 0:
+                    self._after_window.batches_prepared_ahead(ahead)
                 self.observed["batch"] = probe.describe_batch(item)
         except Exception as e:  # observing must never break the program
             self.observed["error"] = f"{type(e).__name__}: {e}"

@@ -19,7 +19,7 @@ What one step's time is (docs/measure.md says why):
 step's frame at the boundary that ends the pass. A tensor is kept (detached: its graph is freed)
 and read after the passes, so reading it adds no synchronisation either. A tensor the program then
 changes in place (its version counter moved) reads as unknown rather than as its final value; one
-of several elements reads as their sum.
+of several elements reads as their sum; NaN or an infinity reads as unknown (not a number).
 
 Stdlib + torch only (this runs in the user's interpreter); torch is imported lazily so that the
 pure parts stay importable without it.
@@ -27,6 +27,7 @@ pure parts stay importable without it.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
@@ -47,6 +48,12 @@ class StepTimer:
         """A step boundary: the step before (if any) ends and the next begins."""
         self._host.append(time.perf_counter())
         self._events.append(_record_cuda_event())
+
+    def remark(self) -> None:
+        """Take the last boundary again (the time since it belongs to no step)."""
+        if self._host:
+            self._host[-1] = time.perf_counter()
+            self._events[-1] = _record_cuda_event()
 
     @property
     def marks(self) -> int:
@@ -136,7 +143,7 @@ def _keep(value: Any) -> Any:
         return (t, t._version)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value)
+    return float(value) if math.isfinite(value) else None
 
 
 def _read(kept: Any) -> float | None:
@@ -146,21 +153,29 @@ def _read(kept: Any) -> float | None:
     if tensor._version != version:  # changed in place since: its value now is not that pass's
         return None
     try:  # a tensor of several elements reads as their sum
-        return float(tensor.double().sum()) if tensor.numel() != 1 else float(tensor)
+        value = float(tensor.double().sum()) if tensor.numel() != 1 else float(tensor)
     except (RuntimeError, TypeError, ValueError):
         return None
+    return value if math.isfinite(value) else None  # NaN / inf: not a number (and no JSON number either)
 
 
 _AGENT_DIR = os.path.dirname(os.path.abspath(__file__))
+_IS_AGENT: dict[str, bool] = {}  # a code object's file name -> whether it is the agent's (once per file)
 
 
 def user_frame() -> Any:
     """The innermost frame of the user's program (the step loop's frame, or the step function's
     caller at a boundary): the first frame, going out, that is not the agent's own."""
     frame = sys._getframe(1)
-    while frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == _AGENT_DIR:
+    while frame is not None:
+        name = frame.f_code.co_filename
+        agent = _IS_AGENT.get(name)
+        if agent is None:
+            agent = _IS_AGENT[name] = os.path.dirname(os.path.abspath(name)) == _AGENT_DIR
+        if not agent:
+            return frame
         frame = frame.f_back
-    return frame
+    return None
 
 
 class TimingRecorder:
@@ -199,6 +214,9 @@ class TimingRecorder:
     def at_boundary(self) -> None:
         pass
 
+    def restart_step(self) -> None:
+        self.timer.remark()
+
     def region(self, label: str) -> None:
         return None  # no regions: the rewrite adds none either (ProgramFiles(regions=False))
 
@@ -229,11 +247,19 @@ class TimingRecorder:
 
 class UnprofiledTail:
     """The steps a profile run times after its window, without the profiler: `warmup` steps, then
-    `passes` timed ones (the same counts as before and inside the window)."""
+    `passes` timed ones (the same counts as before and inside the window).
+
+    Where the loop iterates a DataLoader whose workers keep batches ready, the warm-up is at least
+    one step more than those batches: the trace's export pauses the loop, the workers fill their
+    queue meanwhile, and steps that find their batch ready are not the loop's pace. The host time of
+    each step's batch read is kept beside the step's time (`batch_read_ms`), so the report can say
+    whether the window's steps waited for data as these do."""
 
     def __init__(self, *, warmup: int, passes: int) -> None:
         self.warmup, self.passes = warmup, passes
+        self.warmup_asked = warmup
         self.timer = StepTimer()
+        self._reads: dict[int, float] = {}  # step index after the window -> host seconds in next()
 
     def boundary(self) -> bool:
         """A step boundary after the window; True while more steps are wanted."""
@@ -241,13 +267,30 @@ class UnprofiledTail:
             self.timer.mark()
         return self.timer.marks < self.warmup + self.passes + 1
 
+    def batch_read(self, seconds: float) -> None:
+        index = self.timer.marks - 1
+        self._reads[index] = self._reads.get(index, 0.0) + seconds
+
+    def batches_prepared_ahead(self, batches: int) -> None:
+        if self.timer.marks == 0:  # decided before the first step after the window, never during
+            self.warmup = max(self.warmup, batches + 1)
+
     def record(self) -> dict[str, Any] | None:
         if self.timer.marks < 2:
             return None
         durations, clocks = self.timer.durations()
-        return {"warmup_ms": durations[: self.warmup], "raw_ms": durations[self.warmup:],
-                "values": None, "clock": clock_words(clocks[self.warmup:] or clocks),
-                "warmup_asked": self.warmup, "passes_asked": self.passes}
+        reads = [self._reads[i] * 1000.0 if i in self._reads else None for i in range(len(durations))]
+        record = {"warmup_ms": durations[: self.warmup], "raw_ms": durations[self.warmup:],
+                  "values": None, "clock": clock_words(clocks[self.warmup:] or clocks),
+                  "warmup_asked": self.warmup, "passes_asked": self.passes}
+        if any(r is not None for r in reads):
+            record["batch_read_ms"] = reads[self.warmup:]
+            record["batch_read_clock"] = HOST_CLOCK
+        if self.warmup != self.warmup_asked:
+            record["warmup_note"] = (f"{self.warmup} warm-up steps rather than {self.warmup_asked}: the DataLoader's "
+                                     f"workers keep {self.warmup - 1} batches ready, and the steps that use them up "
+                                     "after a pause are not the loop's pace")
+        return record
 
     def note(self) -> str | None:
         """Why the unprofiled figure is missing or short, or None when every step was timed."""

@@ -9,6 +9,10 @@ Invariants:
 - `unprofiled` is None when no step was timed without the profiler (the loop ended first, or the
   run predates this record): never a made-up figure.
 - `distortion` = profiled ms/step / unprofiled ms/step, both medians, both from the same process.
+- `unprofiled.mean_ms` is the passes' total over their number (the loop's pace where step times
+  alternate, as when DataLoader workers deliver batches in bursts); `unprofiled.batch_read_ms` the
+  host time of the loop iterable's `next()` per pass (None for a loop without one), beside the
+  window's own batch read (the report's evidence) — the evidence of the `profiled-faster` finding.
 - A line's `profiler_ms_estimate` is an estimate, and named so: the measured difference
   (profiled − unprofiled ms/step, 0 when the profiled step was not slower) shared out in proportion
   to the events the profiler recorded for the line (its CPU operators and its kernels per step)
@@ -37,10 +41,14 @@ def unprofiled_figures(timings: dict[str, Any] | None) -> dict[str, Any] | None:
         summary = summarize(timings["raw_ms"])
     except ValueError:
         return None
+    raw = list(timings["raw_ms"])
+    reads = [r for r in (timings.get("batch_read_ms") or [])[: len(raw)] if isinstance(r, (int, float))]
     return {"ms_per_step": summary.median_ms, "passes": summary.passes, "iqr_ms": summary.iqr_ms,
-            "raw_ms": list(timings["raw_ms"]), "warmup_ms": list(timings.get("warmup_ms") or []),
+            "mean_ms": round(sum(raw) / len(raw), 4),
+            "batch_read_ms": round(sum(reads) / len(raw), 4) if reads else None,
+            "raw_ms": raw, "warmup_ms": list(timings.get("warmup_ms") or []),
             "warmup_passes": len(timings.get("warmup_ms") or []), "noisy": summary.noisy,
-            "clock": timings.get("clock")}
+            "clock": timings.get("clock"), "warmup_note": timings.get("warmup_note")}
 
 
 def distortion(profiled_ms: float | None, unprofiled: dict[str, Any] | None) -> float | None:

@@ -364,6 +364,9 @@ class Unprofiled(TypedDict, total=False):
     warmup_passes: Count
     noisy: bool
     clock: str | None
+    mean_ms: Ms  # the passes' total / passes: the pace where step times alternate
+    batch_read_ms: Ms | None  # host time of the loop iterable's next() per pass; None: no iterable
+    warmup_note: str | None  # why the warm-up after the window is longer than the window's
 
 
 class _ReportRequired(TypedDict):

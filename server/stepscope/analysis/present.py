@@ -181,6 +181,9 @@ def distortion_text(report: dict[str, Any]) -> str | None:
         d = report["distortion"]
         effect = f"the profiler made the step {d:.2f}x slower" if d >= 1 else \
             f"the profiled step read {1 / d:.2f}x faster than without the profiler"
+        if any(f.get("kind") == "profiled-faster" for f in report.get("findings") or []):
+            effect = (f"the profiled steps ran {1 / d:.2f}x faster than the loop's own pace: the window's figures are "
+                      "not its steady state (see the profiled-faster finding)")
         return (f"without the profiler: {ms_short(unprofiled['ms_per_step'])} ms/step (median of "
                 f"{unprofiled['passes']} passes after the window, IQR {ms_short(unprofiled['iqr_ms'])} ms, same "
                 f"process): {effect} (distortion {d:.2f})")

@@ -121,6 +121,9 @@ def measurement_text(m: dict[str, Any]) -> str:
            + (f" in {len(m['runs'])} processes" if len(m.get("runs") or []) > 1 else "") + ")"]
     out.append(f"  spread   {spread(m['median_ms'], m['iqr_ms'], m['noisy'])}; p10 {ms(m['p10_ms'])}, "
                f"p90 {ms(m['p90_ms'])}, min {ms(m['min_ms'])}, max {ms(m['max_ms'])} ms")
+    if m.get("mean_ms") is not None:
+        out.append(f"  mean     {ms(m['mean_ms'])} ms/step (the passes' total / passes: the loop's pace where steps "
+                   "alternate, as when DataLoader workers deliver in bursts)")
     if m.get("samples_per_s") is not None:
         out.append(f"  samples  {m['samples_per_s']:.0f}/s at batch {scope.get('batch_size')}")
     variation = m.get("variation") or {}

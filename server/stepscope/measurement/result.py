@@ -9,6 +9,9 @@ Invariants:
 - Every figure (`median_ms`, `iqr_ms`, p10/p90, min/max, `samples_per_s`, `noisy`) is over all
   measured passes of all processes; warm-up passes are listed (`warmup_ms`, per process in `runs`)
   and enter no figure.
+- `mean_ms` is the passes' total / passes: the pace over many steps, which the median is not where
+  step times alternate (DataLoader workers delivering batches in bursts: the median falls between
+  the waits and the steps that find a batch ready).
 - `values` are the first process's; with the same seeds every process computes the same ones, and
   `values_consistent` says whether they did, within the tolerance (None with one process or no
   values).
@@ -42,6 +45,7 @@ def measurement(processes: Sequence[dict[str, Any]], *, machine: dict, scope: di
         "raw_ms": raw,
         "warmup_ms": [ms for p in processes for ms in p.get("warmup_ms") or []],
         **summary.as_dict(),
+        "mean_ms": sum(raw) / len(raw),
         "samples_per_s": samples_per_s(summary.median_ms, scope.get("batch_size")),
         "values": first_values,
         "value": scope.get("value") or "loss",

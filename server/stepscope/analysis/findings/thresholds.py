@@ -41,6 +41,11 @@ class Thresholds:
     max_step_spread: float = 0.5
     #: ... and (slowest - fastest) at least this many ms: below it, jitter of the machine, not a pattern
     unsteady_min_range_ms: float = 0.25
+    # -- profiled-faster
+    #: profiled / unprofiled ms/step (medians, same process) below this: the window is not the loop's pace ...
+    profiled_faster_ratio: float = 0.8
+    #: ... and the same for the means (a median of alternating step times alone can mislead)
+    profiled_faster_mean_ratio: float = 0.9
     # -- startup-cost
     #: a start-up step this many times the window's ms/step ...
     startup_ratio: float = 2.0

@@ -1,4 +1,4 @@
-"""Findings about the window as a whole: gpu-not-observed, unsteady-window, startup-cost.
+"""Findings about the window as a whole: gpu-not-observed, profiled-faster, unsteady-window, startup-cost.
 
 Invariants:
 - GPU time that was not observed is said to be unknown, never zero (guide §11); the finding fires
@@ -17,7 +17,12 @@ from statistics import median
 
 from ...textsafe import shorten
 from .common import Anchor, finding, machine_words
+from .distorted import measure_command
 from .thresholds import Thresholds
+
+#: the batch read explains a window faster than the loop when its growth after the window is at
+#: least this share of the gap between the two paces
+READ_EXPLAINS = 0.5
 
 
 def gpu_expected(report: dict) -> str | None:
@@ -142,3 +147,67 @@ def startup_cost(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
         figures={"to_first_step_ms": to_first, "first_steps_ms": first, "ms_per_step": steady,
                  "ratio": round(worst / steady, 2), "profiler_start_step": profiler_start},
     )
+
+
+def profiled_faster(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
+    """The profiled steps read much faster than the same loop timed without the profiler, after the
+    window, in the same process: the window is not the loop's pace, and every figure of it says so.
+
+    The likely cause is named only where the evidence supports it: the batch read per step in the
+    window (the trace's batch-read region) against its host time after the window. A DataLoader's
+    workers prepare batches while the loop pauses (the profiler's start-up, one-off costs of the
+    first steps); a window that uses them up does not wait for data as the loop does."""
+    d = report.get("distortion")
+    unprofiled = report.get("unprofiled") or {}
+    profiled, plain = report.get("ms_per_step"), unprofiled.get("ms_per_step")
+    if not isinstance(d, (int, float)) or d >= t.profiled_faster_ratio or not profiled or not plain:
+        return None
+    evidence = report.get("evidence") or {}
+    window_mean = evidence.get("step_mean_ms")
+    plain_mean = unprofiled.get("mean_ms")
+    if isinstance(window_mean, (int, float)) and isinstance(plain_mean, (int, float)) and plain_mean > 0 \
+            and window_mean / plain_mean >= t.profiled_faster_mean_ratio:
+        return None  # the medians differ, the paces do not: step times alternate (said by unsteady-window)
+    machine = machine_words(report)
+    figures: dict = {"profiled_ms": profiled, "unprofiled_ms": plain, "distortion": d,
+                     "profiled_mean_ms": window_mean, "unprofiled_mean_ms": plain_mean}
+    observation = (f"The profiled steps read {profiled:.2f} ms/step, the same loop without the profiler "
+                   f"{plain:.2f} ms/step (median of {unprofiled.get('passes')} steps after the window, same process; "
+                   f"{machine}): the window ran {1 / d:.1f}x faster than the loop's own pace")
+    if isinstance(window_mean, (int, float)) and isinstance(plain_mean, (int, float)):
+        observation += f" (means {window_mean:.2f} and {plain_mean:.2f} ms/step)"
+    observation += ". Its ms/step and every share of it are not the loop's steady state."
+    window_read = (evidence.get("batch_read") or {}).get("ms")
+    plain_read = unprofiled.get("batch_read_ms")
+    source = ((report.get("scenario") or {}).get("observed") or {}).get("data_source") or {}
+    ahead = source.get("prepared_ahead")
+    command = measure_command(report)
+    warmup = (report.get("schedule") or {}).get("warmup")
+    want = max((ahead if isinstance(ahead, int) else 0) + 1, (warmup if isinstance(warmup, int) else 0) + 1, 3)
+    gap = (plain_mean if isinstance(plain_mean, (int, float)) else plain) - \
+        (window_mean if isinstance(window_mean, (int, float)) else profiled)
+    if isinstance(window_read, (int, float)) and isinstance(plain_read, (int, float)):
+        figures.update(window_batch_read_ms=window_read, unprofiled_batch_read_ms=plain_read)
+        observation += (f" The batch read takes {window_read:.2f} ms per step in the window and {plain_read:.2f} ms "
+                        "after it.")
+    if isinstance(window_read, (int, float)) and isinstance(plain_read, (int, float)) and gap > 0 \
+            and plain_read - window_read >= READ_EXPLAINS * gap:
+        workers = source.get("num_workers")
+        held = (f"the DataLoader's {workers} worker{'s' if workers != 1 else ''} keep{'s' if workers == 1 else ''} "
+                f"up to {ahead} batches ready, and filled them "
+                if isinstance(ahead, int) and ahead > 0 else "batches were prepared ahead ")
+        hypothesis = (f"The window's steps found their batches ready: {held}while the loop paused before the window "
+                      "(the profiler's start-up, the first steps' one-off costs), so the window did not wait for data "
+                      "as the loop does at its pace.")
+        next_check = (f"Profile again with `--warmup {want}` (more warm-up steps than the batches prepared ahead), so "
+                      f"that the window begins once they are used up, and time the loop's pace without the profiler: "
+                      f"`{command}` (its mean over the passes is the pace where steps wait for data in turn).")
+        figures["cause"] = "batches prepared ahead"
+    else:
+        hypothesis = ("Something the window's steps did not pay for, the steps after it did: batches prepared ahead "
+                      "(the batch-read figures above do not show it), a device clock that rose, or work that "
+                      "accumulates. The evidence here does not say which.")
+        next_check = (f"Profile again with a longer warm-up (`--warmup {want}`) and compare; time the loop without "
+                      f"the profiler with `{command}`.")
+        figures["cause"] = None
+    return finding("profiled-faster", anchor, observation, hypothesis, next_check, figures=figures)
