@@ -126,7 +126,10 @@ def _distortion(report: dict) -> list[str]:
     if not raw or abs(median(raw) - unprofiled["ms_per_step"]) > ROUND or unprofiled.get("passes") != len(raw):
         out.append(f"unprofiled ms/step {unprofiled['ms_per_step']} is not the median of its {len(raw)} passes")
     profiled = report.get("ms_per_step")
-    if d is None or profiled is None or abs(d - profiled / unprofiled["ms_per_step"]) > 1e-3 * d:
+    if not profiled:  # a median step of 0 ms (GPU work of one step past the next): no ratio to give
+        if d is not None:
+            out.append(f"distortion {d} of a {profiled} ms/step")
+    elif d is None or abs(d - profiled / unprofiled["ms_per_step"]) > max(1e-3 * d, ROUND):  # d is rounded too
         out.append(f"distortion {d} is not ms/step {profiled} over the unprofiled {unprofiled['ms_per_step']}")
     difference = max(0.0, (profiled or 0.0) - unprofiled["ms_per_step"])
     for x in lines:

@@ -150,7 +150,7 @@ def test_the_distortion_and_each_lines_estimate_keep_the_invariants(case) -> Non
         run = run_folder(Path(tmp), synth, scenario=scenario)
         (run / "timings.json").write_text(json.dumps(timings))
         report = analyze([run])
-    assert report["unprofiled"] is not None and report["distortion"] is not None
+    assert report["unprofiled"] is not None and (report["distortion"] is not None or not report["ms_per_step"])
     assert violations(report) == []
     for line in report["lines"]:  # the hover's words for it never claim more than the line's time
         estimate = line["profiler_ms_estimate"]  # None only where the step recorded no event to share it by
