@@ -30,6 +30,8 @@ profile const_rebuilt const_copy rebuilt
 profile const_hoisted const_copy hoisted
 profile syncs sync_every_step syncs
 profile nosyncs sync_every_step nosyncs
+profile read_slow read_in_step slow
+profile read_prepared read_in_step prepared
 profile graph_eager cuda_graph eager
 profile graph_replay cuda_graph graph
 profile mlp_eager compiled_mlp eager
@@ -41,6 +43,7 @@ TORCH_TRACE="$ws/torch_trace/block_ro" profile block_reduce_overhead compiled_bl
 unset INDUCTOR_PROVENANCE
 
 for cv in "const_copy rebuilt" "const_copy hoisted" "sync_every_step syncs" "sync_every_step nosyncs" \
+          "read_in_step slow" "read_in_step prepared" \
           "cuda_graph eager" "cuda_graph graph" "compiled_mlp eager" "compiled_mlp compiled" \
           "compiled_block eager" "compiled_block default" "compiled_block reduce-overhead"; do
   $PY handtime.py $cv >> "$OUT/handtime.jsonl" 2>> "$OUT/handtime.err"

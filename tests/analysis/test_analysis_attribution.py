@@ -77,7 +77,8 @@ def test_copies_by_direction_and_sync_time_land_on_their_line(tmp_path: Path) ->
     assert line6["copies"]["d2h"] == {"count": 0, "bytes": 0}
     assert line6["gpu_ms"] == pytest.approx(0.05)
     assert line6["kernels"] == 0
-    assert line6["sync_ms"] == pytest.approx(0.08)
+    # the 80 µs synchronize, and the 10 µs call of the copy from pageable memory, which waits too
+    assert line6["sync_ms"] == pytest.approx(0.09)
 
 
 def test_kernels_launched_from_the_autograd_thread_go_to_the_line_running_backward(tmp_path: Path) -> None:

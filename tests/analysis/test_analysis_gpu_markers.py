@@ -69,7 +69,7 @@ def test_steps_come_from_the_gpu_stream_markers_when_no_cpu_thread_has_them(tmp_
     regions = {r["label"]: r for r in report["regions"]}
     assert regions["Optimizer.step#SGD.step"]["gpu_ms"] == pytest.approx(0.2 / 3, abs=1e-4)
     assert report["window"]["gpu_ms"] == pytest.approx(6.7 / 3, abs=1e-4)  # GPU busy [300, 7000], per step
-    assert render_text(report).startswith("2.300 ms/step (median of 3 active steps)")
+    assert render_text(report).startswith("2.300 ms/step (median of 3 active steps; mean 2.300 ms)")
 
 
 def test_cpu_markers_win_over_gpu_markers(tmp_path: Path) -> None:

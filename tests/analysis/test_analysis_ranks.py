@@ -68,14 +68,17 @@ def test_each_rank_carries_its_own_figures_and_the_slowest_is_named(tmp_path: Pa
     # the headline is rank 0's, and the notes say so and name the slowest
     assert report["machine"]["rank"] == 0 and report["ms_per_step"] == 1.0
     assert any("headline figures" in n and "rank 0's" in n for n in report["notes"])
-    assert "the slowest rank is rank 1 (3.000 ms/step against 1.000 on rank 0)" in " ".join(report["notes"])
+    # no collectives in these traces: the ranks do not wait for each other, the slowest is the longest step
+    assert "the slowest rank is rank 1 (3.000 ms/step against 1.000 on rank 0; no collectives seen)" \
+        in " ".join(report["notes"])
+    assert report["rank_wait"] is None
 
 
 def test_the_text_report_has_a_rank_table_with_the_slowest_marked(tmp_path: Path) -> None:
     folder, ws = rank_folder(tmp_path)
     proc = run_stepscope("analyze", str(folder), "--source-root", str(ws), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("1.000 ms/step (median of 2 active steps)")
+    assert proc.stdout.startswith("1.000 ms/step (median of 2 active steps; mean 1.000 ms)")
     table = proc.stdout.split("ranks (3 traces; the figures below are rank 0's):\n", 1)[1].splitlines()
     assert table[0].split() == ["rank", "ms/step", "steps", "gpu", "ms", "comm", "ms"]
     assert [row.split() for row in table[1:4]] == [  # no collective kernels: 0 ms of them, observed
@@ -136,14 +139,19 @@ def test_collective_time_per_rank_and_the_rank_the_others_wait_for(tmp_path: Pat
     assert proc.returncode == 0, proc.stderr
     table = proc.stdout.split("ranks (2 traces; the figures below are rank 0's):\n", 1)[1].splitlines()
     assert table[0].split() == ["rank", "ms/step", "steps", "gpu", "ms", "comm", "ms"]
-    assert table[1].split()[:5] == ["0", "2.000", "2", "0.310", "0.010"]
-    assert table[2].split()[:5] == ["1", "2.000", "2", "1.700", "1.400"]
+    # one answer: the rank table marks the rank the others wait for, as the finding names it
+    assert table[1].split() == ["0", "2.000", "2", "0.310", "0.010", "<-", "waited", "for"]
+    assert table[2].split() == ["1", "2.000", "2", "1.700", "1.400"]
+    assert report["slowest_rank"] == 0 and report["rank_wait"]["rank"] == 0 and report["rank_wait"]["by"] == "gpu"
 
 
 def test_no_rank_imbalance_when_collective_times_are_alike_or_not_observed(tmp_path: Path) -> None:
     alike = analyze([collective_folder(tmp_path / "alike", {0: 500, 1: 560})])
     assert [r["collective_ms"] for r in alike["ranks"]] == [0.5, 0.56]
     assert not any(f["kind"] == "rank-imbalance" for f in alike["findings"])
+    # ranks that wait for each other alike: none is called slowest, and the notes say why
+    assert alike["slowest_rank"] is None and not any(r["slowest"] for r in alike["ranks"])
+    assert any("no rank stands out" in n for n in alike["notes"])
     cpu_only = analyze([collective_folder(tmp_path / "cpu", {0: 10, 1: 1400}, gpu=False)])
     assert [r["collective_ms"] for r in cpu_only["ranks"]] == [None, None]  # not observed, never 0
     assert not any(f["kind"] == "rank-imbalance" for f in cpu_only["findings"])
@@ -157,3 +165,51 @@ def test_rank_imbalance_thresholds_come_from_the_workspace_and_bad_values_are_sa
     report = analyze([folder], source_root=ws)
     assert not any(f["kind"] == "rank-imbalance" for f in report["findings"])  # 1.39 ms < 5 ms
     assert any("rank-wait-ratio = 'x' is not a valid value" in n for n in report["notes"])
+
+
+def gloo_folder(tmp: Path) -> tuple[Path, Path]:
+    """Two CPU ranks (gloo), 3 steps of 40 ms: rank 1 sleeps 30 ms on train.py:15 before its forward;
+    each rank's gloo all-reduce runs on a worker thread until both have arrived (rank 0 waits 32 ms there,
+    rank 1 2 ms), while its main thread waits in `loss.backward()` (train.py:17)."""
+    ws = tmp / "ws"
+    ws.mkdir()
+    (ws / "train.py").write_text("\n" * 30)
+    folder = tmp / "ranks"
+    for rank in (0, 1):
+        s = Synth(devices=[])
+        s.metadata = {"distributedInfo": {"rank": rank, "world_size": 2}}
+        for k in range(3):
+            t = k * 40_000
+            s.step(k + 1, t, 40_000)
+            start = t + 100
+            if rank == 1:
+                s.frame("train.py", 15, "sleep", start, 30_000)
+                start += 30_000
+            s.frame("train.py", 16, "forward", start, 1_000)
+            s.frame("train.py", 17, "backward", start + 1_000, t + 39_000 - start - 1_000)
+            s.region("gloo:all_reduce", t + 37_000 - (32_000 if rank == 0 else 2_000), 32_000 if rank == 0 else 2_000,
+                     tid=300)
+        s.write(folder / f"trace-rank{rank}.json")
+    return folder, ws
+
+
+def test_gloo_ranks_wait_for_the_rank_that_arrives_last_and_its_lines_that_differ_are_named(tmp_path: Path) -> None:
+    folder, ws = gloo_folder(tmp_path)
+    report = analyze([folder], source_root=ws)
+    jsonschema.validate(report, REPORT_SCHEMA)
+    assert [(r["rank"], r["collective_ms"], r["host_collective_ms"]) for r in report["ranks"]] == \
+        [(0, None, 32.0), (1, None, 2.0)]  # no GPU: GPU collectives unknown; the host's gloo time observed
+    assert report["slowest_rank"] == 1 and [r["slowest"] for r in report["ranks"]] == [False, True]
+    wait = report["rank_wait"]
+    assert wait["by"] == "host" and wait["extra_ms"] == 30.0
+    assert [(Path(x["file"]).name, x["line"], x["self_ms"], x["others_ms"]) for x in wait["lines"]] == \
+        [("train.py", 15, 30.0, 0.0)]
+    f = next(f for f in report["findings"] if f["kind"] == "rank-imbalance")
+    assert (Path(f["file"]).name, f["line"]) == ("train.py", 15)
+    assert "host time in collective operations (gloo" in f["observation"] and "rank 1 spends the least" in f["observation"]
+    assert "train.py:15 30.00 ms per step against 0.00 ms" in f["observation"]
+    assert f["figures"]["waited_for"] == 1
+    proc = run_stepscope("analyze", str(folder), "--source-root", str(ws), cwd=tmp_path)
+    table = proc.stdout.split("ranks (2 traces; the figures below are rank 0's):\n", 1)[1].splitlines()
+    assert table[0].split()[-3:] == ["host", "comm", "ms"]
+    assert table[2].split() == ["1", "40.000", "3", "n/o", "2.000", "<-", "waited", "for"]

@@ -261,8 +261,8 @@ def test_the_inline_label_of_a_fused_line_says_what_it_is_fused_with():
 
     report = analyze([CPU_RUN])
     lines = by_line(report)
-    assert line_label(lines[("model.py", 17)], report["ms_per_step"]).endswith(" · fused with lines 16, 18")
-    assert "fused" not in line_label(lines[("model.py", 15)], report["ms_per_step"])
+    assert line_label(lines[("model.py", 17)], report).endswith(" · fused with lines 16, 18")
+    assert "fused" not in line_label(lines[("model.py", 15)], report)
 
 
 def test_a_frame_inside_a_statement_spread_over_lines_lands_on_the_statements_first_line(tmp_path: Path):

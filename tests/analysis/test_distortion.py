@@ -50,7 +50,7 @@ def _finding(kind):
 def test_host_side_findings_say_the_profiler_distorts_them_and_name_the_check():
     found = mark_distorted([_finding("sync-in-step"), _finding("dominant-op")], _report(2.2))
     sync, dominant = found
-    assert "made this step 2.20x slower (40.00 ms profiled, 18.18 ms without it" in sync["observation"]
+    assert "made this step 2.20x slower (ms/step, the median: 40.00 ms profiled, 18.18 ms without it" in sync["observation"]
     assert sync["next_check"].endswith("`stepscope measure train.py --line 42`.")
     assert sync["figures"]["distortion"] == pytest.approx(2.2)
     assert dominant["observation"] == "Obs." and dominant["next_check"] == "Next."  # not host-side evidence
@@ -70,3 +70,22 @@ def test_a_trace_stepscope_did_not_record_is_left_alone():
 def test_the_measure_command_names_a_function_step():
     report = {"scenario": {"step": {"file": "/elsewhere/serve.py", "function": "handle"}, "program": {"cwd": "/ws"}}}
     assert measure_command(report) == "stepscope measure /elsewhere/serve.py --function handle"
+
+
+def test_the_measure_command_starts_the_program_where_the_profile_started_it():
+    program = {"cwd": "/ws", "entry": {"kind": "script", "path": "/ws/main.py"}}
+    function = {"scenario": {"step": {"file": "/ws/trainer/loop.py", "function": "Trainer.step"}, "program": program}}
+    assert measure_command(function) == "stepscope measure main.py --function trainer/loop.py:Trainer.step"
+    loop = {"scenario": {"step": {"file": "/ws/lib/loop.py", "line": 12}, "program": program}}
+    assert measure_command(loop) == "stepscope measure lib/loop.py --line 12 --entry main.py"
+    module = {"scenario": {"step": {"file": "/ws/lib/loop.py", "line": 12},
+                           "program": {"cwd": "/ws", "entry": {"kind": "module", "name": "lib.run"}}}}
+    assert measure_command(module) == "stepscope measure lib/loop.py --line 12 -m lib.run"
+
+
+def test_a_finding_that_names_the_measure_check_is_not_told_it_twice():
+    report = _report(2.2)
+    f = _finding("sync-in-step")
+    f["next_check"] = f"First time the step without the profiler: `{measure_command(report)}`; then move it."
+    (marked,) = mark_distorted([f], report)
+    assert marked["next_check"].count("stepscope measure train.py --line 42") == 1

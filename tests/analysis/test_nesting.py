@@ -89,7 +89,7 @@ def test_self_times_add_up_like_the_reference(ops, held) -> None:
     rows = list(range(len(ops)))
     own = [us for _, us, _ in ops]
     lines = [line_objects[k] for _, _, k in ops]
-    counts_held = {nid: 1 for nid, _ in held}
+    counts_held = {key: 1 for key, _ in held}
     results = []
     for add in (nesting.add_self_times, nesting.add_self_times_reference):
         times, counts = dict(held), dict(counts_held)
@@ -109,7 +109,7 @@ def test_self_times_clamp_negative_ops_and_group_occurrences_of_a_line() -> None
     nesting.add_self_times(times, counts, names, [0, 1, 2, 3], [2.0, -1.0, 0.5, 1.0],
                            [Line(same), Line(same), None, Line(same)])
     assert times == {(4, same): 2.0, (4, nesting.NO_LINE): 0.5, (2, same): 1.0}
-    assert counts == {4: 3, 2: 1}
+    assert counts == {(4, same): 2, (4, nesting.NO_LINE): 1, (2, same): 1}  # calls by name and line, like times
 
 
 def test_a_row_outside_the_columns_is_refused_on_both_paths() -> None:

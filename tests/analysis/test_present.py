@@ -55,41 +55,62 @@ def test_milliseconds_are_rounded_one_way_per_surface(ms, short, table) -> None:
     assert present.ms_table(ms) == table
 
 
-def test_a_line_s_label_and_hover_say_the_same_figures() -> None:
-    label = present.line_label(LINE, 50.0)
-    assert label == "12.3 ms/step · 25% · GPU 8.10 ms · bwd 3.20 ms"
-    hover = present.line_hover(LINE, {"ms_per_step": 50.0, "machine": MACHINE}, "20261201T000000Z-train-1a2b")
-    assert "- wall: 12.3 ms" in hover and "- share of the step: 25% of 50.0 ms/step" in hover
+#: a report of 4 active steps (median 48 ms): the steps tile a 200 ms window, a mean step of 50 ms
+STEPPED = {"ms_per_step": 48.0, "steps": [{"ms": 48.0}] * 3 + [{"ms": 56.0}],
+           "window": {"ms": 200.0, "steps": 4, "mean_step_ms": 50.0}, "machine": MACHINE}
+WINDOW = {"ms_per_step": None, "steps": [], "window": {"ms": 400.0, "steps": 0, "mean_step_ms": None}}
+
+
+def test_a_line_s_label_and_hover_say_the_same_figures_as_shares_of_the_mean_step() -> None:
+    label = present.line_label(LINE, STEPPED)
+    assert label == "12.3 ms/step · 25% · GPU 8.10 ms · bwd 3.20 ms"  # 12.34 of the 50 ms mean step
+    hover = present.line_hover(LINE, STEPPED, "20261201T000000Z-train-1a2b")
+    assert "- wall: 12.3 ms" in hover
+    assert "- share of the mean step: 25% of 50.0 ms (mean of 4 active steps; the median, 48.0 ms/step, is the " \
+           "headline)" in hover
     assert "- GPU: 8.10 ms" in hover and "- backward: 3.20 ms" in hover and "- kernels: 4" in hover
     assert "- copies: host→device 2 (3.00 MiB)" in hover
     assert "run `20261201T000000Z-train-1a2b`" in hover and "gpu\\-3" in hover
-    assert present.heat(LINE, 50.0) == pytest.approx(12.34 / 50.0)
+    assert present.heat(LINE, STEPPED) == pytest.approx(12.34 / 50.0)
+    # the headline says both: the median is ms/step, per-line figures are of the mean step
+    assert present.headline(STEPPED) == "48.000 ms/step (median of 4 active steps; mean 50.000 ms)"
+    assert "mean step, 50.0 ms" in present.status_tooltip(STEPPED)
+
+
+def test_a_report_written_before_the_mean_step_was_recorded_takes_the_mean_of_its_steps() -> None:
+    old = {**STEPPED, "window": {"ms": 200.0, "steps": 4}}
+    assert present.share_basis(old) == pytest.approx(50.0)
+    assert present.line_label(LINE, old) == present.line_label(LINE, STEPPED)
 
 
 def test_what_was_not_observed_is_said_never_zero() -> None:
     cpu = {**LINE, "gpu_ms": None, "backward_ms": None}
-    assert "GPU" not in present.line_label(cpu, 50.0)
-    assert "- GPU: not observed" in present.line_hover(cpu, {"ms_per_step": 50.0}, None)
-    window = present.line_hover(cpu, {"ms_per_step": None}, None)
-    assert "per window" in window and "share of the step" not in window  # no step: no share of one
-    assert present.line_label(cpu, None) == "12.3 ms/step"
-    assert present.heat(cpu, None) == 0.0
+    assert "GPU" not in present.line_label(cpu, STEPPED)
+    assert "- GPU: not observed" in present.line_hover(cpu, STEPPED, None)
+    window = present.line_hover(cpu, WINDOW, None)
+    assert "per window" in window and "share of the step" not in window and "share of the mean step" not in window
+    assert "- share of the window: 3% of 400 ms" in window
+    assert present.line_label(cpu, WINDOW) == "12.3 ms/window · 3%"
+    assert present.heat(cpu, {"ms_per_step": None, "window": {}}) == 0.0
 
 
-def test_a_share_of_the_step_heats_at_most_to_one() -> None:
-    over = {**LINE, "wall_ms": 55.0}
-    assert present.heat(over, 50.0) == 1.0
+def test_no_share_exceeds_the_mean_step_even_when_a_line_exceeds_the_median() -> None:
+    # a loop line that holds nearly the whole window: above the 48 ms median, within the 50 ms mean
+    loop = {**LINE, "wall_ms": 49.5}
+    assert present.share_of(loop["wall_ms"], STEPPED) <= 1.0
+    assert present.line_label(loop, STEPPED).split(" · ")[1] == "99%"
+    assert present.heat({**LINE, "wall_ms": 55.0}, STEPPED) == 1.0  # an old report's share above 1 heats as 1
 
 
 def test_names_from_a_trace_or_a_host_are_never_markup() -> None:
     hostile = {**MACHINE, "host": "<img src=x onerror=alert(1)>[click](http://evil)*x*", "device": "`dev`"}
-    hover = present.line_hover(LINE, {"ms_per_step": 50.0, "machine": hostile}, "run`id")
+    hover = present.line_hover(LINE, {**STEPPED, "machine": hostile}, "run`id")
     machine_row = hover.splitlines()[-1].split(" · ", 1)[1]
     # every character Markdown would read as markup is escaped
     assert not re.search(r"(?<!\\)[<>\[\]()*`]", machine_row), machine_row
     assert "\\<img src=x onerror=alert\\(1\\)\\>\\[click\\]\\(http://evil\\)\\*x\\*" in machine_row
     assert "run `run'id`" in hover  # a backtick cannot close the code span early
-    tooltip = present.status_tooltip({"ms_per_step": 50.0, "steps": [{}] * 5, "machine": hostile}, "r1")
+    tooltip = present.status_tooltip({"ms_per_step": 50.0, "steps": [{"ms": 50.0}] * 5, "machine": hostile}, "r1")
     assert "\\<img" in tooltip and not re.search(r"(?<!\\)<", tooltip)
     assert "median of 5 active steps" in tooltip and "torch 2\\.11\\.0" in tooltip
 
@@ -98,7 +119,7 @@ def test_the_hover_lists_what_the_line_ran_and_states_the_share_basis() -> None:
     line = {**LINE, "sync_ms": 0.5,
             "top_ops": [{"name": "aten::linear", "calls": 3.0, "ms": 3.99}, {"name": "aten::relu", "calls": 0.5, "ms": 0.05}],
             "top_kernels": [{"name": "void gemm_kernel<float, 128>(" + "x" * 300 + ")", "calls": 2.0, "ms": 0.14}]}
-    hover = present.line_hover(line, {"ms_per_step": 50.0, "machine": MACHINE}, "r1",
+    hover = present.line_hover(line, STEPPED, "r1",
                                panel_link="command:stepscope.openPanel?%7B%7D", notes=("Lines changed since.",))
     assert "**Operators it called** (outermost calls per step × time per step):" in hover
     assert "- `aten::linear` ×3 · 3.99 ms" in hover and "- `aten::relu` ×0.50 · 0.05 ms" in hover
@@ -106,7 +127,7 @@ def test_the_hover_lists_what_the_line_ran_and_states_the_share_basis() -> None:
     assert kernel_row.endswith("…` ×2 · 0.14 ms") and len(kernel_row) < 120  # the panel has the whole name
     assert "- copies: host→device 2 (3.00 MiB)" in hover and "- waits on the device: 0.50 ms" in hover
     assert "[Open in the trace panel](command:stepscope.openPanel?%7B%7D)" in hover
-    assert present.md_text(present.SHARE_BASIS[0].upper() + present.SHARE_BASIS[1:] + ".") in hover
+    assert "- share of the mean step: 25% of 50.0 ms (mean of 4 active steps" in hover
     assert hover.index("*Lines changed since\\.*") < hover.index("- wall:")
     assert hover.splitlines()[-1].startswith("run `r1` · NVIDIA H200")
 
@@ -117,12 +138,12 @@ def test_without_gpu_events_the_hover_gives_no_kernel_list() -> None:
     assert "Kernels" not in hover and "Operators" not in hover and "- GPU: not observed" in hover
 
 
-def test_a_line_below_the_threshold_gets_no_label_but_a_step_less_run_labels_every_line() -> None:
+def test_a_line_below_the_threshold_gets_no_label_and_without_a_basis_every_line_gets_one() -> None:
     tiny = {**LINE, "wall_ms": 0.02}
-    assert not present.worth_a_label(tiny, 50.0, 0.01)
-    assert present.worth_a_label(LINE, 50.0, 0.01)
-    assert present.worth_a_label(tiny, 50.0, 0.0)
-    assert present.worth_a_label(tiny, None, 0.5)
+    assert not present.worth_a_label(tiny, STEPPED, 0.01)
+    assert present.worth_a_label(LINE, STEPPED, 0.01)
+    assert present.worth_a_label(tiny, STEPPED, 0.0)
+    assert present.worth_a_label(tiny, {"ms_per_step": None, "window": {}}, 0.5)
 
 
 def test_a_finding_in_the_editor_names_settings_and_says_the_machine_and_path_once() -> None:
@@ -153,6 +174,8 @@ def test_every_flag_a_finding_names_has_the_editor_s_words(gpu_report: dict) -> 
     # the flags of `stepscope measure`'s command line, which the editor cannot run: it says to run it
     # in a terminal (below)
     measure_flags = set(_re.findall(r"(?<![\w-])--[a-z][a-z-]+", inspect.getsource(distorted.measure_command)))
+    for command in _re.findall(r"`stepscope measure[^`]*`", source):
+        measure_flags |= set(_re.findall(r"(?<![\w-])--[a-z][a-z-]+", command))
     flags = set(_re.findall(r"(?<![\w-])--[a-z][a-z-]+", source)) - {"--json"} - measure_flags
     for flag in flags:
         assert flag not in present.for_surface(f"profile again with {flag} to see", "editor"), flag
@@ -162,6 +185,8 @@ def test_every_flag_a_finding_names_has_the_editor_s_words(gpu_report: dict) -> 
                                            "figures": {}}], report)
     assert present.for_surface(marked["next_check"], "editor") == (
         "n. Check the step without the profiler, from a terminal: `stepscope measure train.py --line 42`.")
+    assert present.for_surface("compare the two with `stepscope measure --against` (several timed passes)", "editor") == (
+        "compare the two from a terminal with `stepscope measure --against` (several timed passes)")
 
 
 def test_two_runs_side_by_side_line_by_line() -> None:

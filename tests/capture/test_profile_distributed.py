@@ -105,11 +105,16 @@ def test_two_ranks_give_one_trace_each_and_one_report(workspace: Path, pids_file
         p.name for p in (REPO / "server" / "stepscope" / "agent").glob("*.py"))
     assert report["traces"] == [str(run / "trace-rank0.json"), str(run / "trace-rank1.json")]
 
-    # each rank's own ms/step, the slowest named; the headline is rank 0's
+    # each rank's own ms/step; the headline is rank 0's. One answer for the rank the others wait for:
+    # these ranks do the same work, so whether one stands out in gloo's waits is up to the machine, but
+    # the rank table, slowest_rank and the notes agree
     assert [entry["rank"] for entry in report["ranks"]] == [0, 1]
     assert all(entry["ms_per_step"] > 0 and entry["steps"] == 3 for entry in report["ranks"])
-    assert sum(entry["slowest"] for entry in report["ranks"]) == 1
-    assert report["slowest_rank"] in (0, 1)
+    marked = [entry["rank"] for entry in report["ranks"] if entry["slowest"]]
+    if report["slowest_rank"] is None:
+        assert marked == [] and any("no rank stands out" in note for note in report["notes"])
+    else:
+        assert marked == [report["slowest_rank"]] and report["rank_wait"]["rank"] == report["slowest_rank"]
     assert report["machine"]["rank"] == 0 and report["ms_per_step"] == report["ranks"][0]["ms_per_step"]
 
     # the per-line table names the user's forward and backward lines, on every rank

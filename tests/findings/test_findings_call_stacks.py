@@ -60,7 +60,8 @@ def test_a_constant_copied_every_step_is_a_repeated_copy_on_the_statement_its_st
     report, train = analysed(tmp_path, build())
     f = only(report, "repeated-copy")
     assert (f["file"], f["line"]) == (train, 20)
-    assert f["figures"] == {"bytes": 1024, "per_step": 1, "steps": 5, "factory": "aten::arange"}
+    assert f["figures"] == {"bytes": 1024, "per_step": 1, "steps": 5, "factory": "aten::arange",
+                            "host_wait_ms": 0.01}  # the 10 µs copy call from pageable memory waits
     # a call stack names the statement, so the factory is known to be in it
     assert "built in the same statement by aten::arange" in f["observation"]
     assert "comes from the operators' call stacks" in f["observation"]
@@ -73,7 +74,8 @@ def test_a_wait_in_item_is_sync_in_step_on_its_statement(tmp_path: Path) -> None
     f = only(report, "sync-in-step")
     assert (f["file"], f["line"]) == (train, 22)
     assert f["figures"]["sync_ms"] == 0.24 and f["figures"]["steps"] == 5
-    assert "[sync-in-step] (train.py:22) The host waits on the device 0.24 ms per step" in render_text(report)
+    assert "[sync-in-step] (train.py:22) The host waits on the device 1 time(s) per step, in 5 of 5 active steps at " \
+           "train.py:22 (1 per step: cudaStreamSynchronize), for 0.240 ms per step" in render_text(report)
 
 
 def test_work_of_the_autograd_thread_goes_to_the_statement_waiting_for_it(tmp_path: Path) -> None:

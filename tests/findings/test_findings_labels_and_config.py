@@ -135,7 +135,7 @@ def test_the_text_names_stepscopes_regions_by_their_lines_and_the_programs_as_wr
 
     report = labelled_run(tmp_path, ["forward"])
     text = render_text(report)
-    regions = text.split("regions, per step:")[1].split("\n\n")[0]
+    regions = text.split("regions, per step (mean of")[1].split("\n\n")[0]
     assert "ss:f0" not in regions, regions
     assert f"train.py:{LOOP} (batch read)" in regions and "train.py:8 " in regions, regions
     assert "  forward " in regions, regions

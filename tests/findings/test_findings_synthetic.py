@@ -68,7 +68,7 @@ def test_the_dataloader_frame_of_a_stack_trace_is_a_batch_read_on_a_cpu_run(tmp_
         s.step(k + 1, t, 1000)
         s.frame("/usr/lib/python3/site-packages/torch/utils/data/dataloader.py", 700, "__next__", t + 10, 700)
     f = only(analyze([s.write(tmp_path / "t.json")]), "input-bound")
-    assert "takes 0.70 ms of the 1.00 ms step (70%" in f["observation"]
+    assert "takes 0.70 ms of the 1.00 ms mean step (70%" in f["observation"]
     assert "GPU" not in f["observation"]  # nothing suggested a GPU: nothing said about one
 
 
@@ -112,8 +112,10 @@ def copying(*, factory: str | None = "aten::arange", factory_line: int = 20, ste
 def test_a_constant_built_and_copied_every_step_is_a_repeated_copy_on_its_line(tmp_path: Path) -> None:
     f = only(report_of(tmp_path, copying()), "repeated-copy")
     assert f["file"] == str(tmp_path / "ws" / "train.py") and f["line"] == 20
-    assert f["figures"] == {"bytes": 1024, "per_step": 1, "steps": 5, "factory": "aten::arange"}
+    # the copy's call (from pageable memory, as the synthetic trace names it) waits 10 µs each step
+    assert f["figures"] == {"bytes": 1024, "per_step": 1, "steps": 5, "factory": "aten::arange", "host_wait_ms": 0.01}
     assert "1.0 KB" in f["observation"] and "same statement" in f["observation"]
+    assert "The host waits on the device 0.010 ms per step on this line" in f["observation"]
     assert "verify the outputs" in f["next_check"]
 
 
@@ -287,3 +289,55 @@ def test_find_on_a_report_without_evidence_or_figures_returns_what_it_can() -> N
     bare = {"steps": [{"name": "a", "ms": 1.0}], "ms_per_step": 1.0, "gpu": {"observed": False, "reason": "x"},
             "machine": {"devices": ["NVIDIA H200"]}}
     assert kinds({"findings": find(bare)}) == ["gpu-not-observed", "unsteady-window"]
+
+
+# --- host waits in copies, and a window without step markers ------------------------------------
+
+def _blocking_copy(s: Synth, at: float, host_us: float, *, name: str = "Memcpy DtoH (Device -> Pageable)") -> None:
+    """A cudaMemcpyAsync call that holds the host `host_us` until its copy (queued behind the device's
+    work) has run."""
+    s.launch(at, at + host_us - 20, 10, kind="gpu_memcpy", name=name, nbytes=4)
+    runtime = next(e for e in reversed(s.events) if e["cat"] == "cuda_runtime")
+    runtime["dur"] = host_us
+
+
+def test_a_value_read_back_every_step_is_a_host_wait_never_a_dominant_copy(tmp_path: Path) -> None:
+    # `.item()` under which the host waits 0.6 ms of each 1 ms step for the device-to-host copy
+    s = Synth()
+    for k in range(5):
+        t = k * 1000
+        s.step(k + 1, t, 1000)
+        s.region("ss:f0:30", t + 10, 200)
+        s.op("aten::mm", t + 20, 40)
+        s.launch(t + 30, t + 40, 200)  # the work the read-back waits for: not enough to dominate
+        s.region("ss:f0:31", t + 250, 700)
+        s.op("aten::item", t + 255, 690)
+        s.op("aten::_local_scalar_dense", t + 260, 680)
+        s.op("aten::copy_", t + 265, 670)
+        _blocking_copy(s, t + 270, 650)
+    report = report_of(tmp_path, s)
+    f = only(report, "sync-in-step")
+    assert f["line"] == 31 and f["figures"]["kinds"] == {"read": 1.0}
+    assert "cudaMemcpyAsync (device-to-host copy)" in f["observation"]
+    # the copy and the read-back hold most of the host's time, yet neither is an operator to re-implement
+    assert "dominant-op" not in kinds(report)
+    assert not any("aten::copy_" in g["observation"] or "_local_scalar_dense" in g["observation"]
+                   for g in report["findings"])
+
+
+def test_a_window_without_step_markers_gets_the_findings_that_need_no_steps_said_per_window(tmp_path: Path) -> None:
+    # no ProfilerStep: a DataLoader read holds half the window with the GPU idle, then the host blocks
+    # in a read-back; findings that compare steps cannot run, the others run on the window
+    s = Synth()
+    s.op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, 5_000)
+    s.op("aten::mm", 5_100, 100)
+    s.launch(5_150, 5_200, 3_000)
+    _blocking_copy(s, 5_300, 3_900)
+    report = analyze([s.write(tmp_path / "t.json")])
+    assert report["ms_per_step"] is None and report["window"]["per"] == "window"
+    read = only(report, "input-bound")
+    assert "per window" in read["observation"] and read["figures"]["per"] == "window"
+    wait = only(report, "sync-in-step")
+    assert "in the window" in wait["observation"] and wait["figures"]["per"] == "window"
+    assert {"repeated-copy", "small-launches", "unsteady-window"}.isdisjoint(kinds(report))
+    assert "dominant-op" not in kinds(report)

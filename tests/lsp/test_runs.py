@@ -210,7 +210,7 @@ async def test_the_hover_the_label_and_the_status_bar_say_what_the_cli_says(clie
     said = hover.contents.value
     wall = entry["label"].split(" ms/step")[0]
     assert f"- wall: {wall} ms" in said
-    assert f"share of the step: {entry['label'].split(' · ')[1]}" in said
+    assert f"share of the mean step: {entry['label'].split(' · ')[1]}" in said
     assert result["runId"] in said and "host" in said
     assert await _hover(client, uri, 0) is None  # `import` lines were not timed
 
@@ -335,7 +335,7 @@ async def test_a_failed_run_keeps_the_last_good_figures_marked_and_the_runs_can_
     assert "**Operators it called**" in hover and "`aten::linear` ×3" in hover, hover
     assert "Kernels" not in hover  # a CPU run: no kernel list, GPU said not observed
     assert f"run `{good['runId']}`" in hover and "CPU only, host " in hover
-    assert "share of the step is the line" in hover
+    assert "share of the mean step" in hover
     link = next(part for part in hover.split("(") if part.startswith("command:stepscope.openPanel?"))
     target = json.loads(unquote(link.split("?", 1)[1].rstrip(")").split(")")[0]))
     assert target == [{"runId": good["runId"], "fileId": "f0", "path": "train_cpu.py", "line": model_line + 1}]

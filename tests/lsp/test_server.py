@@ -251,6 +251,35 @@ async def test_profile_uses_the_launch_configuration_sent_by_the_editor(client: 
     assert spec["argv"] == ["--steps", "12"]
 
 
+@pytest.mark.torch
+async def test_profile_takes_a_step_function_of_another_workspace_module(client: LanguageClient, ws: Path):
+    (ws / "steps.py").write_text(textwrap.dedent("""\
+        import torch
+
+
+        class Runner:
+            def __init__(self):
+                self.model = torch.nn.Linear(4, 4)
+
+            def step(self, x):
+                self.model(x).sum().backward()
+        """))
+    script = ws / "run_steps.py"
+    script.write_text("import torch\nfrom steps import Runner\nr = Runner()\nfor i in range(12):\n    r.step(torch.randn(2, 4))\n")
+    uri = _open(client, script)
+    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="stepscope.profile", arguments=[{"uri": uri, "function": "steps:Runner.step"}]))
+    report = json.loads((Path(result["runDir"]) / "report.json").read_text())
+    assert report["scenario"]["step"]["function"] == "Runner.step" and report["scenario"]["step"]["line"] == 8
+    assert any(Path(x["file"]).name == "steps.py" and x["line"] == 9 for x in report["lines"])
+    with pytest.raises(Exception, match="no function named 'Runner.jump' in steps.py"):
+        await client.workspace_execute_command_async(types.ExecuteCommandParams(
+            command="stepscope.profile", arguments=[{"uri": uri, "function": "steps:Runner.jump"}]))
+    with pytest.raises(Exception, match="function argument must be a function's name"):
+        await client.workspace_execute_command_async(types.ExecuteCommandParams(
+            command="stepscope.profile", arguments=[{"uri": uri, "function": 3}]))
+
+
 async def test_quick_fixes_come_with_the_diagnostic(client: LanguageClient, ws: Path):
     path = ws / "timing.py"
     path.write_text(textwrap.dedent("""\

@@ -144,6 +144,39 @@ def test_bad_flags_are_usage_errors(workspace: Path, flags, message):
     assert r.returncode == 2 and message in r.stderr
 
 
+def test_a_step_method_of_another_module_is_measured_with_the_program_started_from_the_script(workspace: Path):
+    (workspace / "trainer").mkdir()
+    write(workspace, "trainer/__init__.py", "")
+    write(workspace, "trainer/loop.py", '''import time
+
+import torch
+
+
+class Trainer:
+    def __init__(self):
+        self.model = torch.nn.Linear(8, 1)
+
+    def step(self, x):
+        time.sleep(0.003)
+        return self.model(x).sum()
+''')
+    write(workspace, "main.py", '''import torch
+
+from trainer.loop import Trainer
+
+t = Trainer()
+for _ in range(30):
+    t.step(torch.randn(4, 8))
+''')
+    r = measure(workspace, "main.py", "--function", "trainer/loop.py:Trainer.step", "--warmup", "2", "--passes", "6",
+                "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert len(doc["raw_ms"]) == 6 and doc["min_ms"] >= 3.0  # each call of the method, its sleep inside
+    step = doc["scope"]["step"]
+    assert step["function"] == "Trainer.step" and step["header"] is None
+
+
 def test_a_warmup_shorter_than_the_batches_workers_keep_ready_is_said(workspace: Path):
     from .programs import WORKER_FED
 

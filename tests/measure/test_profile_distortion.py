@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from stepscope.history.store import History
+from tests.analysis.invariants import violations
 from tests.conftest import run_stepscope
 
 from .programs import SLEEPY, WORKER_FED, write
@@ -29,6 +30,7 @@ def test_a_profile_reports_the_unprofiled_step_and_the_distortion(workspace: Pat
     estimates = [line["profiler_ms_estimate"] for line in report["lines"]]
     assert all(e is not None and 0 <= e <= max(0.0, report["ms_per_step"] - unprofiled["ms_per_step"]) + 1e-6
                for e in estimates)
+    assert violations(report) == []  # one definition of ms/step in the distortion's words; estimates within lines
     text = run_stepscope("analyze", str(Path(report["traces"][0]).parent), cwd=workspace).stdout
     assert "without the profiler" in text and "distortion" in text
     with History.open(workspace) as h:

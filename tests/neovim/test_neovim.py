@@ -61,7 +61,7 @@ def test_neovim_profiles_the_step_and_gets_the_hover_and_inlay_hints_of_its_line
     assert got["profile_error"] is None, got["profile_error"]
     assert " ms/step on CPU only, host " in got["summary"]
     # the hover Neovim shows is the server's: the line's figures, its run and machine
-    assert got["hover"] and "- wall: " in got["hover"] and "share of the step" in got["hover"], got["hover"]
+    assert got["hover"] and "- wall: " in got["hover"] and "share of the mean step" in got["hover"], got["hover"]
     assert "run `" in got["hover"] and "host" in got["hover"]
     hinted = {hint["line"]: hint["label"] for hint in got["hints"]}
     assert backward in hinted and "ms/step" in hinted[backward]

@@ -208,7 +208,7 @@ async function profileScenario(page) {
 
   step("hover a timed line");
   await page.locator(".monaco-editor .view-line span", { hasText: "model(x)" }).last().hover();
-  const hover = page.locator(".monaco-hover:visible", { hasText: "share of the step" }).first();
+  const hover = page.locator(".monaco-hover:visible", { hasText: "share of the mean step" }).first();
   await hover.waitFor({ timeout: 15_000 });
   result.hover = await hover.innerText();
   result.hoverLinks = await hover.locator("a").allInnerTexts();

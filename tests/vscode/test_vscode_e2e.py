@@ -138,7 +138,7 @@ def test_profile_this_step_paints_inline_timings(code_server, workspace: Path) -
     # The hover comes from the server (textDocument/hover): the line's figures, the operators it
     # called, its run and machine, the share's basis, and a link into the trace panel.
     hover = result["hover"]
-    assert "wall:" in hover and "share of the step" in hover and "CPU self:" in hover, hover
+    assert "wall:" in hover and "share of the mean step" in hover and "CPU self:" in hover, hover
     assert "Operators it called" in hover and "aten::linear" in hover, hover
     assert good_run.name in hover and "host" in hover, hover
     assert "Open in the trace panel" in result["hoverLinks"], result["hoverLinks"]

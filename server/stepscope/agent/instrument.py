@@ -13,8 +13,9 @@ What the rewrite adds (the runtime object is `__stepscope__`, a `Runtime`):
   Each statement of its body, at any nesting depth inside compound statements, is wrapped in
   `with __stepscope__.region("ss:<id>:<stmt line>"):` — a compound statement is wrapped as a whole
   and its inner statements too.
-- The step function `step_function` (each call is a step): `__stepscope__.step_boundary()` first,
-  then its statements wrapped as for a loop body.
+- The step function `step_function` (each call is a step; a qualified name such as
+  `Trainer.training_step`, or a plain name, and its def line when `step_line` is given with it):
+  `__stepscope__.step_boundary()` first, then its statements wrapped as for a loop body.
 - Every other function of a workspace module: its body runs inside
   `__stepscope__.frame("ss:<id>:<def line>")` (call depth in workspace code, and which function) and
   each statement inside `__stepscope__.line("ss:...")`, which records only while the window runs and
@@ -30,7 +31,9 @@ What the rewrite adds (the runtime object is `__stepscope__`, a `Runtime`):
   lines compiled code came from is read afterwards from the compiler's own records (compile_log.py).
   A function that holds the step, and async functions (Dynamo does not trace them), are not split.
 Function and class definitions, `pass`, `global` and `nonlocal` are never wrapped: they cost
-nothing worth a region.
+nothing worth a region. Nor is a statement that can suspend its function (a `yield`, an `await`):
+its region would stay open while the code that resumes it runs, and cross that code's regions; the
+statements inside it are still wrapped.
 
 With `regions=False` (a mode that only times the steps) the rewrite adds the step boundaries only:
 `iterate` and `step_boundary`, no `with` statement at all.
@@ -88,10 +91,22 @@ def _with(attr: str, args: list[ast.expr], body: list[ast.stmt], like: ast.stmt)
 class _Rewriter:
     def __init__(self, file_id: str, step_line: int | None, step_function: str | None, regions: bool = True):
         self.file_id = file_id
-        self.step_line = step_line
-        self.step_function = step_function
+        # with a step function, `step_line` is its def line (when known), never a loop's
+        self.step_line = step_line if step_function is None else None
+        self.function_line = step_line if step_function is not None else None
+        self.step_function = step_function.replace(".<locals>", "") if step_function else None
         self.regions = regions
         self.step_found = False
+        self.scope: list[str] = []  # enclosing classes and functions: the qualified name's prefix
+
+    def is_step_function(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """`fn` is the step function: its qualified name (or, for a plain name, its name) matches, and
+        so does its def line when one was given."""
+        if self.step_function is None or self.step_found:
+            return False
+        qualname = ".".join([*self.scope, fn.name])
+        named = qualname == self.step_function or ("." not in self.step_function and fn.name == self.step_function)
+        return named and (self.function_line is None or fn.lineno == self.function_line)
 
     # -- statements ---------------------------------------------------------------------------
     def wrap_block(self, body: list[ast.stmt], how: str) -> list[ast.stmt]:
@@ -104,7 +119,9 @@ class _Rewriter:
                 out.append(stmt)
                 continue
             if isinstance(stmt, ast.ClassDef):
+                self.scope.append(stmt.name)
                 self.block_functions(stmt.body)
+                self.scope.pop()
                 out.append(stmt)
                 continue
             if isinstance(stmt, _SKIP):
@@ -116,7 +133,9 @@ class _Rewriter:
                 out.append(_loop_end(stmt))
                 continue
             self.children(stmt, how)
-            if not self.regions:
+            if not self.regions or _suspends(stmt):
+                # a generator or coroutine suspended here would hold the region open while the code
+                # that resumes it runs: its time would cross theirs. Its inner statements keep theirs.
                 out.append(stmt)
                 continue
             label = ast.copy_location(ast.Constant(region_label(self.file_id, stmt.lineno)), stmt)
@@ -140,7 +159,9 @@ class _Rewriter:
             if isinstance(stmt, _FUNCTIONS):
                 self.function(stmt)
             elif isinstance(stmt, ast.ClassDef):
+                self.scope.append(stmt.name)
                 self.block_functions(stmt.body)
+                self.scope.pop()
             elif isinstance(stmt, _LOOPS) and stmt.lineno == self.step_line:
                 self.step_loop(stmt)
                 body.insert(body.index(stmt) + 1, _loop_end(stmt))
@@ -166,28 +187,33 @@ class _Rewriter:
 
     def function(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         doc, body = _split_docstring(fn.body)
-        if self.step_function is not None and fn.name == self.step_function and not self.step_found:
-            self.step_found = True
-            boundary = ast.copy_location(ast.Expr(_runtime_call("step_boundary", [], fn)), body[0])
-            fn.body = doc + [boundary] + self.wrap_block(body, "region")
-            return
-        # a copy for the compiled branch, taken before the labels go in (nested functions get
-        # their own split, statements none)
-        plain = copy.deepcopy(body) if self.regions and not isinstance(fn, ast.AsyncFunctionDef) else None
-        found_before = self.step_found
-        wrapped = self.wrap_block(body, "line")
-        if not self.regions or isinstance(fn, ast.AsyncFunctionDef):
-            fn.body = doc + wrapped
-            return
-        if _is_generator(fn):
-            labelled = wrapped
-        else:
-            label = ast.Constant(region_label(self.file_id, fn.lineno))
-            labelled = [_with("frame", [label], wrapped, body[0])]
-        if plain is None or self.step_found != found_before:  # the step's own code is never compiled
-            fn.body = doc + labelled
-            return
-        self.block_functions(plain)
+        step = self.is_step_function(fn)
+        self.scope.append(fn.name)
+        try:
+            if step:
+                self.step_found = True
+                boundary = ast.copy_location(ast.Expr(_runtime_call("step_boundary", [], fn)), body[0])
+                fn.body = doc + [boundary] + self.wrap_block(body, "region")
+                return
+            # a copy for the compiled branch, taken before the labels go in (nested functions get
+            # their own split, statements none)
+            plain = copy.deepcopy(body) if self.regions and not isinstance(fn, ast.AsyncFunctionDef) else None
+            found_before = self.step_found
+            wrapped = self.wrap_block(body, "line")
+            if not self.regions or isinstance(fn, ast.AsyncFunctionDef):
+                fn.body = doc + wrapped
+                return
+            if _is_generator(fn):
+                labelled = wrapped
+            else:
+                label = ast.Constant(region_label(self.file_id, fn.lineno))
+                labelled = [_with("frame", [label], wrapped, body[0])]
+            if plain is None or self.step_found != found_before:  # the step's own code is never compiled
+                fn.body = doc + labelled
+                return
+            self.block_functions(plain)  # in the function's scope: its nested functions' qualified names
+        finally:
+            self.scope.pop()
         test = _runtime_call("compiling", [], body[0])
         fn.body = doc + [ast.copy_location(ast.If(test=test, body=plain, orelse=labelled), body[0])]
 
@@ -206,13 +232,22 @@ def _split_docstring(body: list[ast.stmt]) -> tuple[list[ast.stmt], list[ast.stm
     return [], body
 
 
-def _is_generator(fn: ast.AST) -> bool:
-    for node in ast.walk(fn):
-        if node is not fn and isinstance(node, (*_FUNCTIONS, ast.Lambda, ast.ClassDef)):
-            continue  # yields of nested functions don't make this one a generator
-        if isinstance(node, (ast.Yield, ast.YieldFrom)):
-            return True
-    return False
+def _own_nodes(node: ast.AST):
+    """`node` and everything inside it but nested functions, lambdas and classes (they run elsewhere)."""
+    yield node
+    for child in ast.iter_child_nodes(node):
+        if not isinstance(child, (*_FUNCTIONS, ast.Lambda, ast.ClassDef)):
+            yield from _own_nodes(child)
+
+
+def _is_generator(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return any(isinstance(n, (ast.Yield, ast.YieldFrom)) for stmt in fn.body for n in _own_nodes(stmt))
+
+
+def _suspends(stmt: ast.stmt) -> bool:
+    """Whether running `stmt` can suspend its function (a yield, an await, an async for or with)."""
+    return any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await, ast.AsyncFor, ast.AsyncWith))
+               for n in _own_nodes(stmt))
 
 
 def instrument_module(tree: ast.Module, file_id: str, *, step_line: int | None = None,
@@ -221,8 +256,10 @@ def instrument_module(tree: ast.Module, file_id: str, *, step_line: int | None =
     rewriter = _Rewriter(file_id, step_line, step_function, regions)
     rewriter.block_functions(tree.body)
     if (step_line is not None or step_function is not None) and not rewriter.step_found:
-        what = f"no for/while loop starts at line {step_line}" if step_line is not None \
-            else f"no function named {step_function!r}"
+        what = f"no function named {step_function!r}" if step_function is not None \
+            else f"no for/while loop starts at line {step_line}"
+        if step_function is not None and step_line is not None:
+            what += f" at line {step_line}"
         raise LoopNotFound(what)
     return ast.fix_missing_locations(tree)
 

@@ -72,7 +72,7 @@ def classify_outcome(ending: ProgramEnding, *, window_complete: bool, steps_run:
         return Outcome(protocol.EXIT_PROGRAM_FAILED,
                        f"the program raised {ending.detail} before the window completed{said}")
     if steps_run == 0:
-        step = f"the loop at line {target.line}" if target.line else f"a call of {target.function}()"
+        step = f"a call of {target.function}()" if target.function else f"the loop at line {target.line}"
         return Outcome(protocol.EXIT_NO_STEP, f"the program ended without reaching {step}")
     if active_steps == 0 and mode == "measure":
         return Outcome(protocol.EXIT_PROGRAM_FAILED,

@@ -195,7 +195,7 @@ static PyObject *add_self_times(PyObject *module, PyObject *args) {
         memcpy(&nid, names + (size_t)row * sizeof(int32_t), sizeof(int32_t));
         PyObject *name_id = PyLong_FromLong(nid);
         PyObject *key = name_id ? PyTuple_Pack(2, name_id, last_key) : NULL;
-        int failed = !key || add_into(times, key, us, zero_float) < 0 || add_into(counts, name_id, one, zero_int) < 0;
+        int failed = !key || add_into(times, key, us, zero_float) < 0 || add_into(counts, key, one, zero_int) < 0;
         Py_XDECREF(key);
         Py_XDECREF(name_id);
         if (failed)

@@ -22,13 +22,19 @@ Invariants:
 - Every time figure is a union of intervals divided by the number of active steps: nested or
   concurrent events never double count. Counts and bytes are per-step averages.
 - `gpu_ms` / `backward_gpu_ms` are None when the trace holds no GPU events (never 0 for "unknown").
-- `cpu_self_ms` of a line is its time minus the time of other lines' nodes nested inside it on the
-  same thread; `cpu_total_ms` sums each thread's union (CPU time, may exceed wall on several threads).
+- Every union is clipped to the window (first step's start to last step's completion), so a
+  per-step time never exceeds the mean step (window / steps).
+- `cpu_self_ms` of a line is the union of the moments that belong to its nodes: on a thread, a moment
+  belongs to the innermost node open then (the one that started last, also when two overlap without
+  nesting). Never more than its wall time; on one thread the lines' self times add up to at most
+  the window. `cpu_total_ms` sums each
+  thread's union (CPU time, may exceed wall on several threads).
 """
 
 from __future__ import annotations
 
 import bisect
+import heapq
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -150,25 +156,51 @@ class LastStatement:
         return None
 
 
-def _self_times(nodes: list[_Node]) -> dict[Hashable, float]:
-    """Per key: time of its nodes not covered by nested nodes of the same family (per thread)."""
-    out: dict[Hashable, float] = defaultdict(float)
+def _self_intervals(nodes: list[_Node]) -> dict[Hashable, list[Interval]]:
+    """Per key: the moments that belong to its nodes — on each thread, a moment belongs to the innermost
+    node open then, the one that started last (for nodes that nest, the one nested deepest; for two
+    that overlap without nesting, the later one). So a key's self time on several threads is their
+    union (never more than its wall time), and on one thread the keys' self times partition the time
+    its nodes cover (never more than the window)."""
+    out: dict[Hashable, list[Interval]] = defaultdict(list)
     by_track: dict[int, list[_Node]] = defaultdict(list)
     for n in nodes:
         by_track[n.track].append(n)
     for track_nodes in by_track.values():
-        track_nodes.sort(key=lambda n: (n.start, -n.end))
-        children = [0.0] * len(track_nodes)
-        stack: list[int] = []
-        for i, n in enumerate(track_nodes):
-            while stack and track_nodes[stack[-1]].end <= n.start:
-                stack.pop()
-            if stack and track_nodes[stack[-1]].end >= n.end:
-                children[stack[-1]] += n.end - n.start
-            stack.append(i)
-        for i, n in enumerate(track_nodes):
-            out[n.key] += max(0.0, (n.end - n.start) - children[i])
+        track_nodes.sort(key=lambda n: (n.start, -n.end))  # position = opening order: later is innermost
+        ends = sorted((n.end, k) for k, n in enumerate(track_nodes))
+        open_heap: list[int] = []  # negated positions of the open nodes (a max-heap of the latest opened)
+        closed = bytearray(len(track_nodes))
+        at = None  # the moment the current owner's span started
+        j = 0
+        for k, n in enumerate(track_nodes):
+            # close the nodes ending before this one starts, handing time to the latest still open
+            while j < len(ends) and ends[j][0] <= n.start:
+                at = _hand_over(out, track_nodes, open_heap, closed, at, ends[j])
+                j += 1
+            if open_heap and at is not None and n.start > at:
+                out[track_nodes[-open_heap[0]].key].append((at, n.start))
+            heapq.heappush(open_heap, -k)
+            at = n.start
+        while j < len(ends):
+            at = _hand_over(out, track_nodes, open_heap, closed, at, ends[j])
+            j += 1
     return out
+
+
+def _hand_over(out: dict, nodes: list[_Node], open_heap: list[int], closed: bytearray, at: float | None,
+               end: tuple[float, int]) -> float | None:
+    """Node `end[1]` closes at `end[0]`: the time since `at` goes to the innermost open node; returns
+    when the next owner's span starts."""
+    t, k = end
+    while open_heap and closed[-open_heap[0]]:
+        heapq.heappop(open_heap)
+    if open_heap and at is not None and t > at:
+        out[nodes[-open_heap[0]].key].append((at, t))
+    closed[k] = 1
+    while open_heap and closed[-open_heap[0]]:
+        heapq.heappop(open_heap)
+    return t if open_heap else None
 
 
 @dataclass
@@ -265,7 +297,7 @@ def attribute(
         sync_hits = _hits(nodes, sync_points, step_track, step_starts)
         op_hits = _hits(nodes, op_points, None)  # the operators the line's own thread ran inside it
         bwd_hits = _hits(nodes, backward_points, None)  # forward points are on the forward thread
-        self_times = _self_times(nodes)
+        self_intervals = _self_intervals(nodes)
         per_key: dict[Hashable, list[_Node]] = defaultdict(list)
         for n in nodes:
             per_key[n.key].append(n)
@@ -279,20 +311,21 @@ def attribute(
             cpu_total = sum(union_length(clip(ivs, w0, w1)) for ivs in by_track.values())
             fig = {
                 "wall_ms": _ms(wall, n_steps),
-                "cpu_self_ms": _ms(min(self_times[key], cpu_total), n_steps),
+                "cpu_self_ms": _ms(union_length(clip(self_intervals[key], w0, w1)), n_steps),
                 "cpu_total_ms": _ms(cpu_total, n_steps),
                 "count": _per_step(len(key_nodes), n_steps),
                 "ops": _per_step(len(op_hits.get(key, ())), n_steps),
             }
-            fig.update(_gpu_figures(trace, [gpu_points.row[i] for i in gpu_hits.get(key, ())], n_steps, gpu_observed))
+            fig.update(_gpu_figures(trace, [gpu_points.row[i] for i in gpu_hits.get(key, ())], n_steps, gpu_observed,
+                                    w0, w1))
             sync_rows = [sync_points.row[i] for i in sync_hits.get(key, ())]
-            fig["sync_ms"] = _ms(union_length((trace.ts[r], trace.end(r)) for r in sync_rows), n_steps)
+            fig["sync_ms"] = _ms(_window_union(trace, sync_rows, w0, w1), n_steps)
             bwd_rows = [backward_points.row[i] for i in bwd_hits.get(key, ())]
             if backward_link == "unavailable":
                 fig["backward_ms"] = None
             else:
-                fig["backward_ms"] = _ms(union_length((trace.ts[r], trace.end(r)) for r in bwd_rows), n_steps)
-            fig["backward_gpu_ms"] = _backward_gpu_ms(trace, set(bwd_rows), gpu_under, n_steps, gpu_observed)
+                fig["backward_ms"] = _ms(_window_union(trace, bwd_rows, w0, w1), n_steps)
+            fig["backward_gpu_ms"] = _backward_gpu_ms(trace, set(bwd_rows), gpu_under, n_steps, gpu_observed, w0, w1)
             if named:
                 fig["top_ops"] = named_work(trace, (named_op_points.row[i] for i in named_op_hits.get(key, ())),
                                             n_steps, w0, w1)
@@ -340,11 +373,16 @@ def _ms(us: float, n_steps: int) -> float:
     return round(us / US_PER_MS / n_steps, 4)
 
 
+def _window_union(trace: Trace, rows: Iterable[int], w0: float, w1: float) -> float:
+    """Time (µs) covered by the events `rows` inside the window: no figure holds time outside it."""
+    return union_length(clip(((trace.ts[r], trace.end(r)) for r in rows), w0, w1))
+
+
 def _per_step(count: int, n_steps: int) -> int:
     return int(round(count / n_steps))
 
 
-def _gpu_figures(trace: Trace, rows: list[int], n_steps: int, observed: bool) -> dict:
+def _gpu_figures(trace: Trace, rows: list[int], n_steps: int, observed: bool, w0: float, w1: float) -> dict:
     copies = {d: {"count": 0, "bytes": 0} for d in ("h2d", "d2h", "d2d")}
     kernels = 0
     intervals: list[Interval] = []
@@ -362,7 +400,7 @@ def _gpu_figures(trace: Trace, rows: list[int], n_steps: int, observed: bool) ->
         c["count"] = _per_step(c["count"], n_steps)
         c["bytes"] = _per_step(c["bytes"], n_steps)
     return {
-        "gpu_ms": _ms(union_length(intervals), n_steps) if observed else None,
+        "gpu_ms": _ms(union_length(clip(intervals, w0, w1)), n_steps) if observed else None,
         "kernels": _per_step(kernels, n_steps),
         "copies": copies,
     }
@@ -393,11 +431,11 @@ def _gpu_under_backward(trace: Trace, backward_points: _Points, gpu_points: _Poi
 
 
 def _backward_gpu_ms(trace: Trace, bwd_rows: list[int], gpu_under: dict[int, list[int]], n_steps: int,
-                     observed: bool) -> float | None:
-    """GPU time of the events launched from inside the given backward ops (union)."""
+                     observed: bool, w0: float, w1: float) -> float | None:
+    """GPU time of the events launched from inside the given backward ops (union, in the window)."""
     if not observed:
         return None
-    return _ms(union_length((trace.ts[g], trace.end(g)) for r in bwd_rows for g in gpu_under.get(r, ())), n_steps)
+    return _ms(_window_union(trace, (g for r in bwd_rows for g in gpu_under.get(r, ())), w0, w1), n_steps)
 
 
 def _backward_points(trace: Trace, w0: float, w1: float) -> tuple[_Points, str]:

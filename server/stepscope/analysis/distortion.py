@@ -19,7 +19,8 @@ Invariants:
   over all events of the step. The profiler's cost is roughly per recorded event (an operator
   record, a kernel launch record), so lines of many small operators get most of it. Per-line
   figures are inclusive like `wall_ms` (a statement's estimate holds the lines of the functions
-  it calls), so no line's estimate exceeds the measured difference.
+  it calls), so no line's estimate exceeds the measured difference; nor the line's own wall time
+  (the profiler's cost on a line lies inside its wall), so its share of the line is at most 100%.
 """
 
 from __future__ import annotations
@@ -67,4 +68,6 @@ def add_line_estimates(lines: list[dict[str, Any]], *, profiled_ms: float | None
         if difference is None or events_per_step <= 0:
             line["profiler_ms_estimate"] = None
         else:
-            line["profiler_ms_estimate"] = round(difference * min(1.0, events / events_per_step), 4)
+            estimate = difference * min(1.0, events / events_per_step)
+            wall = line.get("wall_ms")
+            line["profiler_ms_estimate"] = round(estimate if wall is None else min(estimate, wall), 4)

@@ -4,11 +4,14 @@ Invariants:
 - `machine["source"]` says where the description came from: "scenario" (the run's record, written
   on the machine that ran the program) or "trace" (what the trace itself says).
 - GPU work is observed only when the trace holds GPU events (kernels, copies, memsets). When it does
-  not, `reason` says what the trace shows instead; nothing is reported as zero.
+  not, `reason` says what the trace shows instead; nothing is reported as zero. Another
+  accelerator's device events (Ascend NPU, a PrivateUse1 backend, MTIA) are said as seen and not
+  analysed, never as a CPU-only trace.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..trace import Kind, Trace
@@ -49,11 +52,31 @@ def describe_machine(trace: Trace, scenario: dict[str, Any] | None) -> dict[str,
     return from_trace
 
 
+#: processes of a trace that hold another accelerator's device events (torch_npu writes "Ascend Hardware")
+_ACCELERATOR_PROCESS = re.compile(r"\b(NPU|Ascend|Hardware|AI ?Core|HPU|Gaudi|MTIA|AIU|Spyre)\b", re.IGNORECASE)
+
+
+def other_accelerator_events(trace: Trace) -> tuple[int, list[str]]:
+    """Events of a device that is not CUDA/ROCm: those Kineto files under such a device's category, and
+    events on a process named like an accelerator (Ascend's); with the names they are seen under."""
+    count = trace.kind.count(Kind.DEVICE_OTHER)
+    seen = ["device events of a non-CUDA category"] if count else []
+    accelerators = {pid: name for pid, name in trace.process_names.items()
+                    if isinstance(name, str) and _ACCELERATOR_PROCESS.search(name)}
+    if accelerators:
+        tracks = frozenset(i for i, (pid, _) in enumerate(trace.tracks) if pid in accelerators)
+        on_them = sum(1 for k, t in zip(trace.kind, trace.track) if k == Kind.OTHER and t in tracks)
+        if on_them:
+            count += on_them
+            seen.extend(f"process {name!r}" for name in sorted(set(accelerators.values())))
+    return count, seen
+
+
 def gpu_observation(trace: Trace, links: Links, scenario: dict[str, Any] | None) -> dict[str, Any]:
     if links.gpu_rows:
         return {"observed": True, "reason": None}
     runtime_calls = trace.kind.count(Kind.RUNTIME)
-    other_device = trace.kind.count(Kind.DEVICE_OTHER)
+    other_device, other_seen = other_accelerator_events(trace)
     props = trace.metadata.get("deviceProperties") or trace.metadata.get("computeProperties") or []
     errors = [e for e in (trace.metadata.get("ERROR") or []) if isinstance(e, str)]
     scenario = scenario if isinstance(scenario, dict) else {}
@@ -64,8 +87,8 @@ def gpu_observation(trace: Trace, links: Links, scenario: dict[str, Any] | None)
     elif isinstance(activities, list) and activities and not any(str(a).upper() in ("CUDA", "XPU", "MTIA", "PRIVATEUSE1") for a in activities):
         reason = (f"the profiler recorded only {', '.join(map(str, activities))} activities: GPU time was not observed")
     elif other_device:
-        reason = (f"the trace holds {other_device} events of a non-CUDA device; they are not analysed as GPU "
-                  "time, so GPU time was not observed")
+        reason = (f"the trace holds {other_device} events of an accelerator that is not CUDA/ROCm "
+                  f"({', '.join(other_seen)}): seen, but not analysed, so its device time was not observed")
     elif runtime_calls:
         reason = (f"the trace holds {runtime_calls} device runtime calls but no GPU events: GPU collection "
                   "(CUPTI / roctracer) was unavailable or failed, so GPU time was not observed")

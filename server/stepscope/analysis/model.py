@@ -194,12 +194,34 @@ class _RankRequired(TypedDict):
 class RankEntry(_RankRequired, total=False):
     """One rank of a folder of per-rank traces: its own figures, from its own trace; where it ran
     (`node`, `host`), its clock's offset to the reference rank's and how late it started the
-    collectives the ranks share (clocks.py, nodes.py)."""
+    collectives the ranks share (clocks.py, nodes.py). `slowest` marks the rank the others wait for
+    (ranks.py)."""
     window_ms: Ms | None
+    host_collective_ms: Ms | None
     node: str | None
     host: str | None
     clock_offset_us: float | None
     late_ms: Ms | None
+
+
+class RankLine(TypedDict, total=False):
+    """A line of the rank the others wait for: its self time per step there (`self_ms`, without the
+    lines nested in it, as a line's `cpu_self_ms`) and on the other ranks (`others_ms`, their median)."""
+    file: str
+    line: int
+    self_ms: Ms
+    others_ms: Ms
+    file_id: FileId | None
+
+
+class RankWait(TypedDict, total=False):
+    """The rank the others wait for, read from the ranks' time in collectives (`by`: `gpu` kernels or
+    `host` operations), and its lines that differ most from the other ranks' (`lines`)."""
+    rank: int | None
+    by: Literal["gpu", "host"]
+    collective_ms: dict[str, Ms]
+    extra_ms: Ms
+    lines: list[RankLine]
 
 
 class NodeEntry(TypedDict):
@@ -263,14 +285,18 @@ class Schedule(TypedDict, total=False):
 
 
 class Window(TypedDict, total=False):
-    """The active window: its length, steps, and what the figures are per (`step` or `window`)."""
+    """The active window: its length, steps, and what the figures are per (`step` or `window`).
+    `mean_step_ms` (the window's length over its steps; null without steps) is the step that
+    per-step figures and every share are of."""
     ms: Ms
     steps: Count
     per: Literal["step", "window"]
+    mean_step_ms: Ms | None
     events: Count
     trace_bytes: int | None
     gpu_ms: Ms | None
     collective_ms: Ms | None
+    host_collective_ms: Ms | None
 
 
 class Attribution(TypedDict, total=False):
@@ -382,6 +408,7 @@ class Report(_ReportRequired, total=False):
     compiled_code: CompiledCode | None
     ranks: Annotated[list[RankEntry], msgspec.Meta(min_length=2)]
     slowest_rank: int | None
+    rank_wait: RankWait | None
     unprofiled: Unprofiled | None
     distortion: Annotated[float, msgspec.Meta(gt=0)] | None  # profiled / unprofiled ms/step
     nodes: list[NodeEntry]

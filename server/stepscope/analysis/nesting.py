@@ -4,7 +4,7 @@ and self time summed by name and line.
     nested = nest_tracks(rows_by_track, trace.ts, trace.dur)
     for track, (rows, starts, ends, own) in nested.tracks.items(): ...
     nested.parent[row]  # the enclosing operator's row
-    add_self_times(times, counts, trace.name, rows, own, lines)  # by (name id, line key)
+    add_self_times(times, counts, trace.name, rows, own, lines)  # both by (name id, line key)
 
 Invariants:
 - Each track's `rows` come out sorted by (start, -duration, position given): the enclosing op first
@@ -17,7 +17,7 @@ Invariants:
 - `own[k]` is op k's duration less the durations of the ops it directly holds, subtracted in the
   order of `rows` (so the float result is the same on every path).
 - `add_self_times` adds each op's self time, negative ones as 0, to its (name id, line key) in op
-  order (so sums are the same float on every path), and counts the op under its name id.
+  order (so sums are the same float on every path), and counts the op under the same key.
 - The compiled kernels (`_nesting.c`) and the Python here give identical results (tested); the
   Python is the reference, and what runs where the kernels are not built.
 """
@@ -101,21 +101,21 @@ def nest_reference(rows: list[int], ts: array, dur: array, parent: array) -> Tra
     return rows, starts, ends_out, own
 
 
-def add_self_times(times: dict[tuple, float], counts: dict[int, int], name_col: array, rows: list[int],
+def add_self_times(times: dict[tuple, float], counts: dict[tuple, int], name_col: array, rows: list[int],
                    own: list[float], lines: list) -> None:
     """Add the ops' self times to `times[(name id, line key)]` (a line is an object with a `key`, or
-    None: NO_LINE) and count them in `counts[name id]`; the lists are aligned."""
+    None: NO_LINE) and count them in `counts[(name id, line key)]`; the lists are aligned."""
     if _compiled_self_times is not None:
         _compiled_self_times(times, counts, name_col.tobytes(), rows, own, lines, NO_LINE)
         return
     add_self_times_reference(times, counts, name_col, rows, own, lines)
 
 
-def add_self_times_reference(times: dict[tuple, float], counts: dict[int, int], name_col: array, rows: list[int],
+def add_self_times_reference(times: dict[tuple, float], counts: dict[tuple, int], name_col: array, rows: list[int],
                              own: list[float], lines: list) -> None:
     for nid, us, line in zip(map(name_col.__getitem__, rows), own, lines):
         if us < 0.0:
             us = 0.0
         key = (nid, line.key if line is not None else NO_LINE)
         times[key] = times.get(key, 0.0) + us
-        counts[nid] = counts.get(nid, 0) + 1
+        counts[key] = counts.get(key, 0) + 1

@@ -5,17 +5,24 @@ and the run summary (lsp/), all take their strings from here, so one figure read
 surface, and changing how a figure is defined or worded is an edit in one place. Pure functions of
 a report (or one of its parts, see model.py); no I/O, no state.
 
-Definitions said here once:
-- ms/step is the report's `ms_per_step`: the median of the active steps (steps.py). A report
-  without step markers has none; its figures are per window.
-- a line's share of the step is its `wall_ms` over `ms_per_step` (`step_share`, worded by
-  `SHARE_BASIS`, which every surface that shows a share states); the heat of an inline label is
-  that share, capped at 1.
+Definitions said here once (docs/figures.md says them to users):
+- ms/step, the headline (status bar, run summary, first line of the text), is the report's
+  `ms_per_step`: the median of the active steps' elapsed times (steps.py). A report without step
+  markers has none; its figures are per window.
+- every other figure "per step" (a line's wall, self, GPU, backward and sync time, a region's, an
+  operator's, a finding's) is a total over the active window divided by its steps: a figure of the
+  mean step. The steps tile the window, so the mean step is the window's length over its steps
+  (`window.mean_step_ms`); a union of intervals inside the window never exceeds it.
+- a share (`share_of`) is a figure over that mean step (`share_basis`), or over the window for a
+  report without steps, so no share of a figure that lies inside the window can exceed 100%, and
+  shares of lines that do not nest add up to at most 100%. Where a share is shown, its basis is
+  named ("of the mean step"). The heat of an inline label is the line's share.
 - the machine a figure came from is `machine_label`: device, host and rank when known, and whether
   the description came from the run's record or from the trace.
 - the profiler's distortion is profiled ms/step over the median of the steps timed without the
-  profiler after the window, in the same process (`distortion_text`); a line's share of it is an
-  estimate and always said so (`profiler_cost_text`).
+  profiler after the window, in the same process (`distortion_text`): a median over a median, so
+  both are said as ms/step; a line's share of it is an estimate, never more than the line's wall
+  time, and always said so (`profiler_cost_text`).
 """
 
 from __future__ import annotations
@@ -41,21 +48,38 @@ def ms_short(ms: float) -> str:
     return f"{ms:.2f}"
 
 
-#: how every share of the step is taken, in words (the hover states it; keep it true to step_share)
-SHARE_BASIS = "a share of the step is the line's wall time per step over ms/step (the median active step)"
+def share_basis(report: dict[str, Any]) -> float | None:
+    """What a share is a share of, in ms: the mean active step (`window.mean_step_ms`; for a report
+    written without it, the mean of its steps), or the window for a report without steps."""
+    window = report.get("window") or {}
+    if report.get("ms_per_step") is None:
+        return window.get("ms") or None
+    mean = window.get("mean_step_ms")
+    if mean is None:
+        steps = [s.get("ms") for s in report.get("steps") or [] if isinstance(s.get("ms"), (int, float))]
+        mean = sum(steps) / len(steps) if steps else None
+    return mean or None
 
 
-def step_share(ms: float | None, ms_per_step: float | None) -> float | None:
-    """The share of the step that `ms` (per step) is; None when either is unknown."""
-    if ms is None or not ms_per_step:
+def basis_words(report: dict[str, Any]) -> str:
+    """`the mean step`, or `the window` for a report without steps: what shares are of."""
+    return "the window" if report.get("ms_per_step") is None else "the mean step"
+
+
+def share_of(ms: float | None, report: dict[str, Any]) -> float | None:
+    """The share of the mean step (or of the window) that `ms`, a per-step (per-window) figure, is;
+    None when either is unknown."""
+    basis = share_basis(report)
+    if ms is None or not basis:
         return None
-    return ms / ms_per_step
+    return ms / basis
 
 
-def worth_a_label(line: dict[str, Any], ms_per_step: float | None, min_share: float) -> bool:
-    """Whether a line gets an inline label: its share of the step is at least `min_share` (lines
-    below it are noise at a glance; their hover still has the figures). Without a step, every line."""
-    share = step_share(line.get("wall_ms"), ms_per_step)
+def worth_a_label(line: dict[str, Any], report: dict[str, Any], min_share: float) -> bool:
+    """Whether a line gets an inline label: its share (`share_of`: of the mean step, or of the
+    window) is at least `min_share` (lines below it are noise at a glance; their hover still has
+    the figures). Where no share can be taken, every line."""
+    share = share_of(line.get("wall_ms"), report)
     return share is None or share >= min_share
 
 
@@ -133,13 +157,24 @@ def per(report: dict[str, Any]) -> str:
     return "window" if report.get("ms_per_step") is None else "step"
 
 
+def per_words(report: dict[str, Any]) -> str:
+    """`per step (mean of 5 active steps)`, or `per window`: what per-line and per-region figures are."""
+    if report.get("ms_per_step") is None:
+        return "per window"
+    steps = len(report.get("steps") or [])
+    return f"per step (mean of {steps} active step{'' if steps == 1 else 's'})"
+
+
 # -- the headline -----------------------------------------------------------------------------------
 def headline(report: dict[str, Any]) -> str:
-    """`12.345 ms/step (median of 5 active steps), 512.0 samples/s`, or why there is no ms/step."""
+    """`12.345 ms/step (median of 5 active steps; mean 13.012 ms), 512.0 samples/s`, or why there
+    is no ms/step."""
     if report.get("ms_per_step") is None:
         window_ms = (report.get("window") or {}).get("ms") or 0.0
         return f"no step markers (ProfilerStep#N): one window of {window_ms:.3f} ms, no ms/step"
-    text = f"{report['ms_per_step']:.3f} ms/step (median of {len(report.get('steps', []))} active steps)"
+    text = f"{report['ms_per_step']:.3f} ms/step (median of {len(report.get('steps', []))} active steps"
+    mean = share_basis(report)
+    text += f"; mean {mean:.3f} ms)" if mean is not None else ")"
     if report.get("samples_per_s") is not None:
         text += f", {report['samples_per_s']:.1f} samples/s"
     return text
@@ -228,8 +263,10 @@ def status_tooltip(report: dict[str, Any], run_id: str | None = None) -> str:
     if build:
         parts.append(md_text(build))
     steps = len(report.get("steps") or [])
+    mean = share_basis(report)
     if report.get("ms_per_step") is not None:
-        parts.append(f"median of {steps} active step{'' if steps == 1 else 's'}")
+        parts.append(f"median of {steps} active step{'' if steps == 1 else 's'}"
+                     + (f"; per-line figures and shares are of the mean step, {ms_short(mean)} ms" if mean else ""))
     distortion = distortion_text(report)
     if distortion:
         parts.append(md_text(distortion))
@@ -239,11 +276,12 @@ def status_tooltip(report: dict[str, Any], run_id: str | None = None) -> str:
 
 
 # -- one line ---------------------------------------------------------------------------------------
-def line_label(line: dict[str, Any], ms_per_step: float | None) -> str:
-    """The inline label after a line: `12.3 ms/step · 24% · GPU 8.10 ms · bwd 3.20 ms`, and for a line
-    whose compiled kernels it shares with others: `· fused with lines 16–17`."""
-    label = f"{ms_short(line['wall_ms'])} ms/step"
-    share = step_share(line["wall_ms"], ms_per_step)
+def line_label(line: dict[str, Any], report: dict[str, Any]) -> str:
+    """The inline label after a line: `12.3 ms/step · 24% · GPU 8.10 ms · bwd 3.20 ms` (the share
+    is of the mean step; `ms/window` for a report without steps), and for a line whose compiled
+    kernels it shares with others: `· fused with lines 16–17`."""
+    label = f"{ms_short(line['wall_ms'])} ms/{per(report)}"
+    share = share_of(line["wall_ms"], report)
     if share is not None:
         label += f" · {share_percent(share)}"
     gpu = line.get("gpu_ms")
@@ -257,9 +295,10 @@ def line_label(line: dict[str, Any], ms_per_step: float | None) -> str:
     return label
 
 
-def heat(line: dict[str, Any], ms_per_step: float | None) -> float:
-    """How hot the inline label is painted: the line's share of the step, in 0..1."""
-    share = step_share(line["wall_ms"], ms_per_step)
+def heat(line: dict[str, Any], report: dict[str, Any]) -> float:
+    """How hot the inline label is painted: the line's share of the mean step, in 0..1 (a report
+    from before the mean step was recorded may hold a share a little above 1: painted as 1)."""
+    share = share_of(line["wall_ms"], report)
     return 0.0 if share is None else min(1.0, share)
 
 
@@ -326,16 +365,21 @@ def line_hover(line: dict[str, Any], report: dict[str, Any], run_id: str | None 
     kernels, copies, waits, backward), the run and the machine, the share's basis, and a link into
     the trace panel (`panel_link`: a command URI the client handles) when given. `notes` are plain
     sentences shown first in italics (the figures are from an earlier run, lines changed since)."""
-    ms_per_step = report.get("ms_per_step")
     unit = per(report)
     rows = [f"**Stepscope** · per {unit}", ""]
     rows += [f"*{md_text(note)}*" for note in notes]
     if notes:
         rows.append("")
     rows.append(f"- wall: {ms_short(line['wall_ms'])} ms")
-    share = step_share(line["wall_ms"], ms_per_step)
+    share = share_of(line["wall_ms"], report)
     if share is not None:
-        rows.append(f"- share of the step: {share_percent(share)} of {ms_short(ms_per_step)} ms/step")
+        if unit == "step":
+            steps = len(report.get("steps") or [])
+            rows.append(f"- share of the mean step: {share_percent(share)} of {ms_short(share_basis(report))} ms "
+                        f"(mean of {steps} active step{'' if steps == 1 else 's'}; the median, "
+                        f"{ms_short(report['ms_per_step'])} ms/step, is the headline)")
+        else:
+            rows.append(f"- share of the window: {share_percent(share)} of {ms_short(share_basis(report))} ms")
     rows.append(f"- CPU self: {ms_short(line['cpu_self_ms'])} ms")
     gpu = line.get("gpu_ms")
     rows.append(f"- GPU: {'not observed' if gpu is None else ms_short(gpu) + ' ms'}")
@@ -367,9 +411,6 @@ def line_hover(line: dict[str, Any], report: dict[str, Any], run_id: str | None 
         rows.append(f"[Open in the trace panel]({panel_link})")
         rows.append("")
     source = f"run `{md_code(run_id)}` · " if run_id else ""
-    if share is not None:
-        rows.append(md_text(SHARE_BASIS[0].upper() + SHARE_BASIS[1:] + "."))
-        rows.append("")
     rows.append(f"{source}{md_text(machine_label(report.get('machine')))}")
     return "\n".join(rows)
 
@@ -413,6 +454,7 @@ _EDITOR_WORDS = (
     # the measure command has no editor form: the editor says where to type it
     ("Check the step without the profiler: `stepscope measure",
      "Check the step without the profiler, from a terminal: `stepscope measure"),
+    ("with `stepscope measure --against`", "from a terminal with `stepscope measure --against`"),
     ("--shapes", "the `stepscope.profile.shapes` setting"),
     ("--stack", "the `stepscope.profile.stack` setting"),
     ("--memory", "the `stepscope.profile.memory` setting"),

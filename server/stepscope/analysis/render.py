@@ -26,8 +26,9 @@ MAX_STEPS_SHOWN = 10
 
 def render_ranks(report: dict) -> list[str]:
     """The per-rank table of a folder of rank traces (nothing for one trace): rank, ms/step, steps,
-    GPU ms, collective (comm) ms, the slowest rank marked, and whose figures the rest of the report
-    shows."""
+    GPU ms, time in collectives (comm: GPU kernels, or host operations when only those were seen), the
+    rank the others wait for marked (or, without collectives, the slowest), and whose figures the rest
+    of the report shows."""
     ranks = report.get("ranks") or []
     if not ranks:
         return []
@@ -36,14 +37,20 @@ def render_ranks(report: dict) -> list[str]:
     # ranks without step markers are compared by their window: show what was compared
     measure, title = ("ms_per_step", "ms/step") if any(r.get("ms_per_step") is not None for r in ranks) \
         else ("window_ms", "window ms")
+    # comm: the time in collectives the rank the others wait for was read from (GPU kernels, else host ops)
+    by = (report.get("rank_wait") or {}).get("by")
+    if by is None and not any(r.get("collective_ms") for r in ranks) and any(r.get("host_collective_ms") for r in ranks):
+        by = "host"
+    comm, comm_title = ("host_collective_ms", "host comm ms") if by == "host" else ("collective_ms", "comm ms")
+    marked = "waited for" if report.get("rank_wait") else "slowest"
     out = [f"ranks ({len(ranks)} traces; the figures below are {whose}'s):",
-           f"  {'rank':>6} {title:>10} {'steps':>6} {'gpu ms':>9} {'comm ms':>9}"]
+           f"  {'rank':>6} {title:>10} {'steps':>6} {'gpu ms':>9} {comm_title:>12}"]
     for r in ranks:
         ms = "no steps" if r.get(measure) is None else f"{r[measure]:.3f}"
         rank = "?" if r.get("rank") is None else str(r["rank"])
-        mark = "  <- slowest" if r.get("slowest") else ""
+        mark = f"  <- {marked}" if r.get("slowest") else ""
         out.append(f"  {rank:>6} {ms:>10} {r.get('steps', 0):>6} {_fmt_ms(r.get('gpu_ms')):>9} "
-                   f"{_fmt_ms(r.get('collective_ms')):>9}{mark}")
+                   f"{_fmt_ms(r.get(comm)):>12}{mark}")
     return out
 
 
@@ -142,7 +149,7 @@ def render_text(report: dict) -> str:
     lines = report.get("lines") or []
     out.append("")
     if lines:
-        out.append(f"per line, per {per} (wall = union of intervals; n/o = not observed):")
+        out.append(f"per line, {present.per_words(report)} (wall = union of intervals; n/o = not observed):")
         header = f"{'file:line':<40} {'prec':<8} {'wall ms':>9} {'self ms':>9} {'gpu ms':>9} {'bwd ms':>9} {'kern':>5} {'sync ms':>8}"
         out.append(header)
         for row in lines[:MAX_ROWS]:
@@ -166,7 +173,7 @@ def render_text(report: dict) -> str:
     regions = report.get("regions") or []
     if regions:
         out.append("")
-        out.append(f"regions, per {per}:")
+        out.append(f"regions, {present.per_words(report)}:")
         for r in regions[:MAX_ROWS]:
             out.append(f"  {printable(_region_name(r, root), 50):<50} wall {r['wall_ms']:>9.3f} ms   gpu {_fmt_ms(r['gpu_ms']):>9} ms")
     findings = report.get("findings") or []

@@ -21,7 +21,8 @@ Invariants:
   window (the run folder's timings record; distortion.py); null for a trace without one.
 
 A folder of per-rank traces gives one report: the figures of the lowest rank (the headline), and
-`ranks` with every rank's own ms/step, GPU time and top lines, plus `slowest_rank` (ranks.py); where
+`ranks` with every rank's own ms/step, GPU time and top lines, plus `slowest_rank` (the rank the others wait for, when
+they wait in collectives) and `rank_wait` (ranks.py); where
 each rank ran (`nodes`), and the hosts' clocks aligned from their collectives (`clocks`; nodes.py,
 clocks.py). In a run folder of a launched run (`--launcher`, `--nproc N`), each rank's trace is read
 with that rank's own file table and scenario record; the headline's `scenario` is the run's
@@ -162,7 +163,7 @@ def analyze(paths: list[Path], *, source_root: Path | None = None, run_dir: Path
     reports = order_by_rank(reports)
     report = reports[0]
     # before the headline's `traces` becomes the list of every trace: each rank's entry names its own
-    rank_summary = summarize_ranks(reports) if len(reports) > 1 else None
+    rank_summary = summarize_ranks(reports, thresholds) if len(reports) > 1 else None
     if rank_summary is not None:
         collectives = {str(Path(p).resolve()): c for p, c in collectives.items()}  # as each rank's entry names it
         nodes, clocks, node_notes = summarize_nodes(reports, rank_summary[0], collectives)
@@ -170,7 +171,7 @@ def analyze(paths: list[Path], *, source_root: Path | None = None, run_dir: Path
     report["source_root"] = str(shown_root) if shown_root else None
     report["notes"].extend(f"left out: {reason}" for reason in skipped)
     if rank_summary is not None:
-        report["ranks"], report["slowest_rank"], rank_notes = rank_summary
+        report["ranks"], report["slowest_rank"], report["rank_wait"], rank_notes = rank_summary
         report["notes"].extend(named + rank_notes + node_notes)
         report["clocks"] = clocks
         if nodes is not None:
@@ -354,9 +355,13 @@ def _report(trace: Trace, links: Links, steps: list[Step], att: Attribution, *,
         "regions": att.regions,
         "findings": [],
         "window": {"ms": round((window_us[1] - window_us[0]) / 1000.0, 4), "steps": 0 if stepless else len(steps),
-                   "per": "window" if stepless else "step", "events": len(trace), "trace_bytes": trace.size_bytes,
+                   "per": "window" if stepless else "step",
+                   # the step every per-step figure and share is of: the steps tile the window
+                   "mean_step_ms": None if stepless else round((window_us[1] - window_us[0]) / 1000.0 / len(steps), 4),
+                   "events": len(trace), "trace_bytes": trace.size_bytes,
                    "gpu_ms": _gpu_busy_ms(trace, links, window_us, len(steps)),
-                   "collective_ms": _gpu_busy_ms(trace, links, window_us, len(steps), only=_COLLECTIVE)},
+                   "collective_ms": _gpu_busy_ms(trace, links, window_us, len(steps), only=_COLLECTIVE),
+                   "host_collective_ms": _host_collective_ms(trace, links, window_us, len(steps))},
         "attribution": {"gpu_events": att.gpu_events, "gpu_unlinked": att.gpu_unlinked,
                         "backward_link": att.backward_link},
         "evidence": None,
@@ -402,6 +407,22 @@ def _cpu_ms(step: Step) -> float | None:
 #: collective-communication kernels (NCCL, and RCCL on ROCm): their time includes waiting for the
 #: other ranks to arrive
 _COLLECTIVE = re.compile(r"^(nccl|rccl)", re.IGNORECASE)
+
+
+#: collective operations as the host records them (gloo's, and NCCL's host side): a gloo collective's
+#: event lasts until every rank has arrived
+_HOST_COLLECTIVE = re.compile(r"^(gloo|nccl|rccl|mpi|ucc|hccl|xccl):", re.IGNORECASE)
+
+
+def _host_collective_ms(trace: Trace, links: Links, window_us: tuple[float, float], n_steps: int) -> float:
+    """Time per step any CPU thread spent in a collective operation (union over threads, in the window)."""
+    names = frozenset(i for i, name in enumerate(trace.names) if _HOST_COLLECTIVE.match(name))
+    if not names:
+        return 0.0
+    rows = [r for r in trace.rows_named(names)
+            if trace.kind[r] in (Kind.ANNOTATION, Kind.CPU_OP) and trace.track[r] not in links.device_tracks]
+    busy = union_length(clip(((trace.ts[r], trace.end(r)) for r in rows), *window_us))
+    return round(busy / 1000.0 / n_steps, 4)
 
 
 def _gpu_busy_ms(trace: Trace, links: Links, window_us: tuple[float, float], n_steps: int,

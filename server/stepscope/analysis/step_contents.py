@@ -3,12 +3,16 @@ shows it (guide §1: a step's boundaries are part of the question; compare only 
 same read and transfer boundaries).
 
 Pure: a finished report (lines, regions, evidence) in, a small dict out. Each part is True when
-the trace shows it, False when the trace shows it is absent, never guessed from the source.
+the trace shows it, False when the trace shows it is absent, never guessed from the source. Backward
+and the optimizer step are seen from lines, labels, or the operators' names (`evidence.phases`), so
+a trace whose figures reach no source line is still called training when it trains.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from .findings.evidence import BACKWARD_NAME, OPTIMIZER_NAME
 
 _FORWARD_EXCLUDED = ("ss:", "ProfilerStep", "Optimizer.", "enumerate(DataLoader)", "autograd::", "Memcpy", "Memset")
 
@@ -31,16 +35,20 @@ def describe_step(report: dict[str, Any]) -> dict[str, Any]:
     batch_read = bool(batch.get("ms")) and not _counter_loop(report, batch)
     copies_h2d = any((line.get("copies") or {}).get("h2d", {}).get("count") for line in lines)
     transfer = bool(evidence.get("h2d_copies")) or copies_h2d
+    phases = evidence.get("phases") or {}
+    # from the lines, the labels, or the operators' names: a trace without source lines still shows them
     backward = any(line.get("backward_ms") for line in lines) or any(
-        r["label"].startswith("autograd::engine::evaluate_function") for r in regions)
-    optimizer = any(r["label"].startswith("Optimizer.step#") for r in regions)
+        r["label"].startswith("autograd::engine::evaluate_function") for r in regions) \
+        or bool(phases.get("backward_ops"))
+    optimizer = any(r["label"].startswith("Optimizer.step#") for r in regions) or bool(phases.get("optimizer_steps"))
     # a replayed CUDA graph's work has no host-side op: its kernels' names say what it holds
     kernels = evidence.get("kernels") or {}
     replayed = bool(kernels.get("graph_launches"))
     backward = backward or bool(kernels.get("graph_backward"))
     optimizer = optimizer or bool(kernels.get("graph_optimizer"))
-    batch_line = (batch.get("file"), batch.get("line"))
+    batch_line = (batch.get("file"), batch.get("line")) if batch.get("file") else None
     forward = any(op.get("self_ms") and (op.get("file"), op.get("line")) != batch_line
+                  and not BACKWARD_NAME.match(op.get("name", "")) and not OPTIMIZER_NAME.match(op.get("name", ""))
                   for op in evidence.get("ops") or []) or replayed
     parts = [name for name, present in (("batch read", batch_read), ("transfer to the device", transfer),
                                          ("forward", forward), ("backward", backward),

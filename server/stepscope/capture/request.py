@@ -56,10 +56,10 @@ class CaptureRequest:
     """Everything a capture needs. Paths are absolute."""
 
     root: Path                       # workspace root: .stepscope/ lives here, file ids are relative to it
-    target_file: Path                # the file that holds the step loop
-    target_line: int | None          # 1-based line of the loop header (None with target_function)
+    target_file: Path                # the file that holds the step loop (or the step function)
+    target_line: int | None          # 1-based line of the loop header, or the step function's def line
     python: str                      # interpreter that runs the program (must have torch)
-    target_function: str | None = None  # each call of this function is a step
+    target_function: str | None = None  # each call of this function is a step (its qualified name)
     entry_script: Path | None = None  # the program's start, when not target_file
     entry_module: str | None = None   # `-m MODULE`
     args: tuple[str, ...] = ()

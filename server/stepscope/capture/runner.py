@@ -105,7 +105,9 @@ def _spec(req: CaptureRequest, run: workspace.RunFolder, distributed: Distribute
         scenario["distributed"] = protocol.to_json(distributed)  # each agent adds its rank in its own record
     return AgentSpec(
         mode=req.mode, run_dir=str(run.path), root=str(Path(req.root).resolve()), entry=entry, argv=tuple(req.args),
-        target=Target(str(req.target_file), line=req.target_line, function=req.target_function),
+        # a step function is named by its qualified name; its def line is for the scenario record only
+        target=Target(str(req.target_file), line=None if req.target_function else req.target_line,
+                      function=req.target_function),
         scenario=scenario, distributed=distributed, profile=opts if req.measure is None else None,
         measure=req.measure,
     )

@@ -81,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
     measure = dataclasses.replace(measure, value=args.value)
     target = program.resolve(args)
     root = target.root
-    header = header_text(target.script.read_text(encoding="utf-8"), target.loop_line) if target.loop_line else None
+    header = (header_text(target.script.read_text(encoding="utf-8"), target.loop_line)
+              if target.loop_line and not target.function else None)
     req = CaptureRequest(
         root=root, target_file=target.script, target_line=target.loop_line, target_function=target.function,
         python=target.python, entry_script=target.entry, entry_module=target.module, args=target.args,
@@ -286,7 +287,7 @@ def _against(req, args, measure_run) -> dict:
                                     f"{short}")
         old_script = checkout.map_path(req.target_file)
         old_text = old_script.read_text(encoding="utf-8")
-        if req.target_line is not None:
+        if req.target_function is None:
             old_line = map_step_loop(old_text, req.target_file.read_text(encoding="utf-8"), req.target_line)
             if old_line is None:
                 raise errors.StepscopeError(
@@ -294,8 +295,8 @@ def _against(req, args, measure_run) -> dict:
                     "both its header and its first statement changed; measure each side on its own and compare "
                     "them with `stepscope runs compare`", errors.NO_STEP)
         else:
-            resolve_function(old_script, req.target_function)
-            old_line = None
+            # the function's def line in the older file, for its scenario record
+            old_line = resolve_function(old_script, req.target_function).line
         old_entry = None
         if req.entry_script is not None:
             if not checkout.has_file(req.entry_script):
@@ -303,7 +304,7 @@ def _against(req, args, measure_run) -> dict:
             old_entry = checkout.map_path(req.entry_script)
         old_req = dataclasses.replace(
             req, root=_in_checkout(checkout, req.root), target_file=old_script, target_line=old_line,
-            entry_script=old_entry, cwd=_in_checkout(checkout, Path(req.cwd or req.root)), step_header=header_text(old_text, old_line) if old_line else None,
+            entry_script=old_entry, cwd=_in_checkout(checkout, Path(req.cwd or req.root)), step_header=header_text(old_text, old_line) if req.target_function is None else None,
             note=f"{req.note + '; ' if req.note else ''}the revision {short} of `measure --against`")
         if (old_req.step_header != req.step_header) and not args.force:
             raise errors.StepscopeError(

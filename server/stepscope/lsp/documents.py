@@ -148,17 +148,16 @@ def timing_hints(ls: "StepscopeServer", uri: str, wanted: types.Range, min_share
         return []
     run, lines, _ = placed
     text_lines = ls.workspace.get_text_document(uri).lines
-    ms = run.report.get("ms_per_step")
     hints = []
     for number, line in lines:
         if not (wanted.start.line <= number <= wanted.end.line) or number >= len(text_lines):
             continue
-        if not present.worth_a_label(line, ms, min_share):
+        if not present.worth_a_label(line, run.report, min_share):
             continue
         end = len(text_lines[number].rstrip("\r\n"))
         hints.append(types.InlayHint(
             position=types.Position(line=number, character=end),
-            label=f"  {present.line_label(line, ms)}", padding_left=True,
+            label=f"  {present.line_label(line, run.report)}", padding_left=True,
         ))
     return hints
 

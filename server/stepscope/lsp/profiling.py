@@ -119,31 +119,10 @@ class _LogLines:
 
 def _loop_line(args: dict[str, Any]) -> tuple[Path, int]:
     """The file and the 1-based header line of the loop a profile at `args` times."""
-    from ..capture.step import resolve_step
-
     path = path_of(str(args.get("uri", "")))
     if not path.is_file():
         raise ProfileFailed(f"{path.name} is not a saved file; save it before profiling", errors.USAGE)
-    position = args.get("position") or {}
-    try:
-        line = int(position.get("line", 0)) + 1
-    except (TypeError, ValueError):
-        raise ProfileFailed("position.line must be a number", errors.USAGE) from None
-    try:
-        loop_line = resolve_step(path, line)
-    except errors.NoStepError as e:
-        if e.kind != "not-in-loop":
-            raise ProfileFailed(no_step_message(e), e.exit_code) from None
-        # The cursor is outside any loop: fall back to the loop that is clearly the step.
-        try:
-            loop_line = resolve_step(path, None)
-        except errors.NoStepError as e2:
-            raise ProfileFailed(no_step_message(e2), e2.exit_code) from None
-        except errors.StepscopeError as e2:
-            raise ProfileFailed(str(e2), e2.exit_code) from None
-    except errors.StepscopeError as e:
-        raise ProfileFailed(str(e), e.exit_code) from None
-    return path, loop_line
+    return path, _step_loop(path, args)
 
 
 def step_at(ls: "StepscopeServer", args: dict[str, Any]) -> dict[str, Any]:
@@ -164,9 +143,22 @@ def _build_request(ls: "StepscopeServer", args: dict[str, Any]):
     from ..capture import options
     from ..capture.request import CaptureRequest, RunOptions
 
-    path, loop_line = _loop_line(args)
+    path = path_of(str(args.get("uri", "")))
+    if not path.is_file():
+        raise ProfileFailed(f"{path.name} is not a saved file; save it before profiling", errors.USAGE)
     python = args.get("python") or ls.options.get("interpreter") or sys.executable
     root = _root_for(ls, path)
+    function = args.get("function")
+    if function is not None and (not isinstance(function, str) or not function.strip()):
+        raise ProfileFailed(f"the command's function argument must be a function's name, got {options.shown(function)}",
+                            errors.USAGE)
+    step_file, target_function, entry = path, None, None
+    if function:
+        step_file, target_function, loop_line = _step_function(path, function.strip(), root)
+        if step_file != path:
+            entry = path  # the program starts from the file the command was given; the step lives elsewhere
+    else:
+        loop_line = _step_loop(path, args)
     # The stepscope.profile.* settings: those sent with the command over those given at
     # initialisation. VS Code sends them with every command, read for the file's folder, so a
     # change applies to the next run without a restart; other editors may set them once.
@@ -177,13 +169,51 @@ def _build_request(ls: "StepscopeServer", args: dict[str, Any]):
     except options.SettingError as e:
         raise ProfileFailed(str(e), errors.USAGE) from None
     launch = _launch_options(args.get("launch"), path, str(python))
+    if entry is not None and launch.get("entry_script") is None and launch.get("entry_module") is None:
+        launch["entry_script"] = entry
     try:
-        return CaptureRequest(root=root, target_file=path, target_line=loop_line, python=str(python),
-                              profile=profile, run=run, **launch)
+        return CaptureRequest(root=root, target_file=step_file, target_line=loop_line, target_function=target_function,
+                              python=str(python), profile=profile, run=run, **launch)
     except errors.UsageError as e:  # a launcher and stepscope.profile.nproc > 1
         name = (args.get("launch") or {}).get("name")
         raise ProfileFailed(f"launch configuration {name!r}: {e} (set stepscope.profile.nproc to 1)", errors.USAGE) \
             from None
+
+
+def _step_function(path: Path, name: str, root: Path) -> tuple[Path, str, int]:
+    """(its file, qualified name, def line) of the function the command names: each call is a step."""
+    from ..capture.step import resolve_function
+
+    try:
+        found = resolve_function(path, name, root, root)
+    except errors.StepscopeError as e:
+        raise ProfileFailed(str(e), e.exit_code) from None
+    return found.file, found.qualname, found.line
+
+
+def _step_loop(path: Path, args: dict[str, Any]) -> int:
+    """The loop at the cursor, else the loop that is clearly the step."""
+    from ..capture.step import resolve_step
+
+    position = args.get("position") or {}
+    try:
+        line = int(position.get("line", 0)) + 1
+    except (TypeError, ValueError):
+        raise ProfileFailed("position.line must be a number", errors.USAGE) from None
+    try:
+        return resolve_step(path, line)
+    except errors.NoStepError as e:
+        if e.kind != "not-in-loop":
+            raise ProfileFailed(no_step_message(e), e.exit_code) from None
+        # The cursor is outside any loop: fall back to the loop that is clearly the step.
+        try:
+            return resolve_step(path, None)
+        except errors.NoStepError as e2:
+            raise ProfileFailed(no_step_message(e2), e2.exit_code) from None
+        except errors.StepscopeError as e2:
+            raise ProfileFailed(str(e2), e2.exit_code) from None
+    except errors.StepscopeError as e:
+        raise ProfileFailed(str(e), e.exit_code) from None
 
 
 def no_step_message(e: errors.NoStepError) -> str:
@@ -194,8 +224,9 @@ def no_step_message(e: errors.NoStepError) -> str:
         return (f"the cursor is not in a loop, and more than one loop in {name} could be the step: {listing}; "
                 "put the cursor inside the one to profile")
     if e.kind == "no-step":
-        return (f"the cursor is not in a loop, and no loop in {name} looks like a training or inference step; "
-                "put the cursor inside the loop to profile")
+        seen = "; ".join(f"line {line} ({what})" for line, what in e.candidates[:20])
+        return (f"the cursor is not in a loop, and no loop in {name} looks like a training or inference step"
+                + (f" (loops seen: {seen})" if seen else "") + "; put the cursor inside the loop to profile")
     return f"line {e.line} of {name} is not inside a for/while loop; put the cursor inside the loop to profile"
 
 

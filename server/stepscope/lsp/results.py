@@ -14,33 +14,32 @@ from typing import Any
 from ..analysis import present
 from .runs import Run, in_workspace
 
-#: a line below this share of the step gets no inline label unless the client says otherwise
+#: a line below this share of the mean step gets no inline label unless the client says otherwise
 DEFAULT_MIN_SHARE = 0.01
 
 
-def _line_entry(uri: str, line_number: int, line: dict[str, Any], ms: float | None, min_share: float) -> dict:
+def _line_entry(uri: str, line_number: int, line: dict[str, Any], report: dict[str, Any], min_share: float) -> dict:
     return {
         "uri": uri,
         "line": line_number,
         "wallMs": line["wall_ms"],
         "gpuMs": line.get("gpu_ms"),
-        "fraction": present.heat(line, ms),
+        "fraction": present.heat(line, report),
         "precision": line.get("precision", "exact"),
-        "label": present.line_label(line, ms),
-        "labelled": present.worth_a_label(line, ms, min_share),
+        "label": present.line_label(line, report),
+        "labelled": present.worth_a_label(line, report, min_share),
     }
 
 
 def editor_lines(run: Run, shown: set[str] | None = None, min_share: float = DEFAULT_MIN_SHARE) -> list[dict[str, Any]]:
     """The run's lines in workspace files (those of `shown` documents only, when given), costliest
     first, on the lines they were measured on."""
-    ms = run.report.get("ms_per_step")
     out = []
     for line in run.report.get("lines") or []:
         uri = in_workspace(line.get("file"), run.root)
         if uri is None or (shown is not None and uri not in shown):
             continue  # never point the editor at files outside the workspace
-        out.append(_line_entry(uri, int(line["line"]) - 1, line, ms, min_share))
+        out.append(_line_entry(uri, int(line["line"]) - 1, line, run.report, min_share))
     return out
 
 
@@ -48,11 +47,10 @@ def document_figures(run: Run, uri: str, placed: list[tuple[int, dict[str, Any]]
                      notes: tuple[str, ...], stale: bool, min_share: float = DEFAULT_MIN_SHARE) -> dict[str, Any]:
     """`stepscope/figures`: a document's figures on its current lines (0-based), how many are hidden
     because their code changed, and the notes that go with them (an earlier run than one that failed)."""
-    ms = run.report.get("ms_per_step")
     return {
         "uri": uri,
         "runId": run.run_id,
-        "lines": [_line_entry(uri, number, line, ms, min_share) for number, line in placed],
+        "lines": [_line_entry(uri, number, line, run.report, min_share) for number, line in placed],
         "hidden": hidden,
         "notes": list(notes),
         "stale": stale,

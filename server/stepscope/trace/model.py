@@ -98,6 +98,9 @@ CATEGORY_KIND: dict[str, int] = {
     "gpu_user_annotation": Kind.GPU_ANNOTATION,
     "cuda_sync": Kind.DEVICE_SYNC,
     "mtia_ccp_events": Kind.DEVICE_OTHER,
+    # a PrivateUse1 backend's device events (IBM Spyre writes `aiu` for its kernels too)
+    "privateuse1": Kind.DEVICE_OTHER,
+    "aiu": Kind.DEVICE_OTHER,
 }
 
 

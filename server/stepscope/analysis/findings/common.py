@@ -7,7 +7,10 @@ from; a hypothesis is a possible reading, never a conclusion; no finding claims 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..present import machine_words  # noqa: F401  (the machine in a finding's words: present.py)
+from ..present import share_basis
 
 Anchor = tuple[str | None, int | None]
 
@@ -54,10 +57,37 @@ def where_words(item: dict) -> str:
     return ""
 
 
+@dataclass(frozen=True)
+class Basis:
+    """What a finding's per-step figures and shares are of (present.py defines it for every surface):
+    the mean active step, or, for a trace without step markers, the window (`per` "window")."""
+    ms: float
+    per: str  # "step" or "window"
+
+    def words(self) -> str:
+        """`the 2.63 ms mean step` / `the 473.83 ms window`."""
+        return f"the {self.ms:.2f} ms mean step" if self.per == "step" else f"the {self.ms:.2f} ms window"
+
+    def share(self, ms: float) -> str:
+        """`24% of the 2.63 ms mean step`."""
+        return f"{ms / self.ms:.0%} of {self.words()}"
+
+
+def basis(report: dict, *, window: bool = False) -> Basis | None:
+    """The mean step of the report; with `window`, for a report without steps, its window (for
+    findings that need no steps: their figures are then per window, and they say so)."""
+    ms = share_basis(report)
+    if not isinstance(ms, (int, float)) or ms <= 0:
+        return None
+    if report.get("ms_per_step") is None:
+        return Basis(float(ms), "window") if window else None
+    return Basis(float(ms), "step")
+
+
 def step_ms(report: dict) -> float | None:
-    """The step the shares are taken of: the headline ms/step (median of the active steps)."""
-    value = report.get("ms_per_step")
-    return float(value) if isinstance(value, (int, float)) and value > 0 else None
+    """The mean active step in ms (what shares are of); None for a report without steps."""
+    found = basis(report)
+    return found.ms if found else None
 
 
 def placed(item: dict, fallback: Anchor, evidence: dict) -> tuple[Anchor, str]:

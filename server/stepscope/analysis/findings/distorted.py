@@ -19,18 +19,42 @@ DISTORTED_KINDS = ("sync-in-step", "small-launches", "input-bound")
 NOTICEABLE = 1.05  # below this the profiled and unprofiled steps agree within the usual noise
 
 
+def _shown(path: str, cwd: str | None) -> str:
+    """`path` relative to `cwd` when it lies under it (as the user would type it there)."""
+    if cwd and os.path.isabs(path) and os.path.commonpath([cwd, path]) == os.path.normpath(cwd):
+        return os.path.relpath(path, cwd)
+    return path
+
+
 def measure_command(report: dict) -> str:
-    """`stepscope measure train.py --line 42` for the report's step (relative to where it ran)."""
+    """`stepscope measure train.py --line 42` for the report's step (relative to where it ran);
+    a step function of another file than the program's start is named `file.py:qualname`, after
+    the program's script (or with `-m MODULE`)."""
     scenario = report.get("scenario") or {}
     step = scenario.get("step") or {}
     script = step.get("file")
     if not script:
         return "stepscope measure SCRIPT --line LINE"
-    cwd = (scenario.get("program") or {}).get("cwd")
-    if cwd and os.path.isabs(script) and os.path.commonpath([cwd, script]) == os.path.normpath(cwd):
-        script = os.path.relpath(script, cwd)
-    where = f"--function {step['function']}" if step.get("function") else f"--line {step.get('line')}"
-    return f"stepscope measure {script} {where}"
+    program = scenario.get("program") or {}
+    cwd = program.get("cwd")
+    entry = program.get("entry") or {}
+    started = entry.get("path") if entry.get("kind") == "script" else None
+    module = f" -m {entry['name']}" if entry.get("kind") == "module" and entry.get("name") else ""
+    if not step.get("function"):
+        elsewhere = f" --entry {_shown(started, cwd)}" if started and started != script else ""
+        return f"stepscope measure {_shown(script, cwd)} --line {step.get('line')}{elsewhere}{module}"
+    if started and started != script:
+        return f"stepscope measure {_shown(started, cwd)} --function {_shown(script, cwd)}:{step['function']}"
+    return f"stepscope measure {_shown(script, cwd)} --function {step['function']}{module}"
+
+
+def measure_check(report: dict) -> str:
+    """The check without the profiler, as a finding's next check says it: the command for a step
+    Stepscope recorded, else the command in general (a trace from elsewhere)."""
+    if ((report.get("scenario") or {}).get("step") or {}).get("file"):
+        return f"time the step without the profiler: `{measure_command(report)}`"
+    return ("time the step without the profiler — `stepscope measure` on this step (a profile run also reports "
+            "the step timed without the profiler after its window: `unprofiled`, `distortion`)")
 
 
 def mark_distorted(findings: list[dict], report: dict) -> list[dict]:
@@ -44,12 +68,13 @@ def mark_distorted(findings: list[dict], report: dict) -> list[dict]:
             continue
         if isinstance(d, (int, float)) and d >= NOTICEABLE:
             f["observation"] += (
-                f" The profiler itself made this step {d:.2f}x slower ({report['ms_per_step']:.2f} ms profiled, "
-                f"{unprofiled['ms_per_step']:.2f} ms without it, same process): it slows host work most, so this "
-                "evidence is distorted.")
+                f" The profiler itself made this step {d:.2f}x slower (ms/step, the median: {report['ms_per_step']:.2f} "
+                f"ms profiled, {unprofiled['ms_per_step']:.2f} ms without it, same process): it slows host work most, "
+                "so this evidence is distorted.")
         elif d is None:
             f["observation"] += (" The step was not timed without the profiler, so how much the profiler distorts "
                                  "this host-side evidence is unknown.")
-        f["next_check"] += f" Check the step without the profiler: `{command}`."
+        if command not in f["next_check"]:  # a finding may name the check already (sync-in-step)
+            f["next_check"] += f" Check the step without the profiler: `{command}`."
         f["figures"]["distortion"] = d
     return findings

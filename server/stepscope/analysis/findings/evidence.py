@@ -47,8 +47,9 @@ from ...trace import Kind, Trace
 from ..intervals import Interval, clip, length, merge
 from ..attribution import LastStatement
 from ..labels import CallLines, FileTable, FrameResolver, parse_frame
-from ..links import Links, copy_direction
+from ..links import Links, copy_direction, wait_kind, wait_words
 from ..nesting import add_self_times, nest_tracks
+from ..op_roles import op_role
 from ..steps import Step
 
 #: ops that build a tensor from nothing but their arguments (deterministic values: a constant)
@@ -290,7 +291,10 @@ def _matcher(patterns: Iterable[str]):
 
 
 EVIDENCE_KEYS = ("source", "line_precision", "call_stacks", "step_mean_ms", "batch_read", "ops", "kernels",
-                 "h2d_copies", "syncs", "new_names")
+                 "h2d_copies", "syncs", "new_names", "phases")
+#: operators and labels that show the step trains: an autograd node's backward, an optimizer's step
+BACKWARD_NAME = re.compile(r"^(autograd::engine::evaluate_function: |[A-Za-z0-9_]+Backward\d*$)")
+OPTIMIZER_NAME = re.compile(r"^(Optimizer\.step#|aten::_fused_(adam|adamw|sgd|adagrad)_?$)")
 
 
 def merge_evidence(*halves: dict) -> dict:
@@ -365,7 +369,8 @@ def evidence_window(trace: Trace, links: Links, steps: list[Step], *, file_table
     name_key: dict[int, tuple | None] = {}
     batch_names: dict[int, bool] = {}
     batch_iv: list[Interval] = []
-    batch_signals: Counter = Counter()
+    batch_signals: Counter = Counter()  # name -> occurrences, in the order of the time each holds
+    reads: dict[int, list[tuple[int, float, float, int, _Node | None]]] = {}  # name id -> (track, start, end, row, node)
     uid = 0
     batch_line: _Node | None = None
     batch_first: tuple[int, float, int] | None = None
@@ -410,13 +415,24 @@ def evidence_window(trace: Trace, links: Links, steps: list[Step], *, file_table
             (ss_nodes if key[0] == "exact" else frame_nodes)[track].append(node)
         if batch_names[nid]:
             batch_iv.append((start, end))
-            batch_signals[names[nid]] += 1
-            if batch_first is None or start < batch_first[1]:
-                batch_first = (track, start, i)
-            if node is not None and (batch_line is None or node.key[0] == "exact" and batch_line.key[0] != "exact"):
-                batch_line = node  # the loop header's own region names the line exactly
+            reads.setdefault(nid, []).append((track, start, end, i, node))
     nodes = ss_nodes if any(ss_nodes.values()) else frame_nodes
     locator = _Locator(nodes, links.main_track)
+    # the signals by the time they hold; the line of the read comes from the one that holds most
+    held = {nid: length(merge(clip(((r[1], r[2]) for r in occ), w0, w1))) for nid, occ in reads.items()}
+    ranked = sorted(held, key=lambda nid: (-held[nid], names[nid]))
+    for nid in ranked:
+        if held[nid] >= SIGNAL_SHARE * held[ranked[0]]:
+            batch_signals[names[nid]] = len(reads[nid])
+    if ranked:
+        top = reads[ranked[0]]
+        first = min(top, key=lambda r: r[1])
+        batch_first = (first[0], first[1], first[3])
+        own = [r[4] for r in top if r[4] is not None]
+        if own:  # the loop header's own region names the line exactly
+            batch_line = next((node for node in own if node.key[0] == "exact"), own[0])
+        elif not _library_read(names[ranked[0]]):
+            batch_line = _statement_inside(locator, top)
 
     # --- GPU work in the window, its launches, and the host's waits on it
     gpu_rows = links.gpu_rows
@@ -483,7 +499,7 @@ def operator_evidence(trace: Trace, links: Links, win: EvidenceWindow) -> dict:
     return {
         "line_precision": precision,
         "ops": _operator_figures(trace, op_tracks, line_of_op, win.launches, tree.launch_ops, win.batch_merged,
-                                 win.n, bool(links.gpu_rows)),
+                                 win.n, bool(links.gpu_rows), win.w0, win.w1),
         "h2d_copies": _copy_groups(trace, links, win.launches, tree.launch_ops, tree.launch_lines, tree.parent,
                                    tree.op_spans, line_of_op, win.batch_merged, win.step_of, win.n),
     }
@@ -507,15 +523,30 @@ def moment_evidence(trace: Trace, links: Links, steps: list[Step], win: Evidence
         "batch_read": {
             "ms": _ms(length(win.batch_merged), n),
             "gpu_busy_ms": _ms(_overlap(win.batch_merged, win.gpu_busy), n) if gpu_observed else None,
-            "signals": [name for name, _ in win.batch_signals.most_common(5)],
+            "signals": list(win.batch_signals)[:5],
             **_where(batch_node),
         },
         "kernels": _kernel_figures(trace, win.in_window_gpu, win.gpu_busy, win.launches, launch_lines,
                                    win.w0, win.cpu_end, n) if gpu_observed else None,
-        "syncs": _sync_figures(trace, win.sync_rows, sync_lines, win.gpu_busy, win.step_of, n, gpu_observed),
+        "syncs": _sync_figures(trace, win.sync_rows, sync_lines, win.gpu_busy, win.step_of, n, gpu_observed,
+                               win.w0, win.w1, lambda r: wait_words(trace, links, r),
+                               lambda r: wait_kind(trace, links, r)),
         "new_names": _new_names(trace, win.ops_by_track, steps, win.step_of, links.device_tracks, win.w0,
                                 win.cpu_end, file_table),
+        "phases": _phases(trace, links, win),
     }
+
+
+def _phases(trace: Trace, links: Links, win: EvidenceWindow) -> dict:
+    """Backward operators and optimizer steps per step in the window, from their names: whether the
+    step trains, even in a trace whose figures reach no source line."""
+    out = {}
+    for key, pattern in (("backward_ops", BACKWARD_NAME), ("optimizer_steps", OPTIMIZER_NAME)):
+        ids = frozenset(i for i, name in enumerate(trace.names) if pattern.match(name))
+        rows = [r for r in trace.rows_named(ids) if ids and trace.kind[r] in (Kind.CPU_OP, Kind.ANNOTATION)
+                and trace.track[r] not in links.device_tracks and win.w0 <= trace.ts[r] <= win.cpu_end] if ids else []
+        out[key] = round(len(rows) / win.n, 2)
+    return out
 
 
 def _has_call_stacks(trace: Trace) -> bool:
@@ -525,10 +556,49 @@ def _has_call_stacks(trace: Trace) -> bool:
     return stack != array(stack.typecode, [-1]) * len(stack)
 
 
+#: a batch-read signal is named when it holds at least this share of the time the longest one holds
+SIGNAL_SHARE = 0.1
+#: ... and a statement inside a hand-written read label holds the read when it covers this share of it
+INSIDE_SHARE = 0.9
+
+
+def _library_read(name: str) -> bool:
+    """Whether a batch-read signal is the DataLoader's own event or frame (the library's, not a label the
+    program wrote around its own reading code)."""
+    return "DataLoader" in name or "torch/utils/data/" in name
+
+
+def _statement_inside(locator: _Locator, occurrences: list) -> _Node | None:
+    """For a hand-written read label (`with record_function("read_batch"): x, y = next(it)`): the
+    outermost statement inside it that covers most of it, in the step's code or a function it calls;
+    None when no statement inside covers `INSIDE_SHARE` of the label."""
+    inside: dict[tuple, list] = {}  # line key -> [time inside the reads, a node]
+    total = 0.0
+    for track, start, end, _, _ in occurrences:
+        total += end - start
+        spans = locator.tracks.get(track)
+        if spans is None:
+            continue
+        starts, ends, nodes = spans
+        k = bisect.bisect_left(starts, start)
+        outer_end = -1.0
+        while k < len(starts) and starts[k] <= end:
+            if ends[k] <= end and ends[k] > outer_end:  # outermost: not inside the last one taken
+                entry = inside.setdefault(nodes[k].key, [0.0, nodes[k]])
+                entry[0] += ends[k] - starts[k]
+                outer_end = ends[k]
+            k += 1
+    if not inside or total <= 0:
+        return None
+    covered, node = max(inside.values(), key=lambda e: e[0])
+    return node if covered >= INSIDE_SHARE * total else None
+
+
 def _batch_place(trace: Trace, win: EvidenceWindow, tree: _Operators | None) -> _Node | None:
-    """The line of the batch read: a node of the read's own (the loop header's region), else the node
-    open at the earliest read's start, else its call line (the read's own stack when it is an op, as
-    1.9 writes DataLoader's label, else the op open at its start)."""
+    """The line of the batch read, from the signal that holds the most time: its own node (the loop
+    header's region), or for a hand-written label the statement inside it that holds the read; else the
+    node open at that read's earliest start, else its call line (the read's own stack when it is an op,
+    as 1.9 writes DataLoader's label, else the op open at its start)."""
     if win.batch_line is not None or win.batch_first is None:
         return win.batch_line
     track, start, row = win.batch_first
@@ -542,7 +612,7 @@ def _batch_place(trace: Trace, win: EvidenceWindow, tree: _Operators | None) -> 
 
 def _operator_figures(trace: Trace, op_tracks: list[tuple[list[int], list[float], list[float], list]],
                       line_of_op: dict, launches: list[tuple[int, int]], launch_ops: list, batch: list[Interval],
-                      n: int, gpu_observed: bool) -> list[dict]:
+                      n: int, gpu_observed: bool, w0: float, w1: float) -> list[dict]:
     """The operators by self and GPU time. `op_tracks`: per thread, its ops' rows, starts, self
     times and lines, aligned and sorted by start (as the operator tree holds them)."""
     starts = [lo for lo, _ in batch]
@@ -554,18 +624,23 @@ def _operator_figures(trace: Trace, op_tracks: list[tuple[list[int], list[float]
 
     # grouped by interned name id (one string lookup per name, not per event)
     self_by_name: dict[int, float] = defaultdict(float)
-    count_by_name: dict[int, int] = {}
+    count_by_name: Counter = Counter()
     time_at: dict[tuple[int, tuple], float] = {}  # (name id, line key) -> µs
+    count_at: dict[tuple[int, tuple], int] = {}  # (name id, line key) -> calls
     for rows, op_starts, own_us, lines in op_tracks:
         kept = _outside(op_starts, batch)  # ops that start in a batch read are not counted
         if kept != [(0, len(rows))]:  # one call a thread, over the kept ops in order
             rows, own_us, lines = (list(chain.from_iterable(seq[lo:hi] for lo, hi in kept))
                                    for seq in (rows, own_us, lines))
-        add_self_times(time_at, count_by_name, name_col, rows, own_us, lines)
+        add_self_times(time_at, count_at, name_col, rows, own_us, lines)
     line_time: dict[int, Counter] = defaultdict(Counter)
+    own_at_line: dict[int, Counter] = defaultdict(Counter)  # the CPU self time alone, by line
     for (nid, key), us in time_at.items():  # few entries: a name's lines
         line_time[nid][key] += us
+        own_at_line[nid][key] += us
         self_by_name[nid] += us
+    for (nid, _), calls in count_at.items():
+        count_by_name[nid] += calls
     gpu_iv: dict[int, list[Interval]] = defaultdict(list)
     for (g, r), op in zip(launches, launch_ops):
         if op is None or (starts and in_batch(ts[r])):
@@ -577,12 +652,17 @@ def _operator_figures(trace: Trace, op_tracks: list[tuple[list[int], list[float]
     for nid in set(self_by_name) | set(gpu_iv):
         best = line_time[nid].most_common(1)
         where = best[0][0] if best else (None, None, None)
+        name = names[nid]
         out.append({
-            "name": names[nid],
+            "name": name,
+            "role": op_role(name),
             "self_ms": _ms(self_by_name.get(nid, 0.0), n),
-            "gpu_ms": _ms(length(merge(gpu_iv.get(nid, []))), n) if gpu_observed else None,
+            "gpu_ms": _ms(length(merge(clip(gpu_iv.get(nid, []), w0, w1))), n) if gpu_observed else None,
             "count": round(count_by_name.get(nid, 0) / n, 2),
             "file": where[1], "line": where[2], "precision": where[0],
+            # at that line only: what the line's own figures can be compared with
+            "line_self_ms": _ms(own_at_line[nid].get(where, 0.0), n),
+            "line_count": round(count_at.get((nid, where), 0) / n, 2),
         })
     out.sort(key=lambda d: -max(d["self_ms"], d["gpu_ms"] or 0.0))
     return out[:15]
@@ -645,10 +725,25 @@ def _copy_groups(trace: Trace, links: Links, launches: list[tuple[int, int]], la
     return out[:20]
 
 
+#: ops that give another view of a tensor, or change nothing about its values, between a factory and the
+#: copy of what it built (`torch.arange(n).reshape(a, b).to(dev)`, `torch.tensor(xs)` then `detach_`)
+PASS_THROUGH_OPS = frozenset({
+    "aten::reshape", "aten::view", "aten::_reshape_alias", "aten::unsqueeze", "aten::squeeze", "aten::expand",
+    "aten::t", "aten::transpose", "aten::permute", "aten::flatten", "aten::unflatten", "aten::contiguous",
+    "aten::detach", "aten::detach_", "detach_", "detach", "aten::alias", "aten::as_strided", "aten::view_as",
+    "aten::reshape_as", "aten::expand_as", "aten::select", "aten::slice", "aten::requires_grad_",
+})
+#: how far back a copy looks for its factory: a statement's top-level ops between the two
+_FACTORY_LOOKBACK = 8
+
+
 def _feeding_factory(trace: Trace, op: int | None, parent: array, top_of, line_of_op: dict,
                      line: _Node | None) -> str | None:
-    """The factory op that built the copied tensor: in the copy's own op chain, the top-level op just
-    before it, or `aten::lift_fresh` just after it (torch.tensor), within the same line occurrence."""
+    """The factory op that built the copied tensor: in the copy's own op chain; else, within the same
+    line occurrence, the top-level op just before it — on an exact line (one statement), past ops that
+    only reshape or view what the factory built (`PASS_THROUGH_OPS`); a function's line holds many
+    statements, so there only the op just before counts — or `aten::lift_fresh` just after it
+    (torch.tensor)."""
     if op is None:
         return None
     chain = [op]
@@ -661,8 +756,15 @@ def _feeding_factory(trace: Trace, op: int | None, parent: array, top_of, line_o
     rows, starts = top_of(trace.track[top])
     k = bisect.bisect_left(starts, trace.ts[top])
     same_line = (lambda r: line_of_op.get(r) is line) if line is not None else (lambda r: True)
-    if k > 0 and trace.label(rows[k - 1]) in FACTORY_OPS and same_line(rows[k - 1]):
-        return trace.label(rows[k - 1])
+    lookback = _FACTORY_LOOKBACK if line is not None and line.key[0] == "exact" else 1
+    for j in range(k - 1, max(-1, k - 1 - lookback), -1):
+        name = trace.label(rows[j])
+        if not same_line(rows[j]):
+            break
+        if name in FACTORY_OPS:
+            return name
+        if name not in PASS_THROUGH_OPS:
+            break
     if k + 1 < len(rows) and trace.label(rows[k + 1]) == "aten::lift_fresh" and same_line(rows[k + 1]):
         return "aten::lift_fresh"
     return None
@@ -704,28 +806,52 @@ def _kernel_figures(trace: Trace, gpu_rows: list[int], busy: list[Interval], lau
 
 
 def _sync_figures(trace: Trace, rows: list[int], lines: list, busy: list[Interval], step_of, n: int,
-                  gpu_observed: bool) -> dict:
+                  gpu_observed: bool, w0: float, w1: float, words, kind_of) -> dict:
+    """The host's waits on the device: in all, and per line (`lines`, the 5 that wait longest, each
+    with its calls per step, the steps it waits in, and its waits per step by kind). `words(row)` names
+    a wait with what it waits for (links.wait_words), `kind_of(row)` says its kind (links.wait_kind)."""
     busy_starts = [lo for lo, _ in busy]
     idle_after = 0.0
     per_line: Counter = Counter()
     names: Counter = Counter()
+    at_line: dict[tuple, dict] = {}
     for r, line in zip(rows, lines):
         end = trace.end(r)
-        names[trace.label(r)] += 1
-        per_line[_key(line)] += trace.dur[r]
+        said = words(r)
+        names[said] += 1
+        key = _key(line)
+        per_line[key] += trace.dur[r]
+        entry = at_line.setdefault(key, {"rows": [], "calls": Counter(), "steps": set(), "kinds": Counter()})
+        entry["rows"].append(r)
+        entry["calls"][said] += 1
+        entry["kinds"][kind_of(r)] += 1
+        entry["steps"].add(step_of(trace.ts[r]))
         k = bisect.bisect_right(busy_starts, end)
         inside = k > 0 and busy[k - 1][1] > end
         if not inside and k < len(busy):
             idle_after += busy[k][0] - end
     top = per_line.most_common(1)
     where = top[0][0] if top else (None, None, None)
+
+    def waited(rs: list[int]) -> float:
+        return _ms(length(merge(clip(((trace.ts[r], trace.end(r)) for r in rs), w0, w1))), n)
+
+    by_line = [{"file": key[1], "line": key[2], "precision": key[0], "ms": waited(entry["rows"]),
+                "count": round(len(entry["rows"]) / n, 2), "steps": len(entry["steps"]),
+                "calls": [name for name, _ in entry["calls"].most_common(3)],
+                "kinds": {kind: round(c / n, 2) for kind, c in sorted(entry["kinds"].items())},
+                "kind_ms": {kind: waited([r for r in entry["rows"] if kind_of(r) == kind])
+                            for kind in sorted(entry["kinds"])}}
+               for key, entry in at_line.items()]
+    by_line.sort(key=lambda d: (-d["ms"], -d["count"]))
     return {
         "count": round(len(rows) / n, 2),
-        "ms": _ms(length(merge((trace.ts[r], trace.end(r)) for r in rows)), n),
+        "ms": waited(rows),
         "steps": len({step_of(trace.ts[r]) for r in rows}),
         "gpu_idle_after_ms": _ms(idle_after, n) if gpu_observed else None,
         "calls": [name for name, _ in names.most_common(3)],
         "file": where[1], "line": where[2], "precision": where[0],
+        "lines": by_line[:5],
     }
 
 

@@ -89,8 +89,9 @@ def unsteady_window(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
         new = f" Names absent from the first active step appear later: {shown}."
     return finding(
         "unsteady-window", anchor,
-        f"Step times range from {min(rest):.2f} to {max(rest):.2f} ms (median {mid:.2f} ms, spread {spread:.0%}, "
-        f"first active step {values[0]:.2f} ms left out; {machine}); the slowest is {shorten(steps[slowest]['name'])}.{new}",
+        f"Step times range from {min(rest):.2f} to {max(rest):.2f} ms, a range {spread:.2f} times their median of "
+        f"{mid:.2f} ms (the first active step, {values[0]:.2f} ms, left out; {machine}); the slowest is "
+        f"{shorten(steps[slowest]['name'])}.{new}",
         "The window is not steady: warm-up may be too short, or the step takes different paths "
         "(new shapes, recompilation, a periodic action such as logging or checkpointing).",
         "Profile again with a longer warm-up and more active steps, and compare the slow step's events "

@@ -1,50 +1,61 @@
 """Findings about where the step's work goes: input-bound, dominant-op, small-launches.
 
 Invariants:
-- Shares are per-step figures (unions of intervals ÷ active steps) over the mean step time of the
-  window; nothing is summed across nested events.
+- Shares are per-step figures (unions of intervals ÷ active steps) over the mean active step
+  (`common.basis`); nothing is summed across nested events. On a trace without step markers,
+  input-bound and dominant-op need no steps: their figures are per window, and they say so.
 - On a run with GPU events, input-bound looks at GPU idle time during the batch read; without
   them it only says how much of the step the read holds, and says that GPU time was not observed.
-- dominant-op compares the operator's CPU self time, or the GPU time of the work it launched,
+  It sits on the statement that holds the read (evidence.py), wherever it is.
+- dominant-op names only an operator that computes (`op_roles.op_role` "compute"): copies, read-backs,
+  collectives and wrappers are waits or containers, never operators to re-implement. It compares
+  the operator's CPU self time at the line it runs most on, or the GPU time of the work it launched,
   whichever is larger, to the step; operators inside the batch read are left to input-bound.
-- small-launches needs GPU events: kernel counts and durations are never guessed from CPU events.
+- small-launches needs GPU events and steps: kernel counts and durations are never guessed from CPU
+  events, and a count per window says nothing about one per step.
 """
 
 from __future__ import annotations
 
 from ...textsafe import shorten
-from .common import Anchor, finding, machine_words, placed, step_ms, where_words
+from .common import Anchor, basis, finding, machine_words, placed, where_words
 from .thresholds import Thresholds
 from .window import gpu_expected
+
+
+def window_words(per: str) -> str:
+    """What a finding on a trace without steps says about its figures."""
+    return " (The trace has no step markers: figures are per window.)" if per == "window" else ""
 
 
 def input_bound(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
     evidence = report.get("evidence") or {}
     read = evidence.get("batch_read") or {}
-    step = step_ms(report)
+    on = basis(report, window=True)
     read_ms = read.get("ms") or 0.0
-    if not step or read_ms <= 0:
+    if on is None or read_ms <= 0:
         return None
+    step = on.ms
     signals = ", ".join(map(shorten, read.get("signals") or [])) or "batch-read events"
     gpu_observed = (report.get("gpu") or {}).get("observed")
     where, precision = placed(read, anchor, evidence)
-    figures = {"read_ms": read_ms, "step_ms": step, "signals": read.get("signals") or []}
+    figures = {"read_ms": read_ms, "step_ms": step, "per": on.per, "signals": read.get("signals") or []}
     if gpu_observed and read.get("gpu_busy_ms") is not None:
         idle = max(0.0, read_ms - read["gpu_busy_ms"])
         if idle < t.input_gpu_idle_share * step:
             return None
         figures.update(gpu_busy_during_read_ms=read["gpu_busy_ms"], gpu_idle_during_read_ms=round(idle, 4))
-        observation = (f"The batch read ({signals}) takes {read_ms:.2f} ms per step, and the GPU is idle for "
-                       f"{idle:.2f} ms of it ({idle / step:.0%} of the {step:.2f} ms step; {machine_words(report)}).")
+        observation = (f"The batch read ({signals}) takes {read_ms:.2f} ms per {on.per}, and the GPU is idle for "
+                       f"{idle:.2f} ms of it ({on.share(idle)}; {machine_words(report)}).")
     else:
         if read_ms < t.input_cpu_share * step:
             return None
         # only a program that used a GPU can have left one waiting
         unknown = " GPU activity was not observed, so whether a GPU waited is unknown." if gpu_expected(report) else ""
-        observation = (f"The batch read ({signals}) takes {read_ms:.2f} ms of the {step:.2f} ms step "
+        observation = (f"The batch read ({signals}) takes {read_ms:.2f} ms of {on.words()} "
                        f"({read_ms / step:.0%}; {machine_words(report)}).{unknown}")
     return finding(
-        "input-bound", where, observation + precision,
+        "input-bound", where, observation + precision + window_words(on.per),
         "The input pipeline cannot keep up with the step (reading, decoding or collating in the main process). "
         "A long wait in the read points at the pipeline; it does not measure the storage itself.",
         "Run the same computation with a batch prepared in advance (read one batch before the loop and reuse it) "
@@ -55,28 +66,44 @@ def input_bound(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
 
 def dominant_op(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
     evidence = report.get("evidence") or {}
-    ops = evidence.get("ops") or []
-    step = step_ms(report)
-    if not ops or not step:
+    # an operator that waits, copies, communicates or wraps other work is no algorithm to replace
+    ops = [o for o in evidence.get("ops") or [] if o.get("role", "compute") == "compute"]
+    on = basis(report, window=True)
+    if not ops or on is None:
         return None
-    top = max(ops, key=lambda o: max(o.get("self_ms") or 0.0, o.get("gpu_ms") or 0.0))
+    step = on.ms
+
+    def own_at_line(o: dict) -> float:
+        return o.get("line_self_ms", o.get("self_ms")) or 0.0
+
+    top = max(ops, key=lambda o: max(own_at_line(o), o.get("gpu_ms") or 0.0))
     gpu = top.get("gpu_ms") or 0.0
-    own = max(top.get("self_ms") or 0.0, gpu)
+    cpu = own_at_line(top)
+    own = max(cpu, gpu)
     if own < t.dominant_op_share * step:
         return None
-    which = f"{gpu:.2f} ms of GPU work launched from it" if gpu >= (top.get("self_ms") or 0.0) else \
-        f"{top['self_ms']:.2f} ms of CPU self time"
+    calls = top.get("line_count", top.get("count"))
+    if gpu >= cpu:
+        which = f"{gpu:.2f} ms of GPU work launched from it per {on.per} ({on.share(gpu)})"
+    else:
+        which = f"{cpu:.2f} ms of CPU self time per {on.per} ({on.share(cpu)})"
+    elsewhere = ""
+    others = (top.get("count") or 0.0) - (calls or 0.0)
+    if top.get("file") and others > 0.005:
+        elsewhere = (f"; on other lines it runs {others:g} more time(s) per {on.per}, "
+                     f"{max(0.0, (top.get('self_ms') or 0.0) - cpu):.2f} ms of CPU self time")
     where, precision = placed(top, (None, None), evidence)
     return finding(
         "dominant-op", where,
-        f"{shorten(top['name'])} holds {which} per step, {own / step:.0%} of the {step:.2f} ms step, in {top['count']:g} "
-        f"call(s) per step{where_words(top)} ({machine_words(report)})." + precision,
+        f"{shorten(top['name'])} holds {which}, in {calls:g} call(s) per {on.per}{where_words(top)}{elsewhere} "
+        f"({machine_words(report)})." + precision + window_words(on.per),
         "A decisive shape or algorithm choice for this operator sets the step's time; the call count may also be "
         "higher than intended.",
         "Before replacing it, profile again with --shapes to see its input shapes and call count, then compare the "
         "same operator on the same inputs in isolation (another algorithm, dtype or layout) and check the outputs.",
-        figures={"op": top["name"], "self_ms": top.get("self_ms"), "gpu_ms": top.get("gpu_ms"),
-                 "count": top.get("count"), "share": round(own / step, 4), "step_ms": step},
+        figures={"op": top["name"], "self_ms": cpu, "gpu_ms": top.get("gpu_ms"), "count": calls,
+                 "all_lines_self_ms": top.get("self_ms"), "all_lines_count": top.get("count"),
+                 "share": round(own / step, 4), "step_ms": step, "per": on.per},
     )
 
 
@@ -90,9 +117,10 @@ def _replayed_words(k: dict) -> str:
 def small_launches(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
     evidence = report.get("evidence") or {}
     k = evidence.get("kernels")
-    step = step_ms(report)
-    if not k or not step or k.get("median_us") is None:
+    on = basis(report)  # kernels per step: needs steps
+    if not k or on is None or k.get("median_us") is None:
         return None
+    step = on.ms
     busy_share = (k.get("gpu_busy_ms") or 0.0) / step
     # a CUDA graph replays its kernels from one launch: launches, not kernels, carry the overhead
     launches = k.get("launches", k["count"])
@@ -102,10 +130,11 @@ def small_launches(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
     where, precision = placed(k, anchor, evidence)
     return finding(
         "small-launches", where,
-        f"{k['count']:g} kernels per step{_replayed_words(k)} with a median of {k['median_us']:.1f} µs (p90 {k['p90_us']:.1f} µs); the "
-        f"GPU is busy {k['gpu_busy_ms']:.2f} ms of the {step:.2f} ms step ({busy_share:.0%}) while launch calls take "
-        f"{k['launch_ms']:.2f} ms on the host; {k['top_line_kernels']:g} kernels per step come from this line "
-        f"({machine_words(report)})." + precision,
+        f"{k['count']:g} kernels per step{_replayed_words(k)} with a median of {k['median_us']:.1f} µs (p90 "
+        f"{k['p90_us']:.1f} µs); the GPU is busy {k['gpu_busy_ms']:.2f} ms of {on.words()} ({busy_share:.0%}) while "
+        f"launch calls take {k['launch_ms']:.2f} ms on the host"
+        + (f"; {k['top_line_kernels']:g} kernels per step come from this line" if k.get("file") else "")
+        + f" ({machine_words(report)})." + precision,
         "The work is fragmented: per-launch overhead, not the kernels, sets the step's time.",
         "Examine grouping: batch the small tensors into one (torch._foreach_* or fused optimizer options, one "
         "larger tensor instead of many), or capture the step with CUDA graphs / torch.compile; then compare "
