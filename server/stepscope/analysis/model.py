@@ -243,6 +243,16 @@ class Unprofiled(TypedDict, total=False):
     clock: str | None
 
 
+class RedactedCopy(TypedDict):
+    """A trace's redacted copy, written by `profile --redact`: where it is and how many distinct
+    secrets of each kind it replaced (never the secrets); `copy` is null, with `problem`, when none
+    could be written."""
+    trace: AbsolutePath
+    copy: AbsolutePath | None
+    counts: dict[str, Count]
+    problem: str | None
+
+
 class _ReportRequired(TypedDict):
     schema_version: Annotated[int, msgspec.Meta(ge=1)]
     traces: Annotated[list[AbsolutePath], msgspec.Meta(min_length=1)]
@@ -273,6 +283,7 @@ class Report(_ReportRequired, total=False):
     slowest_rank: int | None
     unprofiled: Unprofiled | None
     distortion: Annotated[float, msgspec.Meta(gt=0)] | None  # profiled / unprofiled ms/step
+    redacted: list[RedactedCopy]  # `profile --redact` only
 
 
 class InvalidReport(UsageError):
