@@ -40,6 +40,7 @@ class Panel {
   private readonly api: VsCodeApi;
   private readonly app: HTMLElement;
   private readonly banner: HTMLElement;
+  private readonly share: HTMLButtonElement;
   private readonly panels = new Map<Tab, HTMLElement>();
   private readonly tabs = new Map<Tab, HTMLButtonElement>();
   private readonly timeline: TimelineView;
@@ -60,6 +61,17 @@ class Panel {
         if (this.state) this.post({ type: "requestRange", runId: this.state.runId, startUs, endUs, maxSpans: 200_000 });
       },
     });
+    // the host writes the redacted copies of the run's traces and reveals them (Stepscope: Share Trace…)
+    this.share = h("button", {
+      type: "button",
+      class: "share",
+      disabled: true,
+      title: "Write a copy of this run's trace with secrets, private paths, host and user names replaced, and reveal it",
+    }, "Share Trace…") as HTMLButtonElement;
+    this.share.addEventListener("click", () => {
+      if (this.state) this.post({ type: "shareTrace", runId: this.state.runId });
+    });
+    const actions = h("div", { class: "actions", role: "toolbar", "aria-label": "Run" }, this.share);
     const saved = api.getState() as { tab?: string } | undefined;
     if (saved && TABS.includes(saved.tab as Tab)) this.current = saved.tab as Tab;
     const tablist = h("div", { class: "tabs", role: "tablist", "aria-label": "Trace panel" });
@@ -81,7 +93,7 @@ class Panel {
     }
     this.panels.get("timeline")!.appendChild(this.timeline.root);
     clear(app);
-    app.append(this.banner, tablist, ...this.panels.values());
+    app.append(this.banner, actions, tablist, ...this.panels.values());
     window.addEventListener("message", (e) => this.receive(e.data));
     window.stepscopePanel = { timeline: this.timeline, state: () => this.state, posted: this.posted };
     this.post({ type: "ready" });
@@ -163,6 +175,7 @@ class Panel {
     const measure = state.measure && !measureProblem(state.measure) ? state.measure : null;
     if (state.measure && !measure) problems.push(measureProblem(state.measure)!);
     this.state = { ...state, report, timeline, measure };
+    this.share.disabled = false;
     const fileIds = new FileIds(timeline?.files ?? {}, Array.isArray(report?.files) ? report!.files : []);
     this.fileIds = fileIds;
     this.lines = null;
