@@ -42,11 +42,13 @@ export function parseShareAnswer(value: unknown): ShareAnswer {
   return { runId: value.runId, folder: value.folder, copies, summary: value.summary.split("\n")[0] };
 }
 
-/** The run a command argument names: a run id, or an object with `runId` (a view's item); undefined
- * when none is given (the command then asks), a one-line reason when the argument is not one. */
+/** The run a command argument names: a run id, `{runId}` (the trace panel, a link), or a view's item
+ * (`{id}`, or `{run: {id}}` as a runs view's node holds its run); undefined when none is given (the
+ * command then asks), a one-line reason when the argument is not one. */
 export function runIdOf(arg: unknown, pattern: RegExp): string | undefined | { refused: string } {
   if (arg === undefined || arg === null) return undefined;
-  const id = typeof arg === "string" ? arg : isObject(arg) ? (arg.runId ?? arg.id) : undefined;
+  const nested = isObject(arg) && isObject(arg.run) ? arg.run.id : undefined;
+  const id = typeof arg === "string" ? arg : isObject(arg) ? (arg.runId ?? arg.id ?? nested) : undefined;
   if (typeof id !== "string" || !pattern.test(id)) return { refused: "Share Trace needs a run id (the name of a folder in .stepscope/runs)" };
   return id;
 }

@@ -40,11 +40,12 @@ describe("runIdOf", () => {
     assert.equal(runIdOf(RUN, RUN_ID), RUN);
     assert.equal(runIdOf({ runId: RUN }, RUN_ID), RUN);
     assert.equal(runIdOf({ id: RUN, status: "complete" }, RUN_ID), RUN);
+    assert.equal(runIdOf({ run: { id: RUN, status: "complete" }, label: "train.py:10" }, RUN_ID), RUN);
     assert.equal(runIdOf(undefined, RUN_ID), undefined);
   });
 
   it("refuses anything else in one line", () => {
-    for (const bad of ["../../etc", 12, { runId: "a/b" }, {}]) {
+    for (const bad of ["../../etc", 12, { runId: "a/b" }, {}, { run: { id: "../x" } }, { run: "r1" }]) {
       const got = runIdOf(bad, RUN_ID);
       assert.ok(typeof got === "object" && /run id/.test(got.refused), JSON.stringify(bad));
     }
