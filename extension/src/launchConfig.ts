@@ -3,11 +3,23 @@
 //
 // A configuration is used only when it runs the profiled file: its `program` is the file, or its
 // `module` resolves to the file (`pkg.train` → `pkg/train.py` or `pkg/train/__main__.py` under its
-// `cwd` or the workspace folder). A launcher module such as `torch.distributed.run` runs some other
-// file, so it never matches. Its `python`, `envFile`, `env`, `args` and `cwd` apply, with the
-// variables of VS Code's launch configurations expanded; a variable that cannot be expanded here
-// (`${input:…}`, `${command:…}`, an unset `${env:…}` is fine: empty) is a problem said in one line.
+// `cwd` or the workspace folder). A configuration that runs a launcher module (torchrun:
+// `torch.distributed.run`) runs the file when the file is among the launcher's arguments (a script
+// path, or a module after torchrun's `-m`): the launcher's own arguments before it become the
+// `launcher`, the ones after it the program's, and the server starts the ranks through torchrun.
+// Its `python`, `envFile`, `env`, `args` and `cwd` apply, with the variables of VS Code's launch
+// configurations expanded; a variable that cannot be expanded here (`${input:…}`, `${command:…}`,
+// an unset `${env:…}` is fine: empty) is a problem said in one line.
 import * as path from "path";
+
+/** Modules that start the program's processes themselves (torchrun and its predecessor). */
+export const LAUNCHER_MODULES = ["torch.distributed.run", "torch.distributed.launch"];
+
+/** A launcher the program runs under: `python -m <module> <args…> <program> <program args…>`. */
+export interface Launcher {
+  module: string;
+  args: string[];
+}
 
 /** What the server accepts as `launch` in the stepscope.profile arguments, plus the interpreter. */
 export interface LaunchOptions {
@@ -19,6 +31,8 @@ export interface LaunchOptions {
   cwd?: string;
   /** The configuration's `python`: the interpreter that runs the program. */
   python?: string;
+  /** The launcher that starts the program's processes, when the configuration runs one. */
+  launcher?: Launcher;
 }
 
 export interface WorkspaceFolderInfo {
@@ -145,6 +159,32 @@ export function parseEnvFile(text: string, env: Record<string, string | undefine
   return out;
 }
 
+/** Where a launcher's arguments name `file`: the launcher's own arguments before it, the program (a
+ * script path, or a module after `-m` / `--module`) and the program's arguments after it. */
+export function launchedProgram(args: string[], roots: string[], file: string, isFile: (file: string) => boolean):
+    { launcherArgs: string[]; program?: string; module?: string; programArgs: string[] } | undefined {
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (arg.startsWith("-")) {
+      continue;
+    }
+    const before = args.slice(0, i);
+    if (before.includes("--no-python") || before.includes("--no_python")) {
+      return undefined;  // the program is not a Python file: not a step Stepscope can instrument
+    }
+    const asModule = before.includes("-m") || before.includes("--module");
+    const runs = asModule ? moduleFile(arg, roots, isFile) === file : roots.some((root) => path.resolve(root, arg) === file);
+    if (runs) {
+      return {
+        launcherArgs: before.filter((a) => !(asModule && (a === "-m" || a === "--module"))),
+        ...(asModule ? { module: arg } : { program: file }),
+        programArgs: args.slice(i + 1),
+      };
+    }
+  }
+  return undefined;
+}
+
 function strings(value: unknown): string[] | undefined {
   return Array.isArray(value) ? value.filter((a): a is string => typeof a === "string") : undefined;
 }
@@ -166,16 +206,26 @@ export function resolveLaunch(configurations: unknown, context: LaunchContext): 
       const cwd = typeof entry.cwd === "string" ? inFolder(expand(entry.cwd)) : undefined;
       let program: string | undefined;
       let module: string | undefined;
+      let args = strings(entry.args)?.map(expand);
+      let launcher: Launcher | undefined;
+      const roots = [...new Set([cwd ?? context.folder.path, context.folder.path])];
       if (typeof entry.program === "string") {
         program = inFolder(expand(entry.program));
         if (program !== context.file) {
           continue;
         }
+      } else if (typeof entry.module === "string" && LAUNCHER_MODULES.includes(expand(entry.module))) {
+        const launched = launchedProgram(args ?? [], roots, context.file, context.isFile);
+        if (!launched) {
+          continue;  // the launcher runs another file
+        }
+        ({ program, module } = launched);
+        launcher = { module: expand(entry.module), args: launched.launcherArgs };
+        args = launched.programArgs;
       } else if (typeof entry.module === "string") {
         module = expand(entry.module);
-        const roots = [...new Set([cwd ?? context.folder.path, context.folder.path])];
         if (moduleFile(module, roots, context.isFile) !== context.file) {
-          continue;  // another file, or a launcher (torch.distributed.run): not this file's run
+          continue;  // another file: not this file's run
         }
       } else {
         continue;
@@ -201,7 +251,7 @@ export function resolveLaunch(configurations: unknown, context: LaunchContext): 
       const command = typeof entry.python === "string" && entry.python.trim() ? expand(entry.python.trim()) : undefined;
       const python = command && /[\\/]/.test(command) ? inFolder(command) : command;
       return {
-        options: { name, program, module, args: strings(entry.args)?.map(expand), env, cwd, python },
+        options: { name, program, module, args, env, cwd, python, ...(launcher ? { launcher } : {}) },
       };
     } catch (error) {
       if (error instanceof UnknownVariable) {

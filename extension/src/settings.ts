@@ -1,7 +1,7 @@
 // Every Stepscope setting is read here, so the rest of the client never touches the raw configuration.
 import * as os from "os";
 import * as vscode from "vscode";
-import { chooseInterpreter } from "./settingsRules";
+import { chooseInterpreter, settingsOfSection } from "./settingsRules";
 
 export const SECTION = "stepscope";
 
@@ -16,26 +16,14 @@ export interface Settings {
 }
 
 /**
- * `stepscope.profile.*`: what Profile This Step captures, as the flags of `stepscope profile`.
- * The types are those package.json declares, but VS Code hands over whatever settings.json holds;
- * the server checks the values (with the CLI's own checks) and refuses a bad one in one line
- * naming the setting.
+ * `stepscope.profile.*`: what Profile This Step captures, as the flags of `stepscope profile`, by
+ * setting name (`warmup`, `allLines`, ...). The names are not listed here: they are every setting
+ * package.json declares under the section, and package.json is tested against the one declaration
+ * of the options (server/stepscope/capture/options.py). VS Code hands over whatever settings.json
+ * holds; the server checks names and values with the CLI's own checks and refuses a bad one in one
+ * line naming the setting.
  */
-export interface ProfileSettings {
-  wait: number;
-  warmup: number;
-  active: number;
-  repeat: number;
-  depth: number;
-  /** Seconds; 0: no limit. */
-  timeout: number;
-  /** Processes, one per rank (DDP scripts). */
-  nproc: number;
-  shapes: boolean;
-  stack: boolean;
-  memory: boolean;
-  allLines: boolean;
-}
+export type ProfileSettings = Record<string, unknown>;
 
 /**
  * Reads the settings for one resource. `config.get` returns package.json's default for a setting the
@@ -50,20 +38,12 @@ export function readSettings(resource?: vscode.Uri): Settings {
     interpreterScope: chosen.scope,
     showInlineTimings: config.get<boolean>("showInlineTimings", true),
     traceServer: config.get<Settings["traceServer"]>("trace.server", "off"),
-    profile: readProfileSettings(config),
+    profile: readProfileSettings(resource),
   };
 }
 
-const PROFILE_KEYS: (keyof ProfileSettings)[] = [
-  "wait", "warmup", "active", "repeat", "depth", "timeout", "nproc", "shapes", "stack", "memory", "allLines",
-];
-
-function readProfileSettings(config: vscode.WorkspaceConfiguration): ProfileSettings {
-  const settings: Partial<Record<keyof ProfileSettings, unknown>> = {};
-  for (const key of PROFILE_KEYS) {
-    settings[key] = config.get(`profile.${key}`);
-  }
-  return settings as ProfileSettings;
+function readProfileSettings(resource?: vscode.Uri): ProfileSettings {
+  return settingsOfSection(vscode.workspace.getConfiguration(`${SECTION}.profile`, resource));
 }
 
 /** True when a configuration change touches something the server is started with. */

@@ -38,3 +38,18 @@ export function expandHome(p: string, home: string): string {
   }
   return p;
 }
+
+/**
+ * The settings of one section, by name, from what `getConfiguration(section)` returns: an object
+ * holding every setting declared under the section (and any the user wrote there) beside its
+ * methods (`get`, `has`, `inspect`, `update`).
+ */
+export function settingsOfSection(section: object): Record<string, unknown> {
+  const settings: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(section)) {
+    if (typeof value !== "function") {
+      settings[name] = value;
+    }
+  }
+  return settings;
+}

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import * as path from "node:path";
 import { describe, it } from "node:test";
-import { expandVariables, LaunchContext, moduleFile, parseEnvFile, resolveLaunch } from "../src/launchConfig";
+import { expandVariables, LaunchContext, launchedProgram, moduleFile, parseEnvFile, resolveLaunch } from "../src/launchConfig";
 
 const WS = "/home/ana/my project";
 const FILE = `${WS}/pkg/train.py`;
@@ -83,14 +83,40 @@ describe("resolveLaunch", () => {
   });
 
   it("takes a module configuration only when the module is this file", () => {
-    const torchrun = { type: "debugpy", request: "launch", name: "ddp", module: "torch.distributed.run",
-      args: ["--nproc_per_node", "2", "pkg/train.py"] };
+    const torchrunOther = { type: "debugpy", request: "launch", name: "ddp eval", module: "torch.distributed.run",
+      args: ["--nproc_per_node", "2", "pkg/eval.py"] };
     const other = { type: "python", request: "launch", name: "eval", module: "pkg.eval" };
     const mine = { type: "python", request: "launch", name: "as module", module: "pkg.train" };
-    assert.equal(resolveLaunch([torchrun, other], context()), undefined);
-    const chosen = options(resolveLaunch([torchrun, other, mine], context()));
+    assert.equal(resolveLaunch([torchrunOther, other], context()), undefined);
+    const chosen = options(resolveLaunch([torchrunOther, other, mine], context()));
     assert.equal(chosen.name, "as module");
     assert.equal(chosen.module, "pkg.train");
+  });
+
+  it("runs this file through torchrun when a torchrun configuration names it", () => {
+    const ddp = { type: "debugpy", request: "launch", name: "ddp", module: "torch.distributed.run",
+      args: ["--nproc_per_node", "2", "--rdzv-endpoint", "${env:HEAD}:29500", "pkg/train.py", "--epochs", "3"],
+      env: { NCCL_DEBUG: "WARN" } };
+    assert.deepEqual(options(resolveLaunch([ddp], context({}, { env: { HEAD: "10.0.0.1" } }))), {
+      name: "ddp", program: FILE, module: undefined, args: ["--epochs", "3"], env: { NCCL_DEBUG: "WARN" },
+      cwd: undefined, python: undefined,
+      launcher: { module: "torch.distributed.run", args: ["--nproc_per_node", "2", "--rdzv-endpoint", "10.0.0.1:29500"] },
+    });
+    // torchrun's module form: `-m` is the launcher's flag; the program is the module, as Stepscope starts it
+    const asModule = { type: "debugpy", request: "launch", name: "ddp -m", module: "torch.distributed.launch",
+      args: ["-m", "--nproc_per_node=2", "pkg.train"] };
+    assert.deepEqual(options(resolveLaunch([asModule], context())).launcher,
+      { module: "torch.distributed.launch", args: ["--nproc_per_node=2"] });
+    assert.equal(options(resolveLaunch([asModule], context())).module, "pkg.train");
+  });
+
+  it("finds the program among a launcher's arguments, or nothing", () => {
+    const isFile = (f: string) => f === FILE;
+    assert.deepEqual(launchedProgram(["--standalone", FILE, "-v"], [WS], FILE, isFile),
+      { launcherArgs: ["--standalone"], program: FILE, programArgs: ["-v"] });
+    assert.equal(launchedProgram(["--nproc-per-node", "2", "eval.py"], [WS], FILE, isFile), undefined);
+    assert.equal(launchedProgram(["--no-python", "pkg/train.py"], [WS], FILE, isFile), undefined);
+    assert.equal(launchedProgram([], [WS], FILE, isFile), undefined);
   });
 
   it("reads the envFile, under the configuration's own env", () => {

@@ -1,7 +1,7 @@
 // The interpreter setting under workspace trust (settingsRules.ts).
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { chooseInterpreter, expandHome } from "../src/settingsRules";
+import { chooseInterpreter, expandHome, settingsOfSection } from "../src/settingsRules";
 
 describe("chooseInterpreter", () => {
   it("prefers the folder's value, then the workspace's, then the user's, in a trusted workspace", () => {
@@ -29,5 +29,15 @@ describe("chooseInterpreter", () => {
     assert.equal(expandHome("~/x/~", "/h"), "/h/x/~");
     assert.equal(expandHome("/a/~b", "/h"), "/a/~b");
     assert.equal(expandHome("~other/x", "/h"), "~other/x");
+  });
+});
+
+describe("settingsOfSection", () => {
+  it("keeps every setting of the section, declared or not, and none of its methods", () => {
+    const section = {
+      warmup: 3, allLines: false, typo: "x",
+      get: () => undefined, has: () => true, inspect: () => undefined, update: async () => undefined,
+    };
+    assert.deepEqual(settingsOfSection(section), { warmup: 3, allLines: false, typo: "x" });
   });
 });

@@ -44,5 +44,5 @@ def test_summary_of_an_inference_step():
               "regions": [{"label": "ss:f0:3"}],
               "evidence": {"ops": [{"name": "aten::addmm", "self_ms": 1.0, "file": "a.py", "line": 3}]}}
     contents = describe_step(report)
-    assert contents == {"batch_read": False, "transfer": False, "forward": True, "backward": False,
+    assert contents == {"replays_graph": False, "batch_read": False, "transfer": False, "forward": True, "backward": False,
                         "optimizer_step": False, "kind": "inference", "summary": "forward"}

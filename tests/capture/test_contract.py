@@ -83,7 +83,7 @@ def _spec(**changes) -> AgentSpec:
     fields = dict(
         mode="profile", run_dir="/ws/.stepscope/runs/r", root="/ws", entry=Entry("script", path="/ws/train.py"),
         argv=("--steps", "3"), target=Target("/ws/train.py", line=12), scenario={"note": None},
-        distributed=Distributed(world_size=2, launcher="stepscope --nproc 2", omp_num_threads="1"),
+        distributed=Distributed(world_size=None, launcher="torchrun --nproc-per-node 2"),
         profile=ProfileOptions(schedule=Schedule(wait=0, warmup=1, active=3), shapes=True, bound_regions=False),
     )
     return AgentSpec(**{**fields, **changes})
@@ -108,7 +108,9 @@ def _broken(change) -> dict:
 @pytest.mark.parametrize(("change", "message"), [
     (lambda d: d.pop("profile"), "spec: missing field 'profile'"),
     (lambda d: d["profile"].pop("depth"), "spec.profile: missing field 'depth'"),
-    (lambda d: d.update(schema_version=1), "schema version 1, this agent reads version 2"),
+    (lambda d: d.update(schema_version=protocol.SCHEMA_VERSION + 1),
+     f"schema version {protocol.SCHEMA_VERSION + 1}, this agent reads version {protocol.SCHEMA_VERSION}"),
+    (lambda d: d["distributed"].update(world_size="2"), "spec.distributed.world_size must be int, got str"),
     (lambda d: d.update(mode="trace"), "mode 'trace' is not one of profile, measure"),
     (lambda d: d.update(mode="measure"), "mode 'measure' needs its measure options"),
     (lambda d: d.update(measure={"warmup": 1, "passes": 0, "seed": 0, "value": None}),
@@ -132,7 +134,7 @@ def test_the_options_have_one_set_of_defaults():
     # the CLI's documented defaults (PRODUCT.md): --wait 1 --warmup 2 --active 5 --repeat 1 --depth 2
     assert dataclasses.asdict(ProfileOptions()) == {
         "schedule": {"wait": 1, "warmup": 2, "active": 5, "repeat": 1}, "depth": 2, "line_regions": True,
-        "bound_regions": True, "shapes": False, "stack": False, "memory": False, "cpu_only": False,
+        "bound_regions": True, "shapes": False, "stack": False, "memory": False, "compile_records": True, "cpu_only": False,
         "run_to_end": False}
 
 
@@ -143,8 +145,9 @@ def test_schedule_phases(index: int, phase: str):
 
 
 # -- events -------------------------------------------------------------------------------------
-EVENTS = [StartedEvent(pid=42, rank=1), StartedEvent(pid=42), StepEvent(index=3, phase="warmup"),
-          WindowCompleteEvent(active_steps=5, traces=("/r/trace.json",)), FailedEvent(reason="boom", exit=3),
+EVENTS = [StartedEvent(pid=42, host="node7", rank=1, world_size=16, node=0, restart=2), StartedEvent(pid=42),
+          StepEvent(index=3, phase="warmup"), WindowCompleteEvent(active_steps=5, traces=("/r/trace.json",)),
+          FailedEvent(reason="boom", exit=3, at=1790000000.25),
           FinishedEvent(exit=0, traces=("/r/trace.json", "/r/trace-1.json"))]
 
 
@@ -183,3 +186,64 @@ def test_the_events_pipe_is_taken_out_of_the_environment(tmp_path):
     with os.fdopen(read_fd) as f:
         assert [protocol.decode_event(line) for line in f] == [StepEvent(index=0, phase="wait")]
     assert isinstance(protocol.open_event_sink({}), protocol.NullSink)
+
+
+def test_a_launched_agents_events_are_appended_to_its_rank_file(tmp_path):
+    from stepscope.capture.launchers.events import EventFiles
+
+    environ: dict = {}
+    sink = protocol.open_event_sink(environ, run_dir=str(tmp_path), rank=3)
+    sink.send(StartedEvent(pid=1, rank=3))
+    files = EventFiles(tmp_path)
+    assert files.poll() == [(3, StartedEvent(pid=1, rank=3))]
+    sink.close()
+    # a restarted group's agent of the same rank appends; nothing written before is lost or read twice
+    again = protocol.open_event_sink(environ, run_dir=str(tmp_path), rank=3)
+    again.send(StartedEvent(pid=2, rank=3, restart=1))
+    again.close()
+    assert files.poll() == [(3, StartedEvent(pid=2, rank=3, restart=1))]
+    assert (tmp_path / "events-rank3.jsonl").read_text().count("\n") == 2
+    # a line still being written is read once it is whole; a file that appears later is found
+    with open(tmp_path / "events-rank0.jsonl", "w") as f:
+        f.write(protocol.encode_event(StepEvent(index=0, phase="wait")) + '{"event": "step", "ind')
+    assert files.poll() == [(0, StepEvent(index=0, phase="wait"))]
+    with open(tmp_path / "events-rank0.jsonl", "a") as f:
+        f.write('ex": 1, "phase": "warmup"}\nnot an event\n')
+    assert files.poll() == [(0, StepEvent(index=1, phase="warmup"))]
+    assert files.poll() == []
+
+
+def test_an_unwritable_events_file_drops_events_and_the_program_goes_on(tmp_path):
+    sink = protocol.open_event_sink({}, run_dir=str(tmp_path / "gone"), rank=0)
+    sink.send(StepEvent(index=0, phase="wait"))
+    sink.close()
+
+
+# -- the launcher's environment -----------------------------------------------------------------
+@pytest.mark.parametrize(("environ", "expected"), [
+    # torchrun's worker environment
+    ({"RANK": "5", "LOCAL_RANK": "1", "GROUP_RANK": "2", "WORLD_SIZE": "8", "LOCAL_WORLD_SIZE": "2",
+      "TORCHELASTIC_RESTART_COUNT": "0"}, protocol.Placement("torchrun", 5, 8, 1, 2, 0)),
+    # srun's task environment (as srun sets it: no RANK, no WORLD_SIZE)
+    ({"SLURM_PROCID": "3", "SLURM_LOCALID": "1", "SLURM_NODEID": "1", "SLURM_NTASKS": "4", "SLURM_JOB_ID": "77",
+      "SLURM_STEP_NUM_TASKS": "4"}, protocol.Placement("srun", 3, 4, 1, 1, 0)),
+    # torchrun started by srun, one task per node: the workers' ranks are torchrun's
+    ({"SLURM_PROCID": "1", "SLURM_NODEID": "1", "SLURM_NTASKS": "2", "RANK": "6", "LOCAL_RANK": "2",
+      "GROUP_RANK": "1", "WORLD_SIZE": "8", "TORCHELASTIC_RESTART_COUNT": "1"}, protocol.Placement("torchrun", 6, 8, 2, 1, 1)),
+    ({"OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_LOCAL_RANK": "0", "OMPI_COMM_WORLD_SIZE": "4"},
+     protocol.Placement("mpirun (Open MPI)", 2, 4, 0, None, 0)),
+    ({"RANK": ""}, None),
+    ({"PATH": "/usr/bin"}, None),
+])
+def test_the_rank_comes_from_the_launchers_environment(environ: dict, expected):
+    assert protocol.placement(environ) == expected
+
+
+@pytest.mark.parametrize(("environ", "message"), [
+    ({"RANK": "one"}, "RANK='one' set by torchrun is not a whole number"),
+    ({"SLURM_PROCID": "0", "SLURM_NTASKS": "x"}, "SLURM_NTASKS='x' set by srun is not a whole number"),
+    ({"RANK": "-1"}, "RANK='-1' set by torchrun is negative"),
+])
+def test_a_launcher_variable_that_is_no_number_is_refused_in_one_line(environ: dict, message: str):
+    with pytest.raises(protocol.PlacementError, match=re.escape(message)):
+        protocol.placement(environ)

@@ -35,10 +35,10 @@ def test_no_flags_give_the_declared_defaults():
 def test_each_flag_sets_its_option():
     profile, run = _parse("--wait", "0", "--warmup", "3", "--active", "7", "--repeat", "2", "--depth", "0",
                           "--no-line-regions", "--all-lines", "--shapes", "--stack", "--memory", "--cpu-only",
-                          "--run-to-end", "--timeout", "2.5", "--nproc", "3")
+                          "--no-compile-records", "--run-to-end", "--timeout", "2.5", "--nproc", "3")
     assert profile == ProfileOptions(schedule=Schedule(wait=0, warmup=3, active=7, repeat=2), depth=0,
                                      line_regions=False, bound_regions=False, shapes=True, stack=True, memory=True,
-                                     cpu_only=True, run_to_end=True)
+                                     compile_records=False, cpu_only=True, run_to_end=True)
     assert run == RunOptions(timeout=2.5, nproc=3) and run.timeout_s == 2.5
     assert RunOptions().timeout_s is None  # 0: no limit
 
@@ -119,7 +119,6 @@ def test_a_launcher_module_is_refused_before_anything_runs(workspace: Path):
     r = run_stepscope("profile", "train_cpu.py", "-m", "torch.distributed.run", cwd=workspace)
     assert r.returncode == 2
     assert r.stderr.strip() == (
-        "stepscope: torch.distributed.run is a launcher, and Stepscope cannot profile through a launcher yet: "
-        "start the script itself, and Stepscope starts one process per rank (--nproc N, or the setting "
-        "stepscope.profile.nproc)")
+        "stepscope: torch.distributed.run is a launcher, not the program: give it as the launcher "
+        "(--launcher \"python -m torch.distributed.run …\") and the script as the program")
     assert not (workspace / ".stepscope").exists()

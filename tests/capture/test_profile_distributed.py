@@ -1,10 +1,11 @@
-"""`stepscope profile --nproc N`: one process per rank, as torchrun starts them, one trace per rank and
-one report; a failing, hanging or cancelled rank ends the run with every rank stopped (real torch on
-the CPU, gloo backend, 2 ranks)."""
+"""`stepscope profile --nproc N`: torchrun itself starts one process per rank on this machine, one trace
+per rank and one report; a failing, hanging or cancelled rank ends the run with every rank stopped
+(real torch and torchrun on the CPU, gloo backend, 2 ranks)."""
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import run_stepscope
+from ..conftest import REPO, run_stepscope
 
 pytestmark = pytest.mark.torch
 
@@ -93,12 +94,15 @@ def test_two_ranks_give_one_trace_each_and_one_report(workspace: Path, pids_file
     report = json.loads(r.stdout)  # exactly one JSON document on stdout
     run = _only_run(workspace)
 
-    # one trace per rank, each rank's own records and log; no file shared by two processes
+    # one trace per rank, each rank's own records and events; no file written by two processes; the
+    # agent every rank ran is the run's own copy
     assert sorted(p.name for p in run.iterdir()) == [
-        "files-rank0.json", "files-rank1.json", "files.json", "program-rank0.log", "program-rank1.log",
-        "report.json", "scenario-rank0.json", "scenario-rank1.json", "scenario.json", "spec.json", "status.json",
-        "timeline-rank0.json", "timeline-rank1.json", "timings-rank0.json", "timings-rank1.json", "trace-rank0.json",
-        "trace-rank1.json"]
+        "agent", "events-rank0.jsonl", "events-rank1.jsonl", "files-rank0.json", "files-rank1.json", "files.json",
+        "program.log", "report.json", "scenario-rank0.json", "scenario-rank1.json", "scenario.json", "spec.json",
+        "status.json", "timeline-rank0.json", "timeline-rank1.json", "timings-rank0.json", "timings-rank1.json",
+        "trace-rank0.json", "trace-rank1.json"]
+    assert sorted(p.name for p in (run / "agent").iterdir()) == sorted(
+        p.name for p in (REPO / "server" / "stepscope" / "agent").glob("*.py"))
     assert report["traces"] == [str(run / "trace-rank0.json"), str(run / "trace-rank1.json")]
 
     # each rank's own ms/step, the slowest named; the headline is rank 0's
@@ -115,29 +119,38 @@ def test_two_ranks_give_one_trace_each_and_one_report(workspace: Path, pids_file
     for entry in report["ranks"]:
         assert ("ddp.py", backward) in {(Path(e["file"]).name, e["line"]) for e in entry["lines"]}
 
-    # the scenario says it was a distributed run of 2 ranks that formed a gloo group
+    # the scenario says it was a run of 2 ranks started by torchrun that formed a gloo group
     distributed = report["scenario"]["distributed"]
-    assert distributed["world_size"] == 2 and distributed["rank"] == 0
+    assert distributed["world_size"] == 2 and distributed["rank"] == 0 and distributed["started_by"] == "torchrun"
+    assert distributed["launcher"].endswith("-m torch.distributed.run --standalone --nproc-per-node 2 --tee 3")
+    assert distributed["omp_num_threads"] == "1"  # torchrun's default with several processes on a node
     assert distributed["process_group"] == {"backend": "gloo", "rank": 0, "world_size": 2}
     assert [(e["rank"], e["exit"], e["record"]) for e in distributed["ranks"]] == [
         (0, 0, "scenario-rank0.json"), (1, 0, "scenario-rank1.json")]
     rank1 = json.loads((run / "scenario-rank1.json").read_text())
     assert rank1["machine"]["rank"] == 1 and rank1["distributed"]["local_rank"] == 1
-    assert json.loads((run / "status.json").read_text())["status"] == "complete"
+    assert rank1["distributed"]["node"] == 0
+    status = json.loads((run / "status.json").read_text())
+    assert status["status"] == "complete" and [e["rank"] for e in status["ranks"]] == [0, 1]
 
-    # every rank got torchrun's environment; its output is in its own log and on stderr, prefixed
+    # every rank got torchrun's environment; the output is in program.log and on stderr, prefixed by rank
     for rank in (0, 1):
-        env = f"env RANK={rank} LOCAL_RANK={rank} WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 STEPSCOPE_RUN=1"
-        assert env in (run / f"program-rank{rank}.log").read_text()
+        env = f"env RANK={rank} LOCAL_RANK={rank} WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR="
+        assert f"[rank {rank}] {env}" in (run / "program.log").read_text()
         assert f"[rank {rank}] {env}" in r.stderr
     _assert_all_gone(pids_file, 2)
 
 
-def test_the_ddp_example_profiles_on_two_ranks(workspace: Path):
-    r = run_stepscope("profile", "train_ddp.py", "--nproc", "2", "--json", *FAST, cwd=workspace)
+def test_the_ddp_example_profiles_under_the_users_torchrun_command(workspace: Path, monkeypatch: pytest.MonkeyPatch):
+    # torchrun found on PATH, as in the user's activated environment
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    r = run_stepscope("profile", "train_ddp.py", "--launcher", "torchrun --nproc-per-node 2", "--json", *FAST,
+                      "--", "--steps", "12", cwd=workspace)
     assert r.returncode == 0, r.stderr
     report = json.loads(r.stdout)
     assert [entry["rank"] for entry in report["ranks"]] == [0, 1]
+    assert report["scenario"]["distributed"]["launcher"] == "torchrun --nproc-per-node 2"
+    assert report["scenario"]["program"]["args"] == ["--steps", "12"]
     backward = _line_of(workspace / "train_ddp.py", "loss.backward()")
     assert ("train_ddp.py", backward) in {(Path(e["file"]).name, e["line"]) for e in report["lines"]}
     assert report["scenario"]["observed"]["data_source"]["kind"] == "DataLoader"
@@ -173,14 +186,17 @@ def test_a_rank_that_never_reaches_the_step_exits_6_naming_it(workspace: Path, p
 def test_the_time_limit_stops_every_rank_and_says_where_each_was(workspace: Path, pids_file: Path):
     _ddp_program(workspace, "hang.py", fail="if rank == 1 and i == 1: time.sleep(3600)")
     start = time.monotonic()
-    r = run_stepscope("profile", "hang.py", "--nproc", "2", "--timeout", "15", *FAST, cwd=workspace, timeout=120)
+    r = run_stepscope("profile", "hang.py", "--nproc", "2", "--timeout", "30", *FAST, cwd=workspace, timeout=120)
     assert r.returncode == 4, r.stderr
-    assert "time limit of 15 s reached; all 2 ranks and their workers were stopped" in r.stderr
+    assert "time limit of 30 s reached; the launcher and every rank it started were stopped" in r.stderr
     assert "rank 0 in step 3 (active)" in r.stderr  # waiting for rank 1 in the gradients' all-reduce
     assert "rank 1 in step 2 (active)" in r.stderr
-    assert time.monotonic() - start < 60
+    assert time.monotonic() - start < 80
     _assert_all_gone(pids_file, 2)
-    assert json.loads((_only_run(workspace) / "status.json").read_text())["status"] == "timeout"
+    status = json.loads((_only_run(workspace) / "status.json").read_text())
+    assert status["status"] == "timeout"
+    assert [(e["rank"], e["exit"]) for e in status["ranks"]] == [(0, None), (1, None)]
+    assert status["ranks"][1]["reason"] == "stopped in step 2 (active): time limit reached"
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
@@ -199,7 +215,7 @@ def test_a_signal_to_stepscope_cancels_every_rank(workspace: Path, pids_file: Pa
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 130, stderr
-    assert "cancelled; all 2 ranks and their workers were stopped" in stderr
+    assert "cancelled; the launcher and every rank it started were stopped" in stderr
     assert stdout == ""  # no report for a cancelled run
     _assert_all_gone(pids_file, 2)
     run = _only_run(workspace)

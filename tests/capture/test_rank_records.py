@@ -14,7 +14,7 @@ from stepscope.workspace import RunFolder
 
 from ..analysis.kineto_synth import Synth
 
-OK_ENDINGS = [{"exit": 0, "reason": None}, {"exit": 0, "reason": None}]
+OK_ENDINGS = {0: {"exit": 0, "reason": None}, 1: {"exit": 0, "reason": None}}
 
 
 def _record(rank: int, *, ms_to_first_step: float = 100.0) -> dict:
@@ -56,11 +56,12 @@ def test_without_rank_0s_record_the_lowest_rank_present_is_the_main_one(tmp_path
     run = tmp_path / "run"
     run.mkdir()
     _rank_files(run, 1, {"f0": "train.py"}, tmp_path)
-    endings = [{"exit": None, "reason": "stopped before its first step: rank 1 failed"}, {"exit": 3, "reason": "boom"}]
+    endings = {0: {"exit": None, "reason": "stopped before its first step: rank 1 failed"}, 1: {"exit": 3, "reason": "boom"}}
     write_run_records(RunFolder(run), 2, endings)
     scenario = json.loads((run / "scenario.json").read_text())
     assert scenario["distributed"]["rank"] == 1
     assert scenario["distributed"]["ranks"][0] == {"rank": 0, **endings[0], "record": None}
+    assert scenario["distributed"]["ranks"][1]["node"] is None  # the record (made up here) names no node
 
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -98,3 +99,24 @@ def test_each_rank_is_analysed_with_its_own_file_table_and_record(tmp_path: Path
     assert {(Path(e["file"]).name, e["line"]) for e in by_rank[0]["lines"]} == {("train.py", 5), ("a.py", 7)}
     assert {(Path(e["file"]).name, e["line"]) for e in by_rank[1]["lines"]} == {("train.py", 5), ("b.py", 7)}
     assert report["slowest_rank"] == 1
+
+
+def test_the_ranks_are_found_in_the_run_folder_when_the_world_size_is_unknown(tmp_path: Path):
+    """Under a launcher the world size is known once the ranks report: the ranks are those that wrote a
+    record or were heard of, plus any the launcher's world size says should have been there."""
+    run = tmp_path / "run"
+    run.mkdir()
+    _rank_files(run, 0, {"f0": "train.py"}, tmp_path)
+    _rank_files(run, 2, {"f0": "train.py"}, tmp_path)
+    write_run_records(RunFolder(run), None, {0: OK_ENDINGS[0], 1: {"exit": None, "reason": "stopped in step 2"}})
+    ranks = json.loads((run / "scenario.json").read_text())["distributed"]["ranks"]
+    assert [(e["rank"], e["exit"], e["record"]) for e in ranks] == [
+        (0, 0, "scenario-rank0.json"), (1, None, None), (2, None, "scenario-rank2.json")]
+    assert ranks[2]["reason"] == "no events were read from this rank"  # a record, but no events
+
+
+def test_a_run_whose_processes_had_no_rank_gets_no_merged_records(tmp_path: Path):
+    run = tmp_path / "run"
+    run.mkdir()
+    write_run_records(RunFolder(run), None, {None: {"exit": 0, "reason": None}})
+    assert not list(run.iterdir())

@@ -19,7 +19,7 @@ from stepscope.settings import settings_for
 from tests.analysis.kineto_synth import Synth, run_folder
 from tests.conftest import REPO, run_stepscope
 
-SYNC_LOOP = "import torch\nfor x in loader:\n    loss = model(x)\n    print(loss.item())\n"
+SYNC_LOOP = "import torch\nfor x in loader:\n    loss = model(x)\n    loss.backward()\n    print(loss.item())\n"
 
 
 def write(path: Path, text: str) -> Path:

@@ -128,3 +128,14 @@ def test_configured_thresholds_reach_the_report_and_its_notes(tmp_path: Path) ->
     report = analyze([run / "trace.json"])
     assert "dominant-op" not in kinds(report)
     assert any("bogus" in note for note in report["notes"])
+
+
+def test_the_text_names_stepscopes_regions_by_their_lines_and_the_programs_as_written(tmp_path: Path) -> None:
+    from stepscope.analysis.render import render_text
+
+    report = labelled_run(tmp_path, ["forward"])
+    text = render_text(report)
+    regions = text.split("regions, per step:")[1].split("\n\n")[0]
+    assert "ss:f0" not in regions, regions
+    assert f"train.py:{LOOP} (batch read)" in regions and "train.py:8 " in regions, regions
+    assert "  forward " in regions, regions

@@ -214,14 +214,19 @@ async def test_bad_run_ids_and_spoiled_run_folders_are_one_line_answers(client: 
 
 
 async def test_a_bad_tool_stepscope_table_is_said_once(client: LanguageClient, ws: Path):
-    (ws / "pyproject.toml").write_text('[tool.stepscope]\nselect = "SS101"\n')
+    # Both halves of the table through one loader: the rules' keys and the findings' thresholds.
+    (ws / "pyproject.toml").write_text('[tool.stepscope]\nselect = "SS101"\n[tool.stepscope.findings]\nsync-step-share = "high"\n')
+    # A table above the workspace folder is never read.
+    (ws.parent / "pyproject.toml").write_text('[tool.stepscope]\nignore = 3\n')
     for name in ("a.py", "b.py"):
         (ws / name).write_text("import torch\nfor i in range(3):\n    print(torch.ones(1).item())\n")
         uri = _open(client, ws / name)
         await _wait_for(lambda: uri in client.diagnostics, "diagnostics")
     said = [m.message for m in client.messages if "tool.stepscope" in m.message]
-    assert len(said) == 1, said
+    assert len(said) == 2, said
     assert "select must be a list of rule codes" in said[0] and said[0].startswith("Stepscope: ")
+    assert "sync-step-share" in said[1] or "sync_step_share" in said[1], said
+    assert not any(f"{ws.parent / 'pyproject.toml'}:" in m for m in said), said
     assert all(m.type == types.MessageType.Warning for m in client.messages if "tool.stepscope" in m.message)
 
 

@@ -252,7 +252,7 @@ async def test_quick_fixes_come_with_the_diagnostic(client: LanguageClient, ws: 
         import torch
         model = torch.nn.Linear(4, 4)
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        for step in range(10):
+        for step in range(1000):  # a loop of ten passes or fewer is a warm-up: no SS101
             loss = model(torch.randn(2, 4)).sum()
             loss.backward()
             opt.step()
@@ -384,16 +384,42 @@ async def test_a_bad_profile_setting_is_one_line_naming_the_setting(
     assert lenses
 
 
-@pytest.mark.parametrize("module", ["torch.distributed.run", "torch.distributed.launch"])
-async def test_a_launch_configuration_that_starts_a_launcher_is_refused_in_one_line(
-        client: LanguageClient, ws: Path, module: str):
+@pytest.mark.torch
+async def test_a_launch_configuration_that_runs_torchrun_profiles_every_rank(client: LanguageClient, ws: Path):
+    shutil.copy(EXAMPLE.with_name("train_ddp.py"), ws / "train_ddp.py")
+    uri = _open(client, ws / "train_ddp.py")
+    # as the client sends a torchrun configuration that names this file: the launcher's own arguments,
+    # then the program's
+    launch = {"name": "ddp", "program": str(ws / "train_ddp.py"), "args": ["--steps", "10"],
+              "launcher": {"module": "torch.distributed.run", "args": ["--nproc-per-node", "2"]}}
+    argument = {"uri": uri, "position": {"line": 58, "character": 8}, "python": sys.executable, "launch": launch,
+                "profile": {"wait": 0, "warmup": 1, "active": 3}}
+    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="stepscope.profile", arguments=[argument]))
+    report = _report(result)
+    assert [entry["rank"] for entry in report["ranks"]] == [0, 1]
+    assert report["scenario"]["distributed"]["launcher"] == (
+        f"{sys.executable} -m torch.distributed.run --nproc-per-node 2")
+    assert report["scenario"]["program"]["args"] == ["--steps", "10"]
+
+
+@pytest.mark.parametrize(("launch", "message"), [
+    ({"name": "ddp", "type": "debugpy", "module": "torch.distributed.run", "args": ["--nproc_per_node", "2", "x.py"]},
+     "launch configuration 'ddp' runs torch.distributed.run without naming train_cpu.py among its arguments: give "
+     "the launcher as `launcher` ({module, args}) and the script as the program"),
+    ({"name": "ddp", "program": "train_cpu.py", "launcher": {"module": "srun", "args": []}},
+     "launch configuration 'ddp': its launcher must be one of torch.distributed.run, torch.distributed.launch"),
+    ({"name": "ddp", "program": "train_cpu.py", "launcher": {"module": "torch.distributed.run", "args": []}},
+     "launch configuration 'ddp': a launcher and nproc > 1 cannot be combined: the launcher chooses how many "
+     "processes to start (set stepscope.profile.nproc to 1)"),
+])
+async def test_a_launch_configuration_the_server_cannot_run_is_refused_in_one_line(
+        client: LanguageClient, ws: Path, launch: dict, message: str):
     uri = _open(client, ws / "train_cpu.py")
-    launch = {"name": "ddp", "type": "debugpy", "module": module, "args": ["--nproc_per_node", "2", "train_cpu.py"]}
-    params = _profile_params(uri)
+    params = _profile_params(uri, {"nproc": 2})
     params.arguments[0]["launch"] = launch
     with pytest.raises(Exception) as failure:
         await client.workspace_execute_command_async(params)
     text = str(failure.value)
-    assert f"launch configuration 'ddp': {module} is a launcher, and Stepscope cannot profile through a launcher yet" \
-        in text and "stepscope.profile.nproc" in text and "\n" not in text
+    assert message in text and "\n" not in text
     assert not (ws / ".stepscope" / "runs").exists()  # refused before anything ran

@@ -42,8 +42,8 @@ def test_text_output_and_exit_codes(tmp_path: Path):
     bad = run_stepscope("check", "train.py", cwd=tmp_path)
     assert bad.returncode == 1
     assert bad.stdout == ("train.py:6:14: SS101 `.item()` copies the value to the host and waits "
-                          "for the device inside the step loop (line 2); keep the value on the "
-                          "device, read it after the loop or every N steps\n")
+                          "for the device in every step of the training loop (line 2); keep the "
+                          "value on the device, read it after the loop or every N steps\n")
     ok = run_stepscope("check", "clean.py", cwd=tmp_path)
     assert (ok.returncode, ok.stdout) == (0, "")
 
@@ -83,7 +83,7 @@ def test_sarif_is_valid_against_the_official_schema(tmp_path: Path):
     write(tmp_path, "train.py", SYNC_LOOP + "prof.export_chrome_trace('trace.json')\n")
     write(tmp_path, "broken.py", b"x = '\xff\xfe'\n")
     done = run_stepscope("check", "--format", "sarif", "--select", "SS", ".", cwd=tmp_path)
-    assert done.returncode == 1
+    assert done.returncode == 2  # broken.py could not be checked
     sarif = json.loads(done.stdout)
     schema = json.loads(SARIF_SCHEMA.read_text(encoding="utf-8"))
     jsonschema.validate(sarif, schema)
@@ -92,8 +92,10 @@ def test_sarif_is_valid_against_the_official_schema(tmp_path: Path):
     sync = next(r for r in results if r["ruleId"] == "SS101")
     region = sync["locations"][0]["physicalLocation"]["region"]
     assert (region["startLine"], region["startColumn"], region["endColumn"]) == (6, 14, 25)
-    notes = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"]
-    assert "broken.py" in notes[0]["message"]["text"]
+    (invocation,) = sarif["runs"][0]["invocations"]
+    assert invocation["executionSuccessful"] is False
+    (note,) = invocation["toolExecutionNotifications"]
+    assert note["level"] == "error" and "broken.py" in note["message"]["text"]
 
 
 def test_directories_respect_gitignore(tmp_path: Path):
@@ -142,23 +144,51 @@ def test_notebook_cells_are_checked_with_cell_numbers(tmp_path: Path):
     assert doc["diagnostics"][0]["cell"] == 3
 
 
-def test_unreadable_files_are_named_and_others_still_checked(tmp_path: Path):
+def test_unreadable_files_are_named_others_still_checked_and_exit_2(tmp_path: Path):
     write(tmp_path, "latin.py", b"x = '\xe9t\xe9'\n" + SYNC_LOOP.encode())
     write(tmp_path, "cookie.py", b"# -*- coding: latin-1 -*-\nx = '\xe9'\n" + SYNC_LOOP.encode())
     write(tmp_path, "nb.ipynb", b"{not json")
     done = run_stepscope("check", "latin.py", "cookie.py", "nb.ipynb", cwd=tmp_path)
-    assert done.returncode == 1  # cookie.py decodes and has the sync
-    assert done.stdout.startswith("cookie.py:8:")
+    assert done.returncode == 2  # two files could not be checked: the result is incomplete
+    assert done.stdout.startswith("cookie.py:8:")  # the readable one was checked all the same
     errors = [l for l in done.stderr.splitlines() if "not checked" in l]
     assert len(errors) == 2 and "latin.py" in errors[0] and "byte 0xe9" in errors[0]
+    assert "1 problem in 1 file(s) checked; 2 file(s) could not be checked" in done.stderr
     assert "Traceback" not in done.stderr
 
 
-def test_syntax_errors_do_not_stop_the_check(tmp_path: Path):
+def test_a_file_that_does_not_parse_is_not_counted_as_checked(tmp_path: Path):
     half_typed = SYNC_LOOP + "def broken(:\n"
     write(tmp_path, "half_typed.py", half_typed)
-    done = run_stepscope("check", "half_typed.py", cwd=tmp_path)
-    assert done.returncode == 1 and "SS101" in done.stdout and "Traceback" not in done.stderr
+    write(tmp_path, "train.py", SYNC_LOOP)
+    done = run_stepscope("check", "half_typed.py", "train.py", cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stdout.startswith("train.py:6:14: SS101")
+    assert "half_typed.py" not in done.stdout  # nothing reported from the part above the error
+    (error,) = [l for l in done.stderr.splitlines() if "not checked" in l]
+    assert error == "stepscope: half_typed.py:7: does not parse (line 7: invalid syntax); not checked"
+    doc = json.loads(run_stepscope("check", "--format", "json", ".", cwd=tmp_path).stdout)
+    assert doc["files_checked"] == 1
+    assert [(Path(e["path"]).name, e["line"]) for e in doc["errors"]] == [("half_typed.py", 7)]
+    sarif = json.loads(run_stepscope("check", "--format", "sarif", ".", cwd=tmp_path).stdout)
+    jsonschema.validate(sarif, json.loads(SARIF_SCHEMA.read_text(encoding="utf-8")))
+    (note,) = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert note["locations"][0]["physicalLocation"]["region"] == {"startLine": 7}
+    # even a file no rule could report anything on is refused when it does not parse
+    write(tmp_path, "other/plain.py", "x = (\n")
+    alone = run_stepscope("check", "other/plain.py", cwd=tmp_path)
+    assert alone.returncode == 2 and "plain.py:1: does not parse" in alone.stderr
+
+
+def test_a_notebook_cell_that_does_not_parse_is_named(tmp_path: Path):
+    cells = [{"cell_type": "code", "source": SYNC_LOOP},
+             {"cell_type": "code", "source": "def f(:\n    pass\n"},
+             {"cell_type": "code", "source": "%time x = 1\n!ls\n"}]
+    write(tmp_path, "nb.ipynb", json.dumps({"cells": cells, "nbformat": 4}))
+    done = run_stepscope("check", "nb.ipynb", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stdout.startswith("nb.ipynb:cell 1:6:14: SS101")  # the other cells were checked
+    assert "cell 2 (line 1: invalid syntax)" in done.stderr and "cell 3" not in done.stderr
 
 
 def test_pyproject_configuration_applies(tmp_path: Path):
@@ -218,3 +248,7 @@ def test_python_api_checks_paths_and_reports_unreadable_files(tmp_path: Path):
     assert [(Path(d.path).name, d.code, d.line) for d in diags] == [("train.py", "SS101", 6)]
     result = check_files([tmp_path / "pkg"], Config())
     assert result.files_checked == 1 and [Path(e.path).name for e in result.errors] == ["bad.py"]
+    write(tmp_path, "pkg/half.py", "for x in loader:\n    loss.backward(\n")
+    result = check_files([tmp_path / "pkg"], Config())
+    assert result.files_checked == 1
+    assert [(Path(e.path).name, e.line) for e in result.errors] == [("bad.py", None), ("half.py", 2)]

@@ -33,6 +33,9 @@ LINE_PIECES = [p for p in PIECES if "\n" not in p] + [
     "with profile(schedule=schedule(wait=0, warmup=0, active=2)) as prof: pass",
     "x = x.cuda()", "t = torch.ones(3).to('cuda')", "prof = torch.profiler.profile()", "",
     "@decorator", "def g(): pass", "class K: pass", "y = 1", "  ", "# comment",
+    "n_iter = 3", "n_iter = 30", "path = 'other.json'", "if os.path.isfile(path): pass",
+    "def log_loss(v): return v.item()", "log_loss(loss)", "prof.start()", "prof.stop()",
+    "with prof: pass", "assert torch.isfinite(loss).all()", "import tensorflow as tf",
 ]
 
 
@@ -131,7 +134,8 @@ def test_typing_in_a_function_updates_its_diagnostics_and_keeps_the_others():
     assert [(d.code, d.line) for d in found] == [("SS101", 8)]
     assert checker.last_was_incremental  # answered from the edited function alone
     both = typed.replace("out = model(x)", "out = model(x).cpu()")
-    assert [(d.code, d.line) for d in checker.check(both)] == [("SS101", 8), ("SS101", 13)]
+    # the second loop only runs the model: an evaluation loop, reported under SS103
+    assert [(d.code, d.line) for d in checker.check(both)] == [("SS101", 8), ("SS103", 13)]
     assert checker.last_was_incremental
     assert checker.check(TRAIN) == []
 

@@ -90,3 +90,716 @@ def test_ss201_counts_a_copy_to_the_host_as_synchronisation():
             return end_time - start_time
     """
     assert found(text, "SS201") == [(15, "end_time - start_time")]
+
+
+# ---- Shapes met on code the rules were not tuned on (issue: precise on unseen code) -----------
+# Each test is a small program of our own that reproduces a pattern found in public projects.
+
+TRAIN_STEP = """
+import torch
+
+def train(model, loader, optimizer, criterion, device):
+    for step, (x, y) in enumerate(loader):
+        out = model(x.to(device))
+        loss = criterion(out, y.to(device))
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        {body}
+"""
+
+
+def step_with(body: str) -> str:
+    return TRAIN_STEP.replace("{body}", body)
+
+
+def codes(text: str) -> list[tuple[str, int]]:
+    from .helpers import check
+
+    return [(d.code, d.line) for d in check(text)]
+
+
+def test_ss101_message_names_the_training_loop():
+    from .helpers import check
+
+    (diag,) = [d for d in check(step_with("total = loss.item()")) if d.code == "SS101"]
+    assert "in every step of the training loop (line 4)" in diag.message
+
+
+def test_ss101_an_evaluation_loop_is_ss103_and_says_so():
+    from .helpers import check
+
+    text = """
+        import torch
+        @torch.no_grad()
+        def evaluate(model, loader):
+            correct = 0
+            for x, y in loader:
+                pred = model(x.cuda()).argmax(1)
+                correct += (pred == y.cuda()).sum().item()
+            return correct
+    """
+    (diag,) = [d for d in check(text) if d.code.startswith("SS10")]
+    assert diag.code == "SS103" and diag.line == 7
+    assert "evaluation or inference loop (line 5)" in diag.message
+    assert found(text, "SS101") == []
+
+
+def test_ss101_a_loop_through_step_helpers_is_training():
+    text = """
+        import torch
+        def fit(self, loader):
+            for batch in loader:
+                loss = self.run_forward(batch)
+                self.run_backward(loss)
+                self.run_optimizer_step()
+                self.log(loss.item())
+    """
+    assert found(text, "SS101") == [(7, "loss.item()")]
+
+
+def test_ss101_leaves_cpu_tensors_from_the_loader_alone():
+    # DLRM-like: the target comes straight from the loader and is moved only inside a helper
+    body = "T = T.detach().cpu().numpy()\n        acc = (out.detach().cpu().numpy().round() == T).mean()"
+    text = step_with(body).replace("for step, (x, y) in enumerate(loader):",
+                                   "for step, (x, T) in enumerate(loader):").replace(
+        "y.to(device)", "T.to(device)")
+    assert found(text, "SS101") == [(11, "out.detach().cpu()")]
+
+
+def test_ss101_leaves_numpy_values_alone():
+    body = "arr = out.detach().cpu().numpy()\n        vals = [round(v.item(), 4) for v in arr[0]]"
+    assert found(step_with(body), "SS101") == [(10, "out.detach().cpu()")]
+
+
+def test_ss101_not_for_a_value_read_once_before_leaving_the_loop():
+    body = ("if step == 100:\n            print(loss.item())\n"
+            "        if step >= 1000:\n            final = loss.item()\n            break")
+    assert found(step_with(body), "SS101") == []
+
+
+def test_ss101_not_for_printed_strings_floats_or_debug_flags():
+    body = ("print('step done')\n        print(f'lr {optimizer.param_groups[0][\"lr\"]:.4f}')\n"
+            "        if args.debug:\n            print(loss.item())\n"
+            "        if args.print_loss:\n            print(f'loss {loss}')")
+    assert found(step_with(body), "SS101") == []
+
+
+def test_ss101_not_in_a_short_warm_up_loop_or_a_test():
+    warm_up = """
+        import torch
+        def warm_up(model, x, opt):
+            for _ in range(3):
+                loss = model(x).sum()
+                loss.backward()
+                opt.step()
+                torch.cuda.synchronize()
+    """
+    assert found(warm_up, "SS101") == []
+    named = warm_up.replace("range(3)", "range(n_iter)").replace(
+        "def warm_up(model, x, opt):", "def warm_up(model, x, opt):\n            n_iter = 5")
+    assert found(named, "SS101") == []
+    from stepscope.rules import Config
+    from stepscope.rules.engine import check_source
+
+    from .helpers import src
+
+    in_test = step_with("total = loss.item()")
+    assert check_source(src(in_test), "/project/tests/test_train.py", Config()) == []
+    as_test_function = in_test.replace("def train(", "def test_train(")
+    assert found(as_test_function, "SS101") == []
+
+
+def test_ss101_reports_the_optimizer_step_of_gradient_accumulation():
+    text = step_with("").replace(
+        "        optimizer.step()\n        optimizer.zero_grad()\n",
+        "        if (step + 1) % accum_steps == 0:\n"
+        "            optimizer.step()\n            optimizer.zero_grad()\n"
+        "            logged = loss.item()\n")
+    from .helpers import check
+
+    (diag,) = [d for d in check(text) if d.code == "SS101"]
+    assert diag.line == 11 and "every optimizer step" in diag.message
+    assert "every batch when gradient accumulation is 1" in diag.message
+    periodic = text.replace("% accum_steps", "% log_every")
+    assert found(periodic, "SS101") == []  # a logging period, not the optimizer step
+
+
+def test_ss101_reports_assert_while_and_math_on_a_tensor_every_step():
+    body = ("assert torch.isfinite(loss).all(), 'diverged'\n"
+            "        while loss > 10:\n            loss = loss / 2\n"
+            "        if math.isnan(loss):\n            raise RuntimeError('nan')")
+    text = step_with(body).replace("import torch", "import math\nimport torch")
+    assert [t for _, t in found(text, "SS101")] == [
+        "torch.isfinite(loss).all()", "loss > 10", "math.isnan(loss)"]
+
+
+def test_ss101_bool_of_a_tensor_stays_a_sync():
+    assert found(step_with("stop = bool(loss < 0.01)"), "SS101") == [(10, "bool(loss < 0.01)")]
+
+
+def test_ss101_other_frameworks_are_left_alone():
+    text = """
+        import tensorflow as tf
+        for x, y in dataset:
+            with tf.GradientTape() as tape:
+                loss = model(x)
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.step()
+            print(loss.numpy())
+    """
+    assert found(text, "SS101") == []
+
+
+# ---- SS102 ------------------------------------------------------------------------------------
+def test_ss102_one_sync_before_each_clock_reading_back_to_back():
+    text = """
+        import time, torch
+        def compare(reference, fused, n):
+            torch.cuda.synchronize()
+            t1 = time.time()
+            reference(n)
+            torch.cuda.synchronize()
+            t2 = time.time()
+            fused(n)
+            torch.cuda.synchronize()
+            t3 = time.time()
+            return t2 - t1, t3 - t2
+    """
+    assert found(text, "SS102") == []
+
+
+def test_ss102_sync_start_one_call_sync_stop_inside_a_profiler():
+    text = """
+        import time, torch
+        def once(fn, x):
+            with torch.profiler.profile() as prof:
+                torch.cuda.synchronize()
+                start = time.time()
+                fn(x)
+                torch.cuda.synchronize()
+                elapsed = time.time() - start
+            return elapsed
+    """
+    assert found(text, "SS102") == []
+
+
+def test_ss102_still_reports_a_sync_after_each_operation():
+    text = """
+        import time, torch
+        def timed(encoder, decoder, head, x):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            a = encoder(x)
+            torch.cuda.synchronize()
+            b = decoder(a)
+            torch.cuda.synchronize()
+            c = head(b)
+            torch.cuda.synchronize()
+            return time.perf_counter() - t0
+    """
+    assert found(text, "SS102") == [(8, "torch.cuda.synchronize()")]
+
+
+# ---- SS201 ------------------------------------------------------------------------------------
+def test_ss201_not_around_work_that_is_not_on_the_device():
+    text = """
+        import time, torch
+        def wait_for_rollout(self):
+            t0 = time.perf_counter()
+            trajectory = self.rollout_queue.get(timeout=0.5)
+            trajectory = trajectory.to(self._device)
+            waited = time.perf_counter() - t0
+            t1 = time.perf_counter()
+            compiled = torch.compile(self.model)
+            compiled(trajectory)
+            compile_time = time.perf_counter() - t1
+            t2 = time.perf_counter()
+            while not self.replay_buffer:
+                self.policy(trajectory)
+            generation = time.perf_counter() - t2
+            return waited, compile_time, generation
+    """
+    assert found(text, "SS201") == []
+
+
+def test_ss201_not_when_a_host_read_inside_already_waits():
+    text = """
+        import math, time, torch
+
+        def log_loss(loss):
+            return loss.item()
+
+        def step(model, x, writer, metric):
+            t0 = time.perf_counter()
+            loss = model(x.cuda()).sum()
+            log_loss(loss)
+            a = time.perf_counter() - t0
+            t1 = time.perf_counter()
+            loss = model(x.cuda()).sum()
+            if math.isnan(loss):
+                raise RuntimeError
+            b = time.perf_counter() - t1
+            t2 = time.perf_counter()
+            metric.update(model(x.cuda()))
+            acc = metric.compute()
+            c = time.perf_counter() - t2
+            t3 = time.perf_counter()
+            loss = model(x.cuda()).sum()
+            writer.add_scalar("loss", loss.data, 0)
+            d = time.perf_counter() - t3
+            return a, b, c, d
+    """
+    assert found(text, "SS201") == []
+
+
+def test_ss201_not_for_rates_over_many_steps():
+    text = """
+        import time, torch
+        def train_epoch(model, loader, optimizer, meter):
+            end = time.time()
+            for x, y in loader:
+                loss = model(x.cuda(), y.cuda())
+                loss.backward()
+                optimizer.step()
+                meter.update(time.time() - end)
+                end = time.time()
+            start = time.time()
+            for x, y in loader:
+                model(x.cuda()).sum().backward()
+                optimizer.step()
+            epoch = time.time() - start
+            return epoch
+    """
+    assert found(text, "SS201") == []
+
+
+def test_ss201_reports_a_duration_in_print_and_a_private_model_attribute():
+    text = """
+        import time, torch
+        class Worker:
+            def score(self, tokens):
+                tokens = tokens.cuda()
+                t0 = time.perf_counter()
+                logits = self._ref_model(tokens)
+                print(f"reference model took {time.perf_counter() - t0:.3f}s")
+                return logits
+    """
+    assert found(text, "SS201") == [(7, "time.perf_counter() - t0")]
+
+
+def test_ss201_reports_a_benchmark_loop_without_a_sync():
+    text = """
+        import time, torch
+        def bench(model, x, n=100):
+            x = x.cuda()
+            t0 = time.perf_counter()
+            for _ in range(n):
+                model(x)
+            return (time.perf_counter() - t0) / n
+    """
+    assert found(text, "SS201") == [(7, "time.perf_counter() - t0")]
+
+
+# ---- SS401 ------------------------------------------------------------------------------------
+def test_ss401_not_when_the_data_is_used():
+    text = """
+        import torch
+        from torch.profiler import profile
+        def capture(fn, path):
+            with profile(record_shapes=True, with_stack=True, profile_memory=True) as prof:
+                fn()
+            prof.export_chrome_trace(path)
+        def shapes(fn):
+            with profile(record_shapes=True, profile_memory=True) as prof:
+                fn()
+            print(prof.key_averages(group_by_input_shape=True).table(sort_by="self_cpu_memory_usage"))
+        def handed_on(fn, handler):
+            with profile(with_stack=True, on_trace_ready=handler) as prof:
+                fn()
+    """
+    assert found(text, "SS401") == []
+
+
+def test_ss401_reports_unused_data_and_timed_regions():
+    text = """
+        import time, torch
+        from torch.profiler import profile
+        def unused(fn):
+            with profile(record_shapes=True, with_stack=True) as prof:
+                fn()
+            print(prof.key_averages().table(sort_by="cuda_time_total"))
+        def timed(fn, path):
+            with profile(with_stack=True) as prof:
+                start = time.perf_counter()
+                fn()
+                elapsed = time.perf_counter() - start
+            prof.export_chrome_trace(path)
+            return elapsed
+    """
+    from .helpers import check
+
+    diags = [d for d in check(text) if d.code == "SS401"]
+    assert [(d.line, "nothing here reads" in d.message) for d in diags] == [
+        (4, True), (4, True), (8, False)]
+    assert "timed with a wall clock (line 11)" in diags[2].message
+
+
+# ---- SS402 / SS404 / SS502 --------------------------------------------------------------------
+def test_ss402_and_ss502_a_profiler_chosen_with_a_conditional_expression():
+    text = """
+        import torch
+        from contextlib import nullcontext
+        def train(model, loader, optimizer, args):
+            with torch.profiler.profile() if args.profile else nullcontext() as prof:
+                for batch in loader:
+                    model(batch).sum().backward()
+                    optimizer.step()
+    """
+    assert found(text, "SS402") == [(4, "with torch.profiler.profile()")]
+    assert found(text, "SS502") == [(5, "loader")]
+
+
+def test_ss402_steps_run_through_helper_methods():
+    text = """
+        import torch
+        class Runner:
+            def profile_steps(self, loader):
+                with torch.profiler.profile() as prof:
+                    for batch in loader:
+                        loss = self.run_forward(batch)
+                        self.run_backward(loss)
+                        self.run_optimizer_step()
+    """
+    assert found(text, "SS402") == [(4, "with torch.profiler.profile()")]
+
+
+def test_ss402_not_after_a_warm_up_by_hand():
+    text = """
+        import torch
+        def kernel_time(m, x, g):
+            for _ in range(2):
+                y = m(x)
+                y.backward(g)
+            with torch.profiler.profile() as prof:
+                for _ in range(5):
+                    y = m(x)
+                    y.backward(g)
+            return prof.key_averages()
+    """
+    assert found(text, "SS402") == []
+
+
+def test_ss502_a_loader_loop_that_is_itself_the_profiled_window():
+    text = """
+        import torch
+        def train(model, loader, optimizer):
+            prof = torch.profiler.profile(
+                schedule=torch.profiler.schedule(wait=0, warmup=0, active=3))
+            prof.start()
+            for batch in loader:
+                model(batch).sum().backward()
+                optimizer.step()
+                prof.step()
+            prof.stop()
+    """
+    assert found(text, "SS502") == [(6, "loader")]
+    named = """
+        import torch
+        def train(model, loader, optimizer):
+            prof = torch.profiler.profile()
+            with prof:
+                for batch in loader:
+                    model(batch).sum().backward()
+                    optimizer.step()
+    """
+    assert found(named, "SS502") == [(5, "loader")]
+    assert found(named, "SS402") == [(4, "with prof:")]
+
+
+# ---- SS405 ------------------------------------------------------------------------------------
+def test_ss405_an_unrelated_existence_check_does_not_silence_it():
+    text = """
+        import os
+        import torch
+        def train(model, cfg_path):
+            if os.path.isfile(cfg_path):
+                load(cfg_path)
+            with torch.profiler.profile() as prof:
+                model()
+            prof.export_chrome_trace("trace.json")
+            prof.export_chrome_trace(os.path.join("traces", "step.json"))
+    """
+    assert found(text, "SS405") == [(8, '"trace.json"'), (9, 'os.path.join("traces", "step.json")')]
+    checked = text.replace("if os.path.isfile(cfg_path):", 'if os.path.isfile("trace.json"):')
+    assert found(checked, "SS405") == [(9, 'os.path.join("traces", "step.json")')]
+
+
+# ---- SS501 ------------------------------------------------------------------------------------
+def test_ss501_constants_with_keyword_arguments_and_math_constants():
+    body = ("scale = torch.tensor([0.5] * 1024, dtype=torch.float32).to(device)\n"
+            "        grid = torch.arange(16, dtype=torch.float32).reshape(4, 4).to(self.device)\n"
+            "        fill = torch.tensor(-math.inf).to(out)")
+    text = step_with(body).replace("import torch", "import math\nimport torch")
+    assert [t for _, t in found(text, "SS501")] == [
+        "torch.tensor([0.5] * 1024, dtype=torch.float32).to(device)",
+        "torch.arange(16, dtype=torch.float32).reshape(4, 4).to(self.device)",
+        "torch.tensor(-math.inf).to(out)"]
+
+
+def test_ss501_a_filled_tensor_moved_every_step_and_what_is_left_alone():
+    body = ("mask = torch.ones(x.shape).cuda()\n"
+            "        half = torch.tensor([1.0, 2.0]).to(torch.float16)\n"
+            "        try:\n            pass\n        except OverflowError:\n"
+            "            grad_norm = torch.tensor(0.0).cuda()")
+    from .helpers import check
+
+    diags = [d for d in check(step_with(body)) if d.code == "SS501"]
+    assert [d.line for d in diags] == [10]
+    assert "filled on the host" in diags[0].message and "device=" in diags[0].message
+
+
+# ---- Shapes met on the held-out projects (see docs/rules/README.md) --------------------------
+def test_ss101_not_in_a_sweep_over_a_few_settings():
+    text = """
+        import torch
+        for stride, channels in [(1, 32), (1, 128), (2, 32)]:
+            model = Block(stride, channels).cuda()
+            out = model(x)
+            out.mean().backward()
+            torch.cuda.synchronize()
+            print("max error:", (out - reference(x)).abs().max().item())
+    """
+    assert found(text, "SS101") == []
+
+
+def test_ss201_generate_copies_to_the_host_and_cpu_devices():
+    text = """
+        import time, torch
+        def run(model, batch, cpu_device, m):
+            start = time.perf_counter()
+            with torch.no_grad():
+                out = model.generate(**batch, max_new_tokens=32)
+            a = time.perf_counter() - start
+            t = time.time()
+            outputs = model(batch)
+            outputs = [o.to(cpu_device) for o in outputs]
+            b = time.time() - t
+            t1 = time.perf_counter()
+            permute_model(m.module, dump=True)
+            c = time.perf_counter() - t1
+            return a, b, c
+    """
+    assert found(text, "SS201") == []
+
+
+def test_ss201_a_no_sync_context_is_not_a_synchronisation():
+    text = """
+        import time, torch
+        def train(fabric, model, loader, optimizer):
+            for batch in loader:
+                t0 = time.time()
+                with fabric.no_backward_sync(model, enabled=True):
+                    loss = model(batch.cuda())
+                    fabric.backward(loss)
+                optimizer.step()
+                t1 = time.time()
+                dt = t1 - t0
+    """
+    assert found(text, "SS201") == [(10, "t1 - t0")]
+
+
+def test_ss301_offsets_and_ranks_are_numbers():
+    text = """
+        from torch.profiler import record_function
+        def stage(batch_offset, rank, stage_idx):
+            with record_function(f"## stage {stage_idx} batch {batch_offset} rank {rank} ##"):
+                pass
+    """
+    assert found(text, "SS301") == []
+
+
+def test_ss404_a_profiler_entered_under_another_name_is_stepped():
+    text = """
+        import torch
+        def train(self, loader):
+            prof = torch.profiler.profile(schedule=torch.profiler.schedule(wait=1, warmup=1, active=2))
+            with prof as p:
+                for batch in loader:
+                    self.model(batch).sum().backward()
+                    p.step()
+    """
+    assert found(text, "SS404") == []
+    assert found(text.replace("p.step()", "pass"), "SS404") == [(4, "with prof as p:")]
+
+
+def test_ss407_not_for_kernel_rows_kept_in_a_loop():
+    text = """
+        def gemm_time(prof):
+            total = 0.0
+            for evt in prof.events():
+                if evt.device_type == DeviceType.CUDA and "gemm" in evt.name:
+                    total += evt.device_time
+            return total
+    """
+    assert found(text, "SS407") == []
+
+
+# ---- shapes met on the third set (see docs/rules/README.md) -------------------------------------
+
+def test_ss101_a_divisible_by_helper_is_a_periodic_guard():
+    text = """
+        import torch
+        def divisible_by(num, den):
+            return (num % den) == 0
+        def train(model, optim, train_loader, val_loader, num_batches, validate_every):
+            for i in range(num_batches):
+                loss = model(next(train_loader))
+                loss.backward()
+                optim.step()
+                if divisible_by(i, validate_every):
+                    with torch.no_grad():
+                        val_loss = model(next(val_loader))
+                        print(f"validation loss: {val_loss.item():.4f}")
+    """
+    assert found(text, "SS101") == []
+    every_step = text.replace("if divisible_by(i, validate_every):", "if True:")
+    assert found(every_step, "SS101") == [(12, "val_loss.item()")]
+
+
+def test_ss101_a_periodic_evaluation_beside_an_accumulation_flag_is_periodic():
+    text = """
+        def train(model, optimizer, loader, state, eval_interval, validate):
+            for step, batch in enumerate(loader):
+                is_accumulating = (step + 1) % 4 != 0
+                loss = model(batch)
+                loss.backward()
+                if not is_accumulating:
+                    optimizer.step()
+                    state["step_count"] += 1
+                if not is_accumulating and state["step_count"] % eval_interval == 0:
+                    val_loss = validate(model)
+                    log({"val_loss": val_loss.item()})
+    """
+    assert found(text, "SS101") == []
+
+
+def test_ss101_a_name_reassigned_from_item_is_a_number_below():
+    text = """
+        import math
+        def search(trainer, loader):
+            best = float("inf")
+            for i, batch in enumerate(loader):
+                loss = trainer.batch_outputs(batch)["loss"]
+                loss.backward()
+                loss = loss.detach().cpu().item()
+                if math.isnan(loss) or loss > 4 * best:
+                    break
+                trainer.optimizer.step()
+                if loss < best:
+                    best = loss
+    """
+    assert found(text, "SS101") == [(7, "loss.detach().cpu()")]
+
+
+def test_ss101_a_tensor_read_before_it_is_reassigned_still_syncs():
+    text = """
+        def train(model, optimizer, loader, best):
+            for batch in loader:
+                loss = model(batch)
+                loss.backward()
+                optimizer.step()
+                if loss < best:
+                    best = 0
+                loss = float(0)
+    """
+    assert found(text, "SS101") == [(6, "loss < best")]
+
+
+def test_ss101_update_params_is_a_training_step():
+    text = """
+        def train(model, optim_wrapper, loader, logger):
+            for idx, inputs in enumerate(loader):
+                loss = model(**inputs).loss
+                optim_wrapper.update_params(loss)
+                logger.info(f"loss: {loss.item():.3f}")
+    """
+    assert found(text, "SS101") == [(5, "loss.item()")]
+    assert found(text, "SS103") == []
+
+
+def test_ss501_an_evaluation_due_after_an_interval_runs_now_and_then():
+    text = """
+        import torch
+        def run(self, loader, device):
+            for i, batch in enumerate(loader):
+                self.model(batch).sum().backward()
+                self.optimizer.step()
+                if self.global_step - self.latest_eval_step >= self.eval_interval:
+                    stats = torch.zeros((2,), dtype=torch.float32).to(device)
+                    self.evaluate(stats)
+    """
+    assert found(text, "SS501") == []
+
+
+def test_ss201_a_generation_pipeline_returns_host_results():
+    text = """
+        import time, torch
+        def bench(pipe, n):
+            start = time.perf_counter()
+            for _ in range(n):
+                pipe(prompt="hello world", num_inference_steps=20)
+            end = time.perf_counter()
+            return (end - start) / n
+    """
+    assert found(text, "SS201") == []
+
+
+def test_ss102_synchronize_branches_for_two_backends_count_once():
+    text = """
+        import time, torch
+        def timed(fn, with_sync):
+            start = time.perf_counter()
+            result = fn()
+            if with_sync:
+                if is_cuda_available():
+                    torch.cuda.synchronize()
+                elif is_musa_available():
+                    torch.musa.synchronize()
+            elapsed = time.perf_counter() - start
+            return result, elapsed
+    """
+    assert found(text, "SS102") == []
+
+
+def test_ss101_a_number_reset_before_branches_that_set_a_tensor_is_still_a_tensor():
+    text = """
+        def train(model, optimizer, loader, use_hidden, tr_loss):
+            for batch in loader:
+                rep_loss = 0.0
+                if use_hidden:
+                    rep_loss = model.hidden_loss(batch)
+                loss = model(batch) + rep_loss
+                loss.backward()
+                optimizer.step()
+                if use_hidden:
+                    tr_loss += rep_loss.item()
+    """
+    assert found(text, "SS101") == [(10, "rep_loss.item()")]
+
+
+def test_ss101_a_short_inner_loop_repeats_with_its_outer_step_loop():
+    text = """
+        def train(netD, optimizerD, criterion, pic, num_epochs):
+            num_train_batch = 1
+            for epoch in range(num_epochs):
+                for i in range(num_train_batch):
+                    output = netD(pic).view(-1)
+                    err = criterion(output)
+                    err.backward()
+                    D_x = output.mean().item()
+                    optimizerD.step()
+    """
+    assert found(text, "SS101") == [(8, "output.mean().item()")]
+    once = text.replace("for epoch in range(num_epochs):", "if num_epochs:")
+    assert found(once, "SS101") == []

@@ -42,12 +42,19 @@ PIECES = [
     "s = sum(e.cpu_time_total for e in prof.key_averages())", "x = next(it)",
     "it = iter(loader)", "out = model(x)", "float(loss)", "break", "continue", "pass",
     "lambda: loss.item()", "def inner():\n    return loss.item()", "é = 'ü'  # ünïcode",
+    "assert torch.isfinite(loss).all()", "math.isnan(loss)", "n_iter = 5", "n_iter = 50",
+    "self.run_backward(loss)", "prof.start()", "prof.stop()", "prof = torch.profiler.profile()",
+    "log_loss(loss)", "def log_loss(v):\n    return v.item()", "t = torch.ones(x.shape).cuda()",
+    "writer.add_scalar('loss', loss.data, 0)", "y = x.cpu().numpy()", "v = y[0].item()",
+    "prof.export_chrome_trace(os.path.join('out', 't.json'))", "os.path.exists('t.json')",
 ]
 HEADERS = [
     "for x, y in loader:", "for _ in range(4):", "while True:", "with torch.no_grad():",
     "with profile(schedule=schedule(wait=1, warmup=0, active=2), record_shapes=True) as prof:",
     "with profile() as prof:", "if step % 10 == 0:", "def train():", "class T:",
-    "async def f():", "try:", "with record_function('step'):",
+    "async def f():", "try:", "with record_function('step'):", "for _ in range(n_iter):",
+    "if args.debug:", "if (step + 1) % accum_steps == 0:", "with prof:", "while loss > 1:",
+    "with torch.no_grad():", "if i == 0:",
 ]
 
 

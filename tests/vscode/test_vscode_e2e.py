@@ -76,15 +76,16 @@ def assert_ss101_on_item_call(problems: list[str]) -> None:
 
 
 def test_profile_this_step_paints_inline_timings(code_server, workspace: Path) -> None:
-    # The user's launch configurations: a torchrun one (a launcher module, which runs another file)
-    # comes first and must be passed over; the one for this file starts the program its way.
+    # The user's launch configurations: a torchrun one that runs another file comes first and must be
+    # passed over; the one for this file starts the program its way.
     (workspace / ".vscode").mkdir(exist_ok=True)
     (workspace / ".vscode" / "launch.json").write_text(json.dumps({"version": "0.2.0", "configurations": [
         {"name": "DDP (torchrun)", "type": "debugpy", "request": "launch", "module": "torch.distributed.run",
-         "args": ["--nproc_per_node", "2", "${workspaceFolder}/train_cpu.py"]},
+         "args": ["--nproc_per_node", "2", "${workspaceFolder}/train_ddp.py"]},
         {"name": "Train (short)", "type": "debugpy", "request": "launch",
          "program": "${workspaceFolder}/train_cpu.py", "args": ["--steps", "24"], "python": str(TORCH_PYTHON)}]}))
-    server = code_server(settings={"stepscope.interpreter": str(TORCH_PYTHON)})
+    # A profile setting reaches the run by its name in package.json (the client lists none itself).
+    server = code_server(settings={"stepscope.interpreter": str(TORCH_PYTHON), "stepscope.profile.active": 4})
     result = server.drive(
         "profile", RESULTS / "profile", file=EXAMPLE.name, cursorLine=line_of("logits = model(x)"),
     )
@@ -111,7 +112,9 @@ def test_profile_this_step_paints_inline_timings(code_server, workspace: Path) -
     assert any("ms/step" in text for text in result["status"]), result["status"]
     runs = sorted((workspace / ".stepscope").glob("runs/*"))
     assert runs, "the profile left no run folder"
-    assert json.loads((runs[-1] / "spec.json").read_text())["argv"] == ["--steps", "24"]
+    spec = json.loads((runs[-1] / "spec.json").read_text())
+    assert spec["argv"] == ["--steps", "24"]
+    assert spec["profile"]["active"] == 4, spec["profile"]
     assert 'launch configuration "Train (short)"' in log and "DDP (torchrun)" not in log
     # The hover comes from the server (textDocument/hover): the line's figures, its run and machine.
     hover = result["hover"]

@@ -1,4 +1,5 @@
-"""Entry point of the agent process: `python bootstrap.py SPEC_JSON`.
+"""Entry point of the agent process: `python bootstrap.py SPEC_JSON` (or `python <agent folder>`,
+through `__main__.py`, as a launcher's program).
 
 Loads the folder this file is in as a package of its own, under the private name `PACKAGE`, and
 puts nothing of Stepscope on sys.path: the agent's modules can import each other, the standard
@@ -34,15 +35,18 @@ def load_agent() -> object:
     return package
 
 
-def _run() -> int:
+def run(spec_path: str) -> int:
     sys.path[0] = os.getcwd()  # not this folder: the agent's modules are reachable only as PACKAGE's
     load_agent()
     main = importlib.import_module(f"{PACKAGE}.main").main
-    return main(sys.argv[1], _START)
+    return main(spec_path, _START)
 
 
-if __name__ == "__main__":
-    code = _run()
+def exit_with(code: int) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+if __name__ == "__main__":
+    exit_with(run(sys.argv[1]))

@@ -38,6 +38,23 @@ _LONGEST = max(map(len, _MARKERS))
 _CHUNK = 8 << 20
 
 
+def _never_compiling() -> bool:
+    return False
+
+
+def compiling_probe():
+    """torch's "is torch.compile tracing the caller?" for the rewritten code's `compiling()`:
+    `torch.compiler.is_compiling` (torch >= 2.3), else `torch._utils.is_compiling`, both of which
+    Dynamo folds to True while it traces; a torch with neither compiles through the labels' graph
+    breaks as before. Looked up in the loaded torch only: nothing is imported here."""
+    torch = sys.modules.get("torch")
+    for owner, name in (("compiler", "is_compiling"), ("_utils", "is_compiling")):
+        probe = getattr(getattr(torch, owner, None), name, None)
+        if callable(probe):
+            return probe
+    return _never_compiling
+
+
 def dynamo_counters() -> dict[str, int] | None:
     """dynamo's compilation counters now; None when the program never loaded torch._dynamo."""
     utils = sys.modules.get("torch._dynamo.utils")

@@ -21,6 +21,14 @@ What the rewrite adds (the runtime object is `__stepscope__`, a `Runtime`):
   the call is within the configured depth of the step.
   Generator and async functions are not counted as frames (a suspended generator would hold its
   depth), but their statements are still labelled.
+- torch.compile: Dynamo cannot enter Stepscope's context managers (it would break the graph there and
+  run the whole function eager), so a labelled function's body is kept twice:
+  `if __stepscope__.compiling(): <the original body> else: with __stepscope__.frame(...): ...`.
+  `compiling` is `torch.compiler.is_compiling`, which Dynamo folds to True while it traces: the
+  compiled graph is the one the program has without Stepscope (same graphs, no added graph break,
+  the original line numbers in its nodes' stack traces), and eager calls keep their regions. Which
+  lines compiled code came from is read afterwards from the compiler's own records (compile_log.py).
+  A function that holds the step, and async functions (Dynamo does not trace them), are not split.
 Function and class definitions, `pass`, `global` and `nonlocal` are never wrapped: they cost
 nothing worth a region.
 
@@ -31,6 +39,7 @@ With `regions=False` (a mode that only times the steps) the rewrite adds the ste
 from __future__ import annotations
 
 import ast
+import copy
 from typing import Any, ContextManager, Iterable, Iterator, Protocol
 
 from .protocol import fetch_label, region_label
@@ -52,6 +61,10 @@ class Runtime(Protocol):
     def frame(self, label: str) -> ContextManager[Any]: ...
 
     def line(self, label: str) -> ContextManager[Any]: ...
+
+    def compiling(self) -> bool:
+        """True while torch.compile traces the calling code (Dynamo folds it to a constant)."""
+        ...
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -158,12 +171,25 @@ class _Rewriter:
             boundary = ast.copy_location(ast.Expr(_runtime_call("step_boundary", [], fn)), body[0])
             fn.body = doc + [boundary] + self.wrap_block(body, "region")
             return
+        # a copy for the compiled branch, taken before the labels go in (nested functions get
+        # their own split, statements none)
+        plain = copy.deepcopy(body) if self.regions and not isinstance(fn, ast.AsyncFunctionDef) else None
+        found_before = self.step_found
         wrapped = self.wrap_block(body, "line")
-        if not self.regions or isinstance(fn, ast.AsyncFunctionDef) or _is_generator(fn):
+        if not self.regions or isinstance(fn, ast.AsyncFunctionDef):
             fn.body = doc + wrapped
+            return
+        if _is_generator(fn):
+            labelled = wrapped
         else:
             label = ast.Constant(region_label(self.file_id, fn.lineno))
-            fn.body = doc + [_with("frame", [label], wrapped, body[0])]
+            labelled = [_with("frame", [label], wrapped, body[0])]
+        if plain is None or self.step_found != found_before:  # the step's own code is never compiled
+            fn.body = doc + labelled
+            return
+        self.block_functions(plain)
+        test = _runtime_call("compiling", [], body[0])
+        fn.body = doc + [ast.copy_location(ast.If(test=test, body=plain, orelse=labelled), body[0])]
 
 
 def _loop_end(loop: ast.stmt) -> ast.stmt:

@@ -4,13 +4,20 @@ write the records.
 
 Exit codes are protocol.EXIT_*; the events say what happened along the way. The user's traceback
 is printed with the agent's own frames removed, so it points at the user's lines.
+
+Under a launcher (the spec's `distributed`), the rank comes from the launcher's environment
+(`protocol.placement`) and names every file this agent writes. An agent of a group the launcher
+restarted after a failure runs nothing: it says so in its "started" event and exits 0, so that the
+launcher ends instead of restarting again, and the first attempt's records stay as they are.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import platform
 import sys
+import time
 import traceback
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -78,7 +85,7 @@ def classify_outcome(ending: ProgramEnding, *, window_complete: bool, steps_run:
     return Outcome(protocol.EXIT_OK)  # the loop ended inside the window: the steps recorded are reported
 
 
-# -- reading the spec, the rank ---------------------------------------------------------------
+# -- reading the spec, the process -----------------------------------------------------------
 def read_spec(path: str) -> AgentSpec:
     """The run's spec; ValueError (one line) when it cannot be read or breaks the contract."""
     try:
@@ -95,13 +102,6 @@ def _own_process() -> int:
     """Which of a measure run's repeated processes this is (0: the first, or any other run)."""
     value = os.environ.pop(protocol.PROCESS_ENV, None)
     return int(value) if value else 0
-
-
-def _own_rank() -> int | None:
-    """This agent's rank in a distributed capture, else None. Taken out of the environment so that
-    the program's own child processes do not inherit it."""
-    value = os.environ.pop(protocol.RANK_ENV, None)
-    return int(value) if value else None
 
 
 # -- running the program ----------------------------------------------------------------------
@@ -156,10 +156,13 @@ def _write_json(path: str, obj: Any) -> None:
     os.replace(tmp, path)
 
 
-def rank_record(spec: AgentSpec, rank: int, local_rank: str | None, observed: dict[str, Any]) -> dict[str, Any]:
+def rank_record(spec: AgentSpec, place: protocol.Placement, observed: dict[str, Any]) -> dict[str, Any]:
     """What this rank was in the distributed run, and whether the program formed a process group."""
     record = protocol.to_json(spec.distributed) if spec.distributed is not None else {}
-    record.update(rank=rank, local_rank=int(local_rank) if local_rank else None)
+    record.update(rank=place.rank, local_rank=place.local_rank, node=place.node, started_by=place.launcher,
+                  omp_num_threads=os.environ.get("OMP_NUM_THREADS"))
+    if place.world_size is not None:  # the launcher's word for it over the capture side's
+        record["world_size"] = place.world_size
     group = observed.get("process_group")
     record["process_group"] = group
     if group is None and "models" in observed:  # the window began without one
@@ -170,7 +173,7 @@ def rank_record(spec: AgentSpec, rank: int, local_rank: str | None, observed: di
 
 def scenario_record(spec: AgentSpec, *, machine: dict[str, Any], clock: Any, activities: list[str],
                     traces: list[str], program_state: dict[str, Any], torch_compile: dict[str, Any],
-                    rank: int | None, local_rank: str | None) -> dict[str, Any]:
+                    place: protocol.Placement | None) -> dict[str, Any]:
     """The scenario record (scenario.json): the capture side's part from the spec, then what this
     agent saw. `clock`: the run's steps.StepClock."""
     observed = clock.observed
@@ -193,8 +196,8 @@ def scenario_record(spec: AgentSpec, *, machine: dict[str, Any], clock: Any, act
     if batch is None:
         batch = (observed.get("data_source") or {}).get("batch_size")
     record["batch_size"] = batch
-    if rank is not None:
-        record["distributed"] = rank_record(spec, rank, local_rank, observed)
+    if place is not None:
+        record["distributed"] = rank_record(spec, place, observed)
     return record
 
 
@@ -285,28 +288,45 @@ def seed_everything(seed: int) -> dict[str, Any]:
 
 # -- main -------------------------------------------------------------------------------------
 def _refuse(events: EventSink, reason: str, code: int) -> int:
-    events.send(FailedEvent(reason=reason, exit=code))
+    events.send(FailedEvent(reason=reason, exit=code, at=time.time()))
     return code
 
 
 def main(spec_path: str, process_start: float) -> int:
-    events = protocol.open_event_sink()
+    os.environ[protocol.RUN_ENV] = "1"
+    events: EventSink = protocol.NullSink()
     try:
-        return _main(spec_path, process_start, events)
+        try:
+            spec = read_spec(spec_path)
+            place = protocol.placement(os.environ) if spec.distributed is not None else None
+        except ValueError as e:  # the spec or the launcher's variables: no rank to name the events by
+            events = protocol.open_event_sink()
+            sys.stderr.write(f"stepscope: {e}\n")
+            return _refuse(events, str(e), protocol.EXIT_AGENT_ERROR)
+        events = protocol.open_event_sink(run_dir=spec.run_dir if spec.distributed is not None else None,
+                                          rank=place.rank if place is not None else None)
+        return _main(spec, place, process_start, events)
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
         events.close()
 
 
-def _main(spec_path: str, process_start: float, events: EventSink) -> int:
-    os.environ[protocol.RUN_ENV] = "1"
-    rank = _own_rank()
-    try:
-        spec = read_spec(spec_path)
-    except ValueError as e:
-        sys.stderr.write(f"stepscope: {e}\n")
-        return _refuse(events, str(e), protocol.EXIT_AGENT_ERROR)
+def _started(place: protocol.Placement | None) -> StartedEvent:
+    if place is None:
+        return StartedEvent(pid=os.getpid(), host=platform.node())
+    return StartedEvent(pid=os.getpid(), host=platform.node(), rank=place.rank, world_size=place.world_size,
+                        node=place.node, restart=place.restart)
+
+
+def _main(spec: AgentSpec, place: protocol.Placement | None, process_start: float, events: EventSink) -> int:
+    rank = place.rank if place is not None else None
+    if place is not None and place.restart:
+        events.send(_started(place))
+        sys.stderr.write(f"stepscope: {place.launcher} restarted the group (restart {place.restart}) after a process "
+                         f"ended; Stepscope records the first attempt only, so rank {rank} runs nothing now and "
+                         "exits, and what the first attempt recorded is kept\n")
+        return protocol.EXIT_OK
     try:
         import torch  # noqa: F401  (the user's interpreter must have it)
     except ImportError as e:
@@ -323,14 +343,23 @@ def _main(spec_path: str, process_start: float, events: EventSink) -> int:
         mode = build(spec, machine, rank, events, process_start)
     except Refused as e:
         return _refuse(events, str(e), protocol.EXIT_REFUSED)
-    local_rank = os.environ.get("LOCAL_RANK")  # read before the program can change it
-    if rank is not None:
-        machine.update(rank=rank, world_size=spec.distributed.world_size if spec.distributed else None)
+    if place is not None:
+        machine.update(rank=rank, world_size=place.world_size, node=place.node)
     clock = mode.clock
-    events.send(StartedEvent(pid=os.getpid(), rank=rank))
+    events.send(_started(place))
     guard.install(clock.note)
+    compile_records = None
+    if spec.profile is not None and spec.profile.compile_records:
+        from . import compile_log
 
-    ending = run_program(spec, mode.files, clock.runtime(), window_complete=lambda: clock.window_complete)
+        compile_enabled = compile_log.enable()
+        compile_records = compile_log.install(clock.where)
+
+    try:
+        ending = run_program(spec, mode.files, clock.runtime(), window_complete=lambda: clock.window_complete)
+    finally:
+        if compile_records is not None:
+            compile_log.uninstall(compile_records)
     window_complete = clock.window_complete
     if not window_complete:
         clock.finish()
@@ -353,14 +382,17 @@ def _main(spec_path: str, process_start: float, events: EventSink) -> int:
     record = scenario_record(
         spec, machine=machine | {"devices": scenario_mod.cuda_device_names()}, clock=clock,
         activities=mode.activities, traces=traces, program_state=scenario_mod.program_state(),
-        torch_compile=torch_compile, rank=rank, local_rank=local_rank)
+        torch_compile=torch_compile, place=place)
     if mode.seeds is not None:
         record["seeds"] = mode.seeds
     _write_json(os.path.join(spec.run_dir, protocol.run_file_name(protocol.SCENARIO, rank, process)), record)
     _write_json(os.path.join(spec.run_dir, protocol.run_file_name(protocol.FILES, rank, process)), mode.files.table())
     if timings is not None:
         _write_json(os.path.join(spec.run_dir, protocol.run_file_name(protocol.TIMINGS, rank, process)), timings)
+    compiled_doc = compile_records.record(compile_enabled) if compile_records is not None else None
+    if compiled_doc is not None:
+        _write_json(os.path.join(spec.run_dir, protocol.run_file_name(protocol.COMPILE, rank, process)), compiled_doc)
     if not outcome.ok:
-        events.send(FailedEvent(reason=outcome.reason or "", exit=outcome.exit))
+        events.send(FailedEvent(reason=outcome.reason or "", exit=outcome.exit, at=time.time()))
     events.send(FinishedEvent(exit=outcome.exit, traces=tuple(traces)))
     return outcome.exit

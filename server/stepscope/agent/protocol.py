@@ -6,22 +6,27 @@ interpreter, the CLI / language server in Stepscope's). Stdlib only, Python >= 3
 How a run goes:
 - The capture side creates a new run folder, writes `spec.json` there (`AgentSpec.to_json`) and
   starts `python <agent folder>/bootstrap.py <run folder>/spec.json` with EVENTS_FD_ENV naming
-  the write end of a pipe (and, in a distributed capture, RANK_ENV its rank).
+  the write end of a pipe. A distributed run (`AgentSpec.distributed`) is started by a launcher
+  (torchrun, srun, ...) instead, through the copy of the agent in the run folder (AGENT_DIR, run
+  as `python <run folder>/agent`); each process reads its rank from the launcher's environment
+  (LAUNCHER_ENVIRONMENTS) and sends its events to an append-only events-rank<r>.jsonl there.
 - The agent reads the spec (`AgentSpec.from_json`, which refuses a spec of another
   SCHEMA_VERSION or one with a missing or mistyped field), runs the program, sends events (one
   JSON object per line, `encode_event` / `decode_event`) through its `EventSink`, writes its files
   into the run folder, and exits with one of the EXIT_* codes.
-- Events: "started" (pid, rank), "step" (before each step begins: index, phase),
+- Events: "started" (pid, host, and in a distributed run the rank, the world, the node and the
+  launcher's restart count), "step" (before each step begins: index, phase),
   "window-complete" (the schedule's window is recorded: active steps, traces written), "failed"
   (reason and agent exit code; the program raised, ended too early, or was refused), "finished"
   (the agent's exit code and the traces written; the last event).
 
 Run folder file names (`run_file_name` writes them, `parse_run_file_name` reads them back): a
 distributed capture's rank r writes only files named for it (trace-rank1.json, scenario-rank1.json,
-files-rank1.json, program-rank1.log), so no two processes ever write the same path; a profile with
-`repeat` > 1 writes one trace per cycle (trace.json, trace-1.json, ...; trace-rank1-1.json); a
-measure run with several processes (`--runs R`) starts them one after the other in one run folder,
-process k (PROCESS_ENV) naming its files with cycle k (timings-1.json, scenario-1.json, ...).
+files-rank1.json, events-rank1.jsonl), so no two processes ever write the same path (nor two nodes:
+ranks are the job's, not the node's); a profile with `repeat` > 1 writes one trace per cycle
+(trace.json, trace-1.json, ...; trace-rank1-1.json); a measure run with several processes
+(`--runs R`) starts them one after the other in one run folder, process k (PROCESS_ENV) naming its
+files with cycle k (timings-1.json, scenario-1.json, ...).
 
 Modes: "profile" (torch.profiler on the schedule, then as many steps again timed without it:
 `timings.json`) and "measure" (no profiler: warm-up passes, then timed passes, each pass's value
@@ -50,13 +55,77 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, Union
 
-SCHEMA_VERSION = 2  # 2: mode "measure" and its options
+SCHEMA_VERSION = 3  # 2: mode "measure" and its options; 3: runs started by a launcher (Distributed, placement)
 
 # -- environment --------------------------------------------------------------------------------
 EVENTS_FD_ENV = "STEPSCOPE_EVENTS_FD"  # the agent's events pipe (taken out of the program's environment)
 RUN_ENV = "STEPSCOPE_RUN"  # set to "1" in the program's environment
-RANK_ENV = "STEPSCOPE_RANK"  # this agent's rank, set only in a distributed capture
 PROCESS_ENV = "STEPSCOPE_PROCESS"  # k: the k-th process of a measure run (`--runs`); unset for the first
+
+
+@dataclass(frozen=True)
+class LauncherEnvironment:
+    """Where one launcher puts a process's place in the job: the environment variables of its
+    rank, local rank (on its node), node, world size and restart count (None: not given)."""
+
+    name: str
+    rank: str
+    local_rank: str
+    node: str | None
+    world_size: str
+    restart: str | None
+
+
+#: The launchers whose environment gives a process its rank, in the order they are looked for: a
+#: torchrun started by srun (one task per node) sees both, and its workers' ranks are torchrun's.
+LAUNCHER_ENVIRONMENTS = (
+    LauncherEnvironment("torchrun", "RANK", "LOCAL_RANK", "GROUP_RANK", "WORLD_SIZE", "TORCHELASTIC_RESTART_COUNT"),
+    LauncherEnvironment("srun", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID", "SLURM_NTASKS", "SLURM_RESTART_COUNT"),
+    LauncherEnvironment("mpirun (Open MPI)", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", None,
+                        "OMPI_COMM_WORLD_SIZE", None),
+)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """A process's place in a distributed job, read from its launcher's environment."""
+
+    launcher: str  # LauncherEnvironment.name
+    rank: int
+    world_size: int | None
+    local_rank: int | None
+    node: int | None  # the node's index in the job (torchrun's GROUP_RANK, SLURM_NODEID)
+    restart: int  # how many times the launcher restarted the group before this process (0: never)
+
+
+class PlacementError(ValueError):
+    """A launcher variable that is not a whole number; the message is one line naming it."""
+
+
+def placement(environ: Any) -> Placement | None:
+    """This process's place in the job, from the first launcher of LAUNCHER_ENVIRONMENTS whose rank
+    variable is set; None when none is (one process, not started by a launcher)."""
+    for launcher in LAUNCHER_ENVIRONMENTS:
+        if environ.get(launcher.rank, "") == "":
+            continue
+
+        def number(name: str | None) -> int | None:
+            value = environ.get(name, "") if name else ""
+            if value == "":
+                return None
+            try:
+                parsed = int(value)
+            except ValueError:
+                raise PlacementError(f"{name}={value!r} set by {launcher.name} is not a whole number") from None
+            if parsed < 0:
+                raise PlacementError(f"{name}={value!r} set by {launcher.name} is negative")
+            return parsed
+
+        rank = number(launcher.rank)
+        assert rank is not None
+        return Placement(launcher.name, rank, number(launcher.world_size), number(launcher.local_rank),
+                         number(launcher.node), number(launcher.restart) or 0)
+    return None
 
 # -- agent exit codes (the capture side maps them to the CLI's) --------------------------------
 EXIT_OK = 0
@@ -75,11 +144,14 @@ PROGRAM_LOG = "program.log"  # the program's stdout and stderr
 REPORT = "report.json"  # the analysis
 TIMELINE = "timeline.json"  # the trace panel's timeline of each trace (written by the analysis, named as its trace)
 STATUS = "status.json"  # how the run ended (written by the capture side)
+COMPILE = "compile.json"  # torch.compile's records: kernel provenance, graph breaks, compilations (compile_log.py)
 TIMINGS = "timings.json"  # steps timed without the profiler (both modes), one per rank and process
 MEASURE = "measure.json"  # a measure run's result, the `measure --json` document (capture side)
+EVENTS = "events.jsonl"  # a launched agent's events, one JSON line each, appended (events-rank<r>.jsonl)
+AGENT_DIR = "agent"  # a launched run's copy of the agent: `python <run>/agent` is the launchers' program
 
 #: The run folder's JSON records: never a trace, whatever folder they are found in.
-RECORDS = frozenset({SPEC, FILES, SCENARIO, REPORT, TIMELINE, STATUS, TIMINGS, MEASURE})
+RECORDS = frozenset({SPEC, FILES, SCENARIO, REPORT, TIMELINE, STATUS, COMPILE, TIMINGS, MEASURE})
 #: The names a trace of a run folder may have, before its rank and cycle suffixes.
 TRACE_NAMES = frozenset({TRACE, TRACE + ".gz"})
 
@@ -261,6 +333,9 @@ class ProfileOptions:
     shapes: bool = option(False, "record input shapes (adds overhead)", flag="--shapes", setting="shapes")
     stack: bool = option(False, "record Python stacks (adds overhead)", flag="--stack", setting="stack")
     memory: bool = option(False, "record memory (adds overhead)", flag="--memory", setting="memory")
+    compile_records: bool = option(True, "don't record torch.compile's kernel provenance (the compiled kernels' "
+                                   "source lines; adds compile time, not step time)",
+                                   flag="--no-compile-records", negated=True)
     cpu_only: bool = option(False, "collect CPU activity only, even on a GPU machine", flag="--cpu-only")
     run_to_end: bool = option(False, "let the program finish after the window", flag="--run-to-end")
 
@@ -325,11 +400,14 @@ class Target:
 
 @dataclass(frozen=True)
 class Distributed:
-    """A distributed capture as the capture side started it (each agent adds its own rank)."""
+    """A run started by a launcher: each agent reads its rank from the launcher's environment
+    (`placement`). `launcher` is the command as the capture side composed or was given it;
+    `world_size` is known up front only when the capture side chose it (`--nproc`), else each rank
+    records the one its launcher gave it. `launcher` None: the user puts the agent into a
+    launcher's command line by hand."""
 
-    world_size: int
-    launcher: str
-    omp_num_threads: str
+    world_size: int | None
+    launcher: str | None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -371,9 +449,17 @@ class AgentSpec:
 # -- events -------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class StartedEvent:
+    """The agent runs (before the program starts). In a distributed run: its rank, the world size
+    and node its launcher gave it, and `restart`: how many times the launcher restarted the group
+    before this process (an agent of a restarted group runs nothing: it only says so)."""
+
     name: ClassVar[str] = "started"
     pid: int
-    rank: int | None = None  # set in a distributed capture
+    host: str = ""
+    rank: int | None = None
+    world_size: int | None = None
+    node: int | None = None
+    restart: int = 0
 
 
 @dataclass(frozen=True)
@@ -394,11 +480,14 @@ class WindowCompleteEvent:
 
 @dataclass(frozen=True)
 class FailedEvent:
-    """Why the run failed (`exit`: the agent exit code); the agent then exits with that code."""
+    """Why the run failed (`exit`: the agent exit code); the agent then exits with that code. `at`:
+    when, in seconds since the epoch on the agent's host (which rank failed first, across ranks
+    whose events come from files)."""
 
     name: ClassVar[str] = "failed"
     reason: str
     exit: int
+    at: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -431,9 +520,9 @@ def decode_event(line: str) -> Event | None:
 
 
 class EventSink(Protocol):
-    """Where the agent's events go. Today the pipe the capture side gave it (`PipeSink`); a
-    launcher that cannot pass a pipe (torchrun, srun) needs an append-only `events-rank<r>.jsonl`
-    in the run folder instead: another sink with the same two methods, chosen by `open_event_sink`."""
+    """Where the agent's events go: the pipe the capture side gave it (`PipeSink`), or, under a
+    launcher that cannot pass a pipe (torchrun, srun, other nodes), the append-only
+    `events-rank<r>.jsonl` in the run folder (`FileSink`); `open_event_sink` chooses."""
 
     def send(self, event: Event) -> None: ...
 
@@ -464,8 +553,38 @@ class PipeSink:
             self._out = None
 
 
+class FileSink:
+    """JSON lines appended to a file of the run folder, each written whole with one write (a
+    reader polling the file sees whole lines, or a last line still being written). Appended, never
+    truncated: the agents of a group the launcher restarted add their lines after the first ones.
+    If the file cannot be written, events are dropped and the program keeps running."""
+
+    def __init__(self, path: str) -> None:
+        self._fd: int | None
+        try:
+            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError:
+            self._fd = None
+
+    def send(self, event: Event) -> None:
+        if self._fd is None:
+            return
+        try:
+            os.write(self._fd, encode_event(event).encode("utf-8"))
+        except OSError:
+            self.close()
+
+    def close(self) -> None:
+        if self._fd is not None:
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+            self._fd = None
+
+
 class NullSink:
-    """No events (the agent run by hand)."""
+    """No events (the agent run by hand, without a run folder to write them to)."""
 
     def send(self, event: Event) -> None:
         pass
@@ -474,12 +593,17 @@ class NullSink:
         pass
 
 
-def open_event_sink(environ: Any = None) -> EventSink:
-    """The sink the capture side set up, taken out of the environment so that the program's own
-    child processes never inherit it."""
+def open_event_sink(environ: Any = None, *, run_dir: str | None = None, rank: int | None = None) -> EventSink:
+    """The pipe the capture side set up (taken out of the environment so that the program's own
+    child processes never inherit it); else, for a launched run (`run_dir` given), the rank's
+    events file in the run folder; else no events."""
     environ = os.environ if environ is None else environ
     fd = environ.pop(EVENTS_FD_ENV, None)
-    return PipeSink(int(fd)) if fd else NullSink()
+    if fd:
+        return PipeSink(int(fd))
+    if run_dir is not None:
+        return FileSink(os.path.join(run_dir, run_file_name(EVENTS, rank)))
+    return NullSink()
 
 
 # -- JSON <-> dataclasses -----------------------------------------------------------------------

@@ -6,7 +6,8 @@
   boundary, and the `next()` itself runs inside the batch-read region.
 - `step_boundary()` marks a boundary for `while` loops and step functions.
 - `region(label)` is the region of one statement of the step; `frame` and `line` (workspace
-  functions below the step) come straight from the recorder.
+  functions below the step) come straight from the recorder; `compiling()` is torch's own
+  "is torch.compile tracing this?" (compiled.compiling_probe), which Dynamo folds to True.
 
 What is recorded around the steps is the `Recorder`'s business: the clock calls it at each
 boundary and when the loop or the program ends, and the recorder says how many of the schedule's
@@ -203,7 +204,15 @@ class StepClock:
         step regions, the recorder's `frame` and `line` (bound once: they run for every statement
         of a workspace function)."""
         return _Runtime(self.iterate, self.step_boundary, self.loop_end, self.region, self._recorder.frame,
-                        self._recorder.line)
+                        self._recorder.line, compiled.compiling_probe())
+
+    def where(self) -> tuple[int | None, str]:
+        """The step running now and its phase: (None, "before") before the first step begins,
+        (index, "after") once the window is complete."""
+        if self.steps_started == 0:
+            return None, "before"
+        index = self.steps_started - 1
+        return index, "after" if self.window_complete else self.schedule.phase(index)
 
     def note(self, kind: str, detail: str) -> None:
         self.notes.append({"kind": kind, "detail": detail})
@@ -279,10 +288,12 @@ class StepClock:
 
 
 class _Runtime:
-    __slots__ = ("iterate", "step_boundary", "loop_end", "region", "frame", "line")
+    __slots__ = ("iterate", "step_boundary", "loop_end", "region", "frame", "line", "compiling")
 
     def __init__(self, iterate: Callable[..., Iterator[Any]], step_boundary: Callable[[], None],
                  loop_end: Callable[[], None], region: Callable[[str], ContextManager[Any]],
-                 frame: Callable[[str], ContextManager[Any]], line: Callable[[str], ContextManager[Any]]) -> None:
+                 frame: Callable[[str], ContextManager[Any]], line: Callable[[str], ContextManager[Any]],
+                 compiling: Callable[[], bool]) -> None:
         self.iterate, self.step_boundary, self.loop_end, self.region = iterate, step_boundary, loop_end, region
         self.frame, self.line = frame, line
+        self.compiling = compiling

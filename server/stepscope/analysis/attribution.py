@@ -39,6 +39,7 @@ from typing import Hashable, Iterable
 
 from ..agent.protocol import parse_label
 from ..trace import Kind, Trace
+from .compiled_code import attribute_compiled, merge_lines, read_records
 from .intervals import Interval, clip, union_length
 from .labels import FileTable, FrameResolver, parse_frame
 from .links import Links, copy_direction
@@ -178,6 +179,8 @@ class Attribution:
     backward_link: str  # "flows", "sequence numbers", "none needed" or "unavailable"
     ops_in_window: int = 0  # CPU operators recorded in the window (every thread)
     kernels_in_window: int = 0  # kernels launched in the window
+    compiled: dict | None = None  # compiled graphs in the window (compiled_code.py), None without any
+    compiled_notes: list[str] = field(default_factory=list)
 
 
 def attribute(
@@ -187,6 +190,7 @@ def attribute(
     *,
     file_table: FileTable | None,
     source_root: Path | None,
+    compile_doc: dict | None = None,
 ) -> Attribution:
     n_steps = len(steps)
     w0, w1 = steps[0].cpu_start, steps[-1].completion
@@ -298,8 +302,12 @@ def attribute(
         if (path, line) in exact_keys:
             continue  # an exact figure for the same line wins over the function-level one
         lines.append({"file": path, "line": line, "precision": precision, **fig})
-    lines.sort(key=lambda d: (-d["wall_ms"], d["file"], d["line"]))
     add_op_details(trace, lines, line_nodes + frame_nodes, w0, w1, n_steps)  # shapes, memory
+    # compiled graphs' kernels on the lines Inductor's records name (compiled_code.py)
+    records = read_records(compile_doc, frames) if compile_doc is not None else None
+    compiled = attribute_compiled(trace, links, steps, records, compile_doc_present=compile_doc is not None)
+    lines = merge_lines(lines, compiled.lines)
+    lines.sort(key=lambda d: (-d["wall_ms"], d["file"], d["line"]))
 
     regions: list[dict] = []
     for label, fig in figures(region_nodes).items():
@@ -316,7 +324,8 @@ def attribute(
         })
     regions.sort(key=lambda d: (-d["wall_ms"], d["label"]))
     kernels = sum(1 for g, _ in launched if trace.kind[g] == Kind.KERNEL)
-    return Attribution(lines, regions, len(links.gpu_rows), links.unlinked, backward_link, len(op_rows), kernels)
+    return Attribution(lines, regions, len(links.gpu_rows), links.unlinked, backward_link, len(op_rows), kernels,
+                       compiled.summary, compiled.notes)
 
 
 def _ms(us: float, n_steps: int) -> float:

@@ -145,6 +145,14 @@ class FrameResolver:
         self._cache[frame.path] = result
         return result
 
+    def resolve_path(self, raw_path: str) -> str | None:
+        """`resolve` for a bare path (a compiler record's stack frame), cached the same way."""
+        cached = self._cache.get(raw_path, "")
+        if cached != "":
+            return cached
+        result = self._cache[raw_path] = self._resolve(raw_path)
+        return result
+
     def _resolve(self, raw_path: str) -> str | None:
         raw = raw_path.replace("\\", "/")
         if any(marker in raw for marker in _LIBRARY_MARKERS) or "/torch/" in raw or raw.startswith("torch/"):

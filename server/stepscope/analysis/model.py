@@ -77,10 +77,31 @@ class OpInputs(TypedDict, total=False):
     ms: float
 
 
+class FusedLine(TypedDict, total=False):
+    file: AbsolutePath
+    line: LineNumber
+    file_id: FileId
+
+
+class CompiledLine(TypedDict, total=False):
+    """What a line got from compiled graphs (compiled_code.py): the kernels Inductor's records trace to
+    it, the other lines its fused kernels also came from, and the part of its figures in those shared
+    kernels (shown on each line, never summed). On a line that also ran eager: the compiled part's own
+    `wall_ms`, `gpu_ms`, `backward_ms`."""
+    kernels: list[str]
+    fused_with: list[FusedLine]
+    backward_fused_with: list[FusedLine]
+    shared_ms: Ms
+    shared_gpu_ms: Ms | None
+    wall_ms: Ms
+    gpu_ms: Ms | None
+    backward_ms: Ms | None
+
+
 class _LineRequired(TypedDict):
     file: AbsolutePath
     line: LineNumber
-    precision: Literal["exact", "call", "function"]
+    precision: Literal["exact", "call", "function", "compiled"]
     wall_ms: Ms
     cpu_self_ms: Ms
     cpu_total_ms: Ms
@@ -101,6 +122,7 @@ class Line(_LineRequired, total=False):
     peak_bytes: int | None
     memory_device: str | None
     file_id: FileId
+    compiled: CompiledLine
     ops: Count  # CPU operators the line's own thread ran inside it, per step
     profiler_ms_estimate: Ms | None  # an estimate: the line's share of the profiler's cost (distortion.py)
 
@@ -160,8 +182,52 @@ class _RankRequired(TypedDict):
 
 
 class RankEntry(_RankRequired, total=False):
-    """One rank of a folder of per-rank traces: its own figures, from its own trace."""
+    """One rank of a folder of per-rank traces: its own figures, from its own trace; where it ran
+    (`node`, `host`), its clock's offset to the reference rank's and how late it started the
+    collectives the ranks share (clocks.py, nodes.py)."""
     window_ms: Ms | None
+    node: str | None
+    host: str | None
+    clock_offset_us: float | None
+    late_ms: Ms | None
+
+
+class NodeEntry(TypedDict):
+    """One node of a folder of per-rank traces (nodes.py): its ranks, and its ranks' own figures."""
+    node: str | None
+    host: str | None
+    ranks: list[int | None]
+    ms_per_step: Ms | None
+    slowest_rank: int | None
+    late_ms: Ms | None
+    clock_offset_us: float | None
+
+
+class ClockHost(TypedDict):
+    """One clock (a host, or a rank whose host is unknown) and its offset to the reference's."""
+    host: str | None
+    ranks: list[int | None]
+    offset_us: float | None
+    bound_us: Annotated[list[float], msgspec.Meta(min_length=2, max_length=2)] | None
+    residual_us: float | None
+    collectives: Count
+
+
+class ClockCheck(TypedDict):
+    """The alignment's bound between ranks that share one clock (it must hold 0)."""
+    bound_us: Annotated[list[float], msgspec.Meta(min_length=2, max_length=2)]
+    residual_us: float
+    holds: bool
+    collectives: Count
+
+
+class Clocks(TypedDict):
+    """The hosts' clocks, aligned from the collectives the ranks share (clocks.py)."""
+    method: Literal["one host", "collectives", "not aligned"]
+    by: Literal["gpu", "host"] | None
+    reference_rank: int | None
+    hosts: list[ClockHost]
+    check: ClockCheck | None
 
 
 class Gpu(TypedDict):
@@ -203,7 +269,38 @@ class Attribution(TypedDict, total=False):
     backward_link: str
 
 
+class CompileEvent(TypedDict, total=False):
+    """A compilation or a graph break that torch recorded, with the step and phase it happened in."""
+    file: str | None
+    line: int | None
+    file_id: FileId | None
+    function: str | None
+    step: int | None
+    phase: str
+    reasons: list[str]
+    reason: str | None
+    detail: str | None
+    recompile: bool
+
+
+class CompiledCode(TypedDict, total=False):
+    """Compiled graphs in the window and how much of their work reached the lines (compiled_code.py)."""
+    source: str | None
+    torch: str | None
+    graphs_called: Count
+    graphs_without_records: Count
+    kernel_calls_per_step: float
+    kernel_calls_attributed_per_step: float
+    replayed_kernels_per_step: float
+    replayed_kernels_attributed_per_step: float
+    lines: Count
+    stale_frames: Count
+    compilations: list[CompileEvent]
+    graph_breaks: list[CompileEvent]
+
+
 class StepContents(TypedDict, total=False):
+    replays_graph: bool
     batch_read: bool
     transfer: bool
     forward: bool
@@ -279,10 +376,13 @@ class Report(_ReportRequired, total=False):
     source_root: str | None
     missing_labels: list[MissingLabel]
     step_contents: StepContents | None
+    compiled_code: CompiledCode | None
     ranks: Annotated[list[RankEntry], msgspec.Meta(min_length=2)]
     slowest_rank: int | None
     unprofiled: Unprofiled | None
     distortion: Annotated[float, msgspec.Meta(gt=0)] | None  # profiled / unprofiled ms/step
+    nodes: list[NodeEntry]
+    clocks: Clocks
     redacted: list[RedactedCopy]  # `profile --redact` only
 
 

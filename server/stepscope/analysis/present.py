@@ -169,6 +169,25 @@ def startup_text(startup: dict[str, Any] | None) -> str | None:
             + (f"; first steps {first} ms" if first else ""))
 
 
+def clocks_text(clocks: dict[str, Any]) -> str:
+    """How the ranks' clocks compare (clocks.py), in one line."""
+    hosts = clocks.get("hosts") or []
+    if clocks.get("method") == "one host":
+        check = clocks.get("check")
+        said = f"one host ({hosts[0]['host'] or 'unnamed'}), one clock: nothing to align"
+        if check:
+            said += (f"; its ranks' {check['collectives']} shared collectives "
+                     + ("agree with that" if check["holds"] else "do not line up (see the notes)"))
+        return said
+    aligned = [h for h in hosts if h.get("bound_us") is not None]
+    if clocks.get("method") == "collectives":
+        widest = max((h["bound_us"][1] - h["bound_us"][0] for h in aligned), default=0.0)
+        return (f"{len(hosts)} clocks aligned to rank {clocks['reference_rank']}'s from shared "
+                f"{'GPU' if clocks.get('by') == 'gpu' else 'host'} collectives (each offset bounded to an interval at "
+                f"most {widest:.1f} µs wide; see the notes)")
+    return f"{len(hosts)} clocks, {len(aligned) + 1} aligned: times are not compared across the others (see the notes)"
+
+
 def gpu_text(gpu: dict[str, Any] | None) -> str:
     gpu = gpu or {}
     return "GPU: observed" if gpu.get("observed") else f"GPU: not observed ({gpu.get('reason')})"
@@ -206,7 +225,8 @@ def status_tooltip(report: dict[str, Any], run_id: str | None = None) -> str:
 
 # -- one line ---------------------------------------------------------------------------------------
 def line_label(line: dict[str, Any], ms_per_step: float | None) -> str:
-    """The inline label after a line: `12.3 ms/step · 24% · GPU 8.10 ms · bwd 3.20 ms`."""
+    """The inline label after a line: `12.3 ms/step · 24% · GPU 8.10 ms · bwd 3.20 ms`, and for a line
+    whose compiled kernels it shares with others: `· fused with lines 16–17`."""
     label = f"{ms_short(line['wall_ms'])} ms/step"
     share = step_share(line["wall_ms"], ms_per_step)
     if share is not None:
@@ -216,6 +236,9 @@ def line_label(line: dict[str, Any], ms_per_step: float | None) -> str:
         label += f" · GPU {ms_short(gpu)} ms"
     if line.get("backward_ms"):
         label += f" · bwd {ms_short(line['backward_ms'])} ms"
+    fused = fused_words(line)
+    if fused:
+        label += f" · {fused}"
     return label
 
 
@@ -227,9 +250,59 @@ def heat(line: dict[str, Any], ms_per_step: float | None) -> float:
 
 _PRECISION_WORDS = {
     "exact": None,
+    "compiled": "the kernels torch.compile generated from this statement (Inductor's provenance records)",
     "call": "the statement that called its operators (from the trace's call stacks)",
     "function": "the function's def line (from Python stack frames): not necessarily this statement",
 }
+
+
+def _line_numbers(numbers: list[int]) -> str:
+    """`31–33, 40`: sorted line numbers with runs joined."""
+    numbers = sorted(set(numbers))
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
+
+
+def fused_words(line: dict[str, Any], key: str = "fused_with") -> str | None:
+    """"fused with lines 14–15" (and `model.py:8` for lines of other files) for a line whose compiled
+    kernels also came from other lines; None when none did."""
+    fused = [f for f in ((line.get("compiled") or {}).get(key) or []) if isinstance(f, dict)]
+    if not fused:
+        return None
+    same = [f["line"] for f in fused if f.get("file") == line.get("file")]
+    other = [f"{Path(str(f.get('file'))).name}:{f.get('line')}" for f in fused if f.get("file") != line.get("file")]
+    parts = []
+    if same:
+        parts.append(f"line{'s' if len(same) > 1 else ''} {_line_numbers(same)}")
+    parts.extend(other)
+    return "fused with " + ", ".join(parts)
+
+
+def compiled_rows(line: dict[str, Any]) -> list[str]:
+    """The hover's words on what a line got from compiled graphs: its kernels, and the part shared
+    with other lines (shown on each of them, never added up)."""
+    compiled = line.get("compiled")
+    if not isinstance(compiled, dict):
+        return []
+    rows = []
+    kernels = compiled.get("kernels") or []
+    if kernels:
+        rows.append(f"- compiled kernels: {', '.join(md_code(k) for k in kernels[:4])}"
+                    f"{' …' if len(kernels) > 4 else ''}")
+    fused = fused_words(line)
+    if fused:
+        gpu = compiled.get("shared_gpu_ms")
+        part = f"{ms_short(gpu)} ms of its GPU time" if gpu else f"{ms_short(compiled.get('shared_ms') or 0.0)} ms"
+        rows.append(f"- {md_text(fused)}: {part} is in kernels shared with them, shown on each line (not added up)")
+    backward = fused_words(line, "backward_fused_with")
+    if backward:
+        rows.append(f"- backward: {md_text(backward)}")
+    return rows
 
 
 def line_hover(line: dict[str, Any], report: dict[str, Any], run_id: str | None = None) -> str:
@@ -257,6 +330,7 @@ def line_hover(line: dict[str, Any], report: dict[str, Any], run_id: str | None 
     cost = profiler_cost_text(line)
     if cost:
         rows.append(f"- {md_text(cost)}")
+    rows.extend(compiled_rows(line))
     precision = _PRECISION_WORDS.get(line.get("precision"))
     if precision:
         rows.append(f"- line: {precision}")

@@ -12,6 +12,7 @@ present.py, which the editor's surfaces use too.
 
 from __future__ import annotations
 
+from ..agent.protocol import parse_label
 from ..textsafe import printable
 from . import present
 
@@ -43,6 +44,27 @@ def render_ranks(report: dict) -> list[str]:
         mark = "  <- slowest" if r.get("slowest") else ""
         out.append(f"  {rank:>6} {ms:>10} {r.get('steps', 0):>6} {_fmt_ms(r.get('gpu_ms')):>9} "
                    f"{_fmt_ms(r.get('collective_ms')):>9}{mark}")
+    return out
+
+
+def render_nodes(report: dict) -> list[str]:
+    """Where the ranks ran (nothing for one node or one trace): each node's ranks, its slowest rank's
+    ms/step, how late its latest rank starts the collectives the ranks share, and its clock's offset;
+    then one line on the clocks."""
+    nodes = report.get("nodes") or []
+    out = []
+    if len(nodes) > 1:
+        out += [f"nodes ({len(nodes)}; each figure is one of its ranks' own):",
+                f"  {'node':>8} {'host':>12} {'ranks':>10} {'ms/step':>10} {'late ms':>9} {'clock us':>9}"]
+        for n in nodes:
+            ranks = ",".join("?" if r is None else str(r) for r in n["ranks"])
+            ms = "-" if n.get("ms_per_step") is None else f"{n['ms_per_step']:.3f}"
+            offset = "n/a" if n.get("clock_offset_us") is None else f"{n['clock_offset_us']:+.1f}"
+            node, host = printable(str(n["node"]), 8), printable(str(n.get("host") or "-"), 12)
+            out.append(f"  {node:>8} {host:>12} {ranks:>10} {ms:>10} {_fmt_ms(n.get('late_ms')):>9} {offset:>9}")
+    clocks = report.get("clocks")
+    if clocks and (len(nodes) > 1 or clocks["method"] != "one host"):
+        out.append("clocks: " + printable(present.clocks_text(clocks)))
     return out
 
 
@@ -113,6 +135,7 @@ def render_text(report: dict) -> str:
     if startup:
         out.append(startup)
     out.extend(render_ranks(report))
+    out.extend(render_nodes(report))
     out.append(printable(present.gpu_text(report.get("gpu"))))
 
     root = report.get("source_root")
@@ -138,13 +161,14 @@ def render_text(report: dict) -> str:
                        f"~{present.ms_short(top['profiler_ms_estimate'])} ms per {per}")
     else:
         out.append("no per-line figures")
+    out.extend(render_compiled_code(report))
     out.extend(render_op_details(report))
     regions = report.get("regions") or []
     if regions:
         out.append("")
         out.append(f"regions, per {per}:")
         for r in regions[:MAX_ROWS]:
-            out.append(f"  {printable(r['label'], 50):<50} wall {r['wall_ms']:>9.3f} ms   gpu {_fmt_ms(r['gpu_ms']):>9} ms")
+            out.append(f"  {printable(_region_name(r, root), 50):<50} wall {r['wall_ms']:>9.3f} ms   gpu {_fmt_ms(r['gpu_ms']):>9} ms")
     findings = report.get("findings") or []
     if findings:
         out.append("")
@@ -161,6 +185,36 @@ def render_text(report: dict) -> str:
         for n in notes:
             out.append(f"  - {printable(n)}")
     return "\n".join(out) + "\n"
+
+
+# -- compiled code (torch.compile) ----------------------------------------------------------------
+def render_compiled_code(report: dict) -> list[str]:
+    """How much of the compiled graphs' work reached their lines, and which lines share fused kernels
+    (nothing when the window ran no compiled graph)."""
+    record = _as_dict(report.get("compiled_code"))
+    if not record.get("graphs_called"):
+        return []
+    per = present.per(report)
+    out = [""]
+    if record.get("source"):
+        text = (f"compiled code ({record['source']}, torch {record.get('torch') or '?'}): "
+                f"{record.get('kernel_calls_attributed_per_step', 0):g} of {record.get('kernel_calls_per_step', 0):g} "
+                f"generated kernel calls per {per} on their lines")
+        if record.get("replayed_kernels_per_step"):
+            text += (f"; {record.get('replayed_kernels_attributed_per_step', 0):g} of "
+                     f"{record['replayed_kernels_per_step']:g} kernels replayed from CUDA graphs")
+        out.append(text + " (precision `compiled`; the calling line keeps the whole graph too)")
+    else:
+        out.append(f"compiled code: {record['graphs_called']} compiled graph(s) ran without provenance records: "
+                   "their kernels stay on the calling line")
+    root = report.get("source_root")
+    for row in (report.get("lines") or [])[:MAX_ROWS]:
+        fused = present.fused_words(row)
+        if fused:
+            out.append(f"  {_short(row['file'], root)}:{row['line']} {fused}: shared "
+                       f"{_fmt_ms(_as_dict(row.get('compiled')).get('shared_gpu_ms') if row.get('gpu_ms') is not None else _as_dict(row.get('compiled')).get('shared_ms'))} ms "
+                       "shown on each (not added up)")
+    return out
 
 
 # -- inputs and memory per line (--shapes / --memory) ---------------------------------------------
@@ -229,3 +283,12 @@ def _op_text(op: dict) -> str:
     inputs = _tensor_inputs_text(op.get("shapes") or [], op.get("types"))
     text = " ".join(part for part in (printable(op["op"]), inputs, _calls_text(op["calls"])) if part)
     return text if len(text) <= MAX_OP_TEXT else text[:MAX_OP_TEXT - 3] + "..."
+
+
+def _region_name(region: dict, root: str | None) -> str:
+    """A region as the reader knows it: Stepscope's own by the line it times (`train.py:69`, the
+    loop's batch read as `train.py:69 (batch read)`), the program's own labels as written."""
+    label = parse_label(region["label"])
+    if label is None or not region.get("file") or region.get("line") is None:
+        return region["label"]
+    return f"{_short(region['file'], root)}:{region['line']}" + (" (batch read)" if label.is_next else "")

@@ -21,9 +21,11 @@ Invariants:
   window (the run folder's timings record; distortion.py); null for a trace without one.
 
 A folder of per-rank traces gives one report: the figures of the lowest rank (the headline), and
-`ranks` with every rank's own ms/step, GPU time and top lines, plus `slowest_rank` (ranks.py). In a
-run folder of `stepscope profile --nproc N`, each rank's trace is read with that rank's own file
-table and scenario record; the headline's `scenario` is the run's scenario.json.
+`ranks` with every rank's own ms/step, GPU time and top lines, plus `slowest_rank` (ranks.py); where
+each rank ran (`nodes`), and the hosts' clocks aligned from their collectives (`clocks`; nodes.py,
+clocks.py). In a run folder of a launched run (`--launcher`, `--nproc N`), each rank's trace is read
+with that rank's own file table and scenario record; the headline's `scenario` is the run's
+scenario.json.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import jsonio
-from ..agent.protocol import FILES, RECORDS, SCENARIO, TIMINGS, parse_label, parse_run_file_name, run_file_name
+from ..agent.protocol import COMPILE, FILES, RECORDS, SCENARIO, TIMINGS, parse_label, parse_run_file_name, run_file_name
 from ..errors import EmptyTrace, NotAProfilerTrace, NotATraceError, NotJSON, UsageError
 from ..trace import Kind, Trace, read_trace
 from ..trace.model import MAX_TIME_US
@@ -45,10 +47,13 @@ from .findings import Thresholds, find, load_thresholds, missing_labels
 from .findings.evidence import evidence_window, merge_evidence, moment_evidence, operator_evidence
 from .intervals import clip, union_length
 from .step_contents import describe_step
-from .labels import FileTable, load_file_table
+from .compiled_code import compile_events
+from .labels import FileTable, FrameResolver, load_file_table
 from .links import Links, build_links
 from .machine import describe_machine, gpu_observation
+from .clocks import collective_events
 from .model import attach_files
+from .nodes import name_ranks, summarize_nodes
 from .panel import timeline_json
 from .timeline import SpanTable, build_spans
 from .ranks import order_by_rank, summarize_ranks
@@ -134,12 +139,14 @@ def analyze(paths: list[Path], *, source_root: Path | None = None, run_dir: Path
     reports: list[dict] = []
     skipped: list[str] = []
     errors: list[NotATraceError] = []
+    collectives: dict[str, Any] = {}  # each trace's collectives, by its path (clocks.py)
     for f in files:
         own_table, own_scenario = _records_of(f, run_dir, file_table, scenario)
         try:
             reports.append(_analyze_one(read_trace(f), file_table=own_table, source_root=root, scenario=own_scenario,
                                         thresholds=thresholds, timelines=timelines,
-                                        timings=_timings_of(f, run_dir)))
+                                        timings=_timings_of(f, run_dir), collectives=collectives,
+                                        compile_doc=_compile_records(f, run_dir)))
         except NotATraceError as e:
             if f not in from_folder:
                 raise
@@ -151,21 +158,43 @@ def analyze(paths: list[Path], *, source_root: Path | None = None, run_dir: Path
         traces_only = [e for e in errors if not isinstance(e, (NotAProfilerTrace, NotJSON))]
         raise (traces_only or errors)[0]
     files = [r["traces"][0] for r in reports]  # already absolute (a pipe's name is kept as given)
+    named = name_ranks(reports, [Path(f).name for f in files]) if len(reports) > 1 else []
     reports = order_by_rank(reports)
     report = reports[0]
     # before the headline's `traces` becomes the list of every trace: each rank's entry names its own
     rank_summary = summarize_ranks(reports) if len(reports) > 1 else None
+    if rank_summary is not None:
+        collectives = {str(Path(p).resolve()): c for p, c in collectives.items()}  # as each rank's entry names it
+        nodes, clocks, node_notes = summarize_nodes(reports, rank_summary[0], collectives)
     report["traces"] = files
     report["source_root"] = str(shown_root) if shown_root else None
     report["notes"].extend(f"left out: {reason}" for reason in skipped)
     if rank_summary is not None:
         report["ranks"], report["slowest_rank"], rank_notes = rank_summary
-        report["notes"].extend(rank_notes)
+        report["notes"].extend(named + rank_notes + node_notes)
+        report["clocks"] = clocks
+        if nodes is not None:
+            report["nodes"] = nodes
     report["missing_labels"], label_notes = missing_labels(report)
     report["notes"].extend(config_notes + label_notes)
     report["step_contents"] = describe_step(report)
     report["findings"] = find(report, thresholds)
     return attach_files(report)
+
+
+def _compile_records(trace: Path, run_dir: Path | None) -> dict[str, Any] | None:
+    """The run's torch.compile records for `trace` (compile.json, per rank), None without them. A
+    record that cannot be read is left out (the report's notes say the graphs were not attributed)."""
+    if run_dir is None:
+        return None
+    path = run_dir / run_file_name(COMPILE, parse_run_file_name(trace.name).rank)
+    if not path.is_file():
+        return None
+    try:
+        doc = jsonio.read_json(path)
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
 
 
 def _lines_not_split(scenario: dict[str, Any] | None, file_table: FileTable | None) -> list[str]:
@@ -238,10 +267,13 @@ def timeline_spans(trace_path: Path) -> SpanTable:
 
 def _analyze_one(trace: Trace, *, file_table: FileTable | None, source_root: Path | None,
                  scenario: dict[str, Any] | None, thresholds: Thresholds = Thresholds(),
-                 timelines: dict[Path, bytes] | None = None, timings: dict[str, Any] | None = None) -> dict:
+                 timelines: dict[Path, bytes] | None = None, timings: dict[str, Any] | None = None,
+                 collectives: dict[Path, Any] | None = None, compile_doc: dict[str, Any] | None = None) -> dict:
     links = build_links(trace)
     steps, stepless, gpu_marked = active_steps(trace, links)
     window_us = (steps[0].cpu_start, steps[-1].completion)
+    if collectives is not None:  # what the clocks of several ranks are aligned from (clocks.py)
+        collectives[trace.path] = collective_events(trace, links, window_us)
     # On a large trace the longest parts are computed in forked children while this process does
     # the rest: the evidence's operator half (the trace facts the findings read: operators,
     # kernels, copies, syncs), and, with a third core, the attribution, which needs no evidence.
@@ -252,6 +284,7 @@ def _analyze_one(trace: Trace, *, file_table: FileTable | None, source_root: Pat
                                   batch_read_patterns=thresholds.batch_read_patterns,
                                   worth_it=large) if timelines is not None else nullcontext()
     with timeline, parallel.alongside(attribute, trace, links, steps, file_table=file_table, source_root=source_root,
+                                      compile_doc=compile_doc,
                                       worth_it=large and parallel.cores() >= 3) as attribution:
         win = evidence_window(trace, links, steps, file_table=file_table, source_root=source_root,
                               batch_read_patterns=thresholds.batch_read_patterns)
@@ -260,6 +293,7 @@ def _analyze_one(trace: Trace, *, file_table: FileTable | None, source_root: Pat
             att = attribution.result()
             report = _report(trace, links, steps, att, file_table=file_table, scenario=scenario,
                              stepless=stepless, gpu_marked=gpu_marked, window_us=window_us, timings=timings)
+            report["compiled_code"] = _compiled_code(att, compile_doc, file_table, source_root)
             report["evidence"] = merge_evidence(ops.result(), moments)
         if timelines is not None:
             timelines[trace.path] = timeline.result()
@@ -295,6 +329,7 @@ def _report(trace: Trace, links: Links, steps: list[Step], att: Attribution, *,
     if file_table is None and any(r["label"].startswith("ss:") for r in att.regions):
         notes.append("Stepscope region labels found but no file table (files.json): lines are not resolved")
     notes.extend(_lines_not_split(scenario, file_table))
+    notes.extend(att.compiled_notes)
     if not att.lines:
         notes.append("no figure could be attributed to a source line (no Stepscope labels and no user-code "
                      "Python frames; pass --source-root for traces recorded with stacks)")
@@ -327,6 +362,18 @@ def _report(trace: Trace, links: Links, steps: list[Step], att: Attribution, *,
         "evidence": None,
         "notes": notes,
     }
+
+
+def _compiled_code(att: Attribution, compile_doc: dict[str, Any] | None, file_table: FileTable | None,
+                   source_root: Path | None) -> dict[str, Any] | None:
+    """The report's `compiled_code`: the compiled graphs' attribution, and the compilations and graph
+    breaks torch recorded (None when the window ran no compiled graph and torch recorded neither)."""
+    compilations, breaks = compile_events(compile_doc, FrameResolver(source_root or (file_table.root if file_table else None),
+                                                                     file_table))
+    if att.compiled is None and not compilations and not breaks:
+        return None
+    return {**(att.compiled or {"source": None, "graphs_called": 0}), "compilations": compilations,
+            "graph_breaks": breaks}
 
 
 def left_out_notes(trace: Trace) -> list[str]:

@@ -34,13 +34,21 @@ def describe_step(report: dict[str, Any]) -> dict[str, Any]:
     backward = any(line.get("backward_ms") for line in lines) or any(
         r["label"].startswith("autograd::engine::evaluate_function") for r in regions)
     optimizer = any(r["label"].startswith("Optimizer.step#") for r in regions)
+    # a replayed CUDA graph's work has no host-side op: its kernels' names say what it holds
+    kernels = evidence.get("kernels") or {}
+    replayed = bool(kernels.get("graph_launches"))
+    backward = backward or bool(kernels.get("graph_backward"))
+    optimizer = optimizer or bool(kernels.get("graph_optimizer"))
     batch_line = (batch.get("file"), batch.get("line"))
     forward = any(op.get("self_ms") and (op.get("file"), op.get("line")) != batch_line
-                  for op in evidence.get("ops") or [])
+                  for op in evidence.get("ops") or []) or replayed
     parts = [name for name, present in (("batch read", batch_read), ("transfer to the device", transfer),
                                          ("forward", forward), ("backward", backward),
                                          ("optimizer step", optimizer)) if present]
+    if replayed:
+        parts.append("replayed CUDA graph")
     return {
+        "replays_graph": replayed,
         "batch_read": batch_read,
         "transfer": transfer,
         "forward": forward,

@@ -27,7 +27,7 @@ from ..agent import protocol
 from ..agent.protocol import Event, FailedEvent, StepEvent
 
 
-def _pump(stream, log: TextIO, sink: TextIO | None, prefix: str, lock: threading.Lock) -> None:
+def copy_lines(stream, log: TextIO, sink: TextIO | None, prefix: str, lock: threading.Lock) -> None:
     for chunk in iter(stream.readline, ""):
         try:
             log.write(chunk)
@@ -59,8 +59,8 @@ class AgentProcess:
         self._failed_event_at: float | None = None
         self._exited_at: float | None = None
         self._threads = [
-            threading.Thread(target=_pump, args=(proc.stdout, log, sink, prefix, sink_lock), daemon=True),
-            threading.Thread(target=_pump, args=(proc.stderr, log, sink, prefix, sink_lock), daemon=True),
+            threading.Thread(target=copy_lines, args=(proc.stdout, log, sink, prefix, sink_lock), daemon=True),
+            threading.Thread(target=copy_lines, args=(proc.stderr, log, sink, prefix, sink_lock), daemon=True),
         ]
         self._events_thread = threading.Thread(target=self._read_events, args=(read_fd,), daemon=True)
         for t in (*self._threads, self._events_thread):
@@ -134,10 +134,6 @@ class AgentProcess:
         if self.last_step is None:
             return "before its first step"
         return f"in step {self.last_step.index + 1} ({self.last_step.phase})"
-
-    def drain_events(self, timeout: float) -> None:
-        """Wait (briefly) until every event the exited agent sent has been read."""
-        self._events_thread.join(timeout)
 
     # -- ending -------------------------------------------------------------------------------
     def signal_group(self, sig: signal.Signals) -> None:

@@ -1,7 +1,9 @@
-"""The run's own records of a distributed capture, made from what each rank wrote.
+"""The run's own records of a launched run, made from what each rank wrote.
 
 Each rank's agent writes only files named for its rank (scenario-rank<r>.json, files-rank<r>.json,
-trace-rank<r>.json); once every rank has ended, the capture side writes from them:
+trace-rank<r>.json). Which ranks there were is read from the run folder (their records) and from the
+ranks the capture side heard of (their events), not assumed from a world size: under a launcher it
+is known only once the ranks report. Once every rank has ended, the capture side writes from them:
 - scenario.json: the main record is the lowest rank's (rank 0's in a run that went well), with its
   `distributed` section extended by `ranks`: how each rank ended, its traces, steps and start-up,
   and the name of its own record;
@@ -39,6 +41,7 @@ def _rank_summary(rank: int, ending: dict[str, Any], record: dict[str, Any] | No
             active_steps_recorded=record.get("active_steps_recorded"),
             window_complete=record.get("window_complete"), to_first_step_ms=startup.get("to_first_step_ms"),
             process_group=(record.get("distributed") or {}).get("process_group"),
+            node=(record.get("distributed") or {}).get("node"), host=(record.get("machine") or {}).get("host"),
         )
     return summary
 
@@ -55,20 +58,38 @@ def _merged_file_table(tables: list[dict[str, Any]]) -> dict[str, Any]:
     return {**tables[0], "files": merged}
 
 
-def write_run_records(run: workspace.RunFolder, world_size: int, endings: list[dict[str, Any]]) -> None:
-    """Write scenario.json and files.json of a distributed run; `endings[r]` is how rank r ended
-    (`exit`, `reason`), as the capture side saw it."""
-    records = {r: _read(run.file(protocol.run_file_name(protocol.SCENARIO, r))) for r in range(world_size)}
-    tables = [t for r in range(world_size) if (t := _read(run.file(protocol.run_file_name(protocol.FILES, r))))]
+def ranks_in(run: workspace.RunFolder) -> list[int]:
+    """The ranks that wrote a scenario record into the run folder, in order."""
+    found = set()
+    for path in run.path.iterdir():
+        name = protocol.parse_run_file_name(path.name)
+        if name.name == protocol.SCENARIO and name.rank is not None and name.cycle == 0:
+            found.add(name.rank)
+    return sorted(found)
+
+
+NOT_HEARD = {"exit": None, "reason": "no events were read from this rank"}
+
+
+def write_run_records(run: workspace.RunFolder, world_size: int | None, endings: dict[Any, dict[str, Any]]) -> None:
+    """Write scenario.json and files.json of a launched run; `endings[r]` is how rank r ended
+    (`exit`, `reason`), as the capture side saw it; `world_size`: as the launcher gave it (None:
+    unknown; the ranks found are the world then). Nothing is written for a run whose processes had
+    no rank (they wrote the run's own records themselves)."""
+    ranks = sorted({r for r in endings if r is not None} | set(ranks_in(run)) | set(range(world_size or 0)))
+    if not ranks:
+        return
+    records = {r: _read(run.file(protocol.run_file_name(protocol.SCENARIO, r))) for r in ranks}
+    tables = [t for r in ranks if (t := _read(run.file(protocol.run_file_name(protocol.FILES, r))))]
     if tables:
         jsonio.write_json(run.file(protocol.FILES), _merged_file_table(tables), replace=True)
-    present = [r for r in range(world_size) if records[r] is not None]
+    present = [r for r in ranks if records[r] is not None]
     if not present:
         return
     main = dict(records[present[0]])
     main["distributed"] = {
         **(main.get("distributed") or {}),
-        "world_size": world_size,
-        "ranks": [_rank_summary(r, endings[r], records[r]) for r in range(world_size)],
+        "world_size": world_size if world_size is not None else len(ranks),
+        "ranks": [_rank_summary(r, endings.get(r, NOT_HEARD), records[r]) for r in ranks],
     }
     jsonio.write_json(run.file(protocol.SCENARIO), main, replace=False)

@@ -15,7 +15,7 @@ from ..agent.protocol import MeasureOptions, ProfileOptions, Schedule, check_opt
 from ..errors import UsageError
 
 #: Modules that start other processes to run the program (torchrun and its predecessor): run
-#: inside the agent, their workers would be left uninstrumented.
+#: inside the agent, their workers would be left uninstrumented; they are given as the launcher.
 LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch")
 
 
@@ -25,8 +25,8 @@ class RunOptions:
 
     timeout: float = option(0.0, "stop the program after this many seconds (exit 4)", flag="--timeout",
                             setting="timeout", minimum=0, unit="seconds", zero="no limit")
-    nproc: int = option(1, "start N processes, one per rank, as `torchrun --nproc_per_node N` would (one trace "
-                        "per rank)", flag="--nproc", setting="nproc", minimum=1)
+    nproc: int = option(1, "start N processes on this machine with torchrun (`torchrun --standalone "
+                        "--nproc-per-node N`), one trace per rank", flag="--nproc", setting="nproc", minimum=1)
     redact: bool = option(False, "at the end of the run, write a redacted copy of each trace beside it, safe to "
                                  "share (as `stepscope redact --beside`)", flag="--redact")
 
@@ -71,6 +71,7 @@ class CaptureRequest:
     out: Path | None = None
     profile: ProfileOptions = field(default_factory=ProfileOptions)
     run: RunOptions = field(default_factory=RunOptions)
+    launcher: tuple[str, ...] = ()  # the launcher's command (its words) that starts the ranks; () none
     measure: MeasureOptions | None = None  # set: mode "measure" (no profiler; `profile` is not used)
     step_header: str | None = None  # the loop header's text, as the scenario records the step
     env_defaults: dict[str, str] = field(default_factory=dict)  # set in the program's environment unless set
@@ -81,6 +82,14 @@ class CaptureRequest:
 
     def __post_init__(self) -> None:
         check_entry_module(self.entry_module)
+        if self.launcher and self.run.nproc > 1:
+            raise UsageError("a launcher and nproc > 1 cannot be combined: the launcher chooses how many processes "
+                             "to start")
+
+    @property
+    def launched(self) -> bool:
+        """Whether a launcher starts the program's processes (`--launcher`, or torchrun for `--nproc`)."""
+        return bool(self.launcher) or self.run.nproc > 1
 
     @property
     def schedule(self) -> Schedule:
@@ -88,11 +97,11 @@ class CaptureRequest:
 
 
 def check_entry_module(name: str | None) -> None:
-    """A UsageError for a module that is a launcher (torchrun): Stepscope starts the ranks itself."""
+    """A UsageError for a program module that is a launcher (torchrun): it is given as the launcher,
+    with the script as the program."""
     if name in LAUNCHER_MODULES:
-        raise UsageError(f"{name} is a launcher, and Stepscope cannot profile through a launcher yet: start the "
-                         "script itself, and Stepscope starts one process per rank (--nproc N, or the setting "
-                         "stepscope.profile.nproc)")
+        raise UsageError(f"{name} is a launcher, not the program: give it as the launcher "
+                         f"(--launcher \"python -m {name} …\") and the script as the program")
 
 
 def schedule_warnings(schedule: Schedule) -> list[str]:

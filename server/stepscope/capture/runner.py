@@ -1,25 +1,30 @@
-"""Run the agent(s) for a `CaptureRequest`, forward the program's output, stop it on demand, and
-say how the capture ended.
+"""Run the agent for a `CaptureRequest`, directly or through a launcher, forward the program's
+output, stop it on demand, and say how the capture ended.
 
 Invariants:
 - The run folder is new (workspace.new_run); the agents write the traces, timings and scenario
-  records into it, this module (with launch.py and rank_records.py) writes spec.json, files.json,
-  the program's log(s), status.json and, for a distributed run, the merged scenario.json. Nothing
-  else is written. A measure run (`run_measure_process`) runs its processes one after the other in
-  one folder, each writing files named for it; its caller writes status.json once, at the end.
-- Each agent runs in its own process group, and every group is stopped before `run_capture`
-  returns or raises (a timeout, a cancel, a failed rank, an exception in the watch): nothing
-  survives a finished run, DataLoader workers included.
-- With `nproc` > 1 the ranks start together (launch.py); the first rank to fail ends the run, its
-  exit code is the run's and its reason is named by rank.
-- Results come from files and the events pipes, never from the program's stdout, which is only
-  forwarded (to `output`) and logged.
+  records into it, this module (with launch.py, launchers/ and rank_records.py) writes spec.json,
+  files.json, the program's log, status.json and, for a launched run, the agent's copy and the
+  merged scenario.json. Nothing else is written. A measure run (`run_measure_process`) runs its
+  processes one after the other in one folder, each writing files named for it; its caller writes
+  status.json once, at the end.
+- A plain run's agent runs in its own process group; a launched run's launcher leads its own
+  session. Every group is stopped before `run_capture` returns or raises (a timeout, a cancel, a
+  failed rank, an exception in the watch): nothing survives a finished run, DataLoader workers
+  included (launchers/external.py says how far that reaches on other machines).
+- A launched run (`--launcher CMD`, or `--nproc N`: torchrun on this machine) runs the run folder's
+  copy of the agent (`python <run>/agent`), which reads its rank from the launcher's environment;
+  the first rank to fail ends the run, its exit code is the run's and its reason is named by rank;
+  a group the launcher restarts is not recorded (the first attempt's records are kept).
+- Results come from files, the events pipe and the events files, never from the program's stdout,
+  which is only forwarded (to `output`) and logged.
 - On any ending other than success, stray partial files are removed and status.json says why.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 import time
 from dataclasses import dataclass, field
@@ -32,10 +37,14 @@ from ..agent.protocol import AgentSpec, Distributed, Entry, Target
 from ..errors import NO_STEP, OK, PROGRAM_FAILED, REFUSED, TIMEOUT, USAGE, StepscopeError
 from . import launch, rank_records
 from .agents import AgentProcess
+from .launchers import command
+from .launchers.external import Ending as LaunchEnding
+from .launchers.external import LaunchedRun, RankState
 from .request import CaptureRequest
 from .provenance import git_state
 
-AGENT_BOOTSTRAP = Path(__file__).resolve().parent.parent / "agent" / "bootstrap.py"
+AGENT_FOLDER = Path(__file__).resolve().parent.parent / "agent"
+AGENT_BOOTSTRAP = AGENT_FOLDER / "bootstrap.py"
 
 _AGENT_EXIT_TO_CLI = {
     protocol.EXIT_OK: OK,
@@ -73,13 +82,12 @@ def _file_table(req: CaptureRequest) -> dict:
     return {"root": str(Path(req.root).resolve()), "files": files}
 
 
-def _spec(req: CaptureRequest, run: workspace.RunFolder) -> AgentSpec:
+def _spec(req: CaptureRequest, run: workspace.RunFolder, distributed: Distributed | None) -> AgentSpec:
     if req.entry_module:
         entry = Entry("module", name=req.entry_module)
     else:
         entry = Entry("script", path=str(req.entry_script or req.target_file))
     opts = req.profile
-    distributed = _distributed(req) if req.run.nproc > 1 else None
     if req.measure is not None:
         options = protocol.to_json(req.measure)
     else:
@@ -107,13 +115,6 @@ def _entry_record(entry: Entry) -> dict:
     """The program's start as the scenario records it: {"kind": "script", "path": ...} or
     {"kind": "module", "name": ...}."""
     return {"kind": "module", "name": entry.name} if entry.kind == "module" else {"kind": "script", "path": entry.path}
-
-
-def _distributed(req: CaptureRequest) -> Distributed:
-    env = {**os.environ, **req.env}
-    return Distributed(world_size=req.run.nproc,
-                       launcher=f"stepscope --nproc {req.run.nproc} (as torchrun on one node)",
-                       omp_num_threads=launch.omp_num_threads(env))
 
 
 def _agent_env(req: CaptureRequest, process: int = 0) -> dict[str, str]:
@@ -151,13 +152,52 @@ def _traces(run: workspace.RunFolder, rank: object = _EVERY_RANK) -> list[Path]:
     return sorted(found)
 
 
-def prepare_run(req: CaptureRequest, into: workspace.RunFolder | None = None) -> workspace.RunFolder:
+def prepare_run(req: CaptureRequest, into: workspace.RunFolder | None = None,
+                distributed: Distributed | None = None) -> workspace.RunFolder:
     """A new run folder holding the request's file table and spec (`into`: an empty run folder
-    made for it elsewhere, as `measure --against` does for the revision's side)."""
+    made for it elsewhere, as `measure --against` does for the revision's side; `distributed`: a
+    launched run's, see `prepare_launch`)."""
     run = into or workspace.new_run(req.root, Path(req.target_file).stem, out=req.out)
     jsonio.write_json(run.file(protocol.FILES), _file_table(req), replace=False)
-    jsonio.write_json(run.file(protocol.SPEC), _spec(req, run).to_json(), replace=False)
+    jsonio.write_json(run.file(protocol.SPEC), _spec(req, run, distributed).to_json(), replace=False)
     return run
+
+
+# -- a launched run: the run folder, its agent, the command ----------------------------------------
+@dataclass(frozen=True)
+class PreparedLaunch:
+    """A launched run's folder, ready to run: `command` starts it (the launcher's words, then the
+    agent), `agent` is the run's copy of the agent, the program every process runs."""
+
+    run: workspace.RunFolder
+    command: list[str]
+    agent: Path
+    launcher: tuple[str, ...]
+
+
+def copy_agent(run: workspace.RunFolder) -> Path:
+    """The run's own copy of the agent (its Python files), which a launcher runs on every node:
+    the nodes need neither Stepscope nor the same install, and the agent is the run's version."""
+    target = run.file(protocol.AGENT_DIR)
+    target.mkdir()
+    for source in sorted(AGENT_FOLDER.glob("*.py")):
+        shutil.copyfile(source, target / source.name)
+    return target
+
+
+def prepare_launch(req: CaptureRequest) -> PreparedLaunch:
+    """A new run folder for a launched run: the file table, the spec (distributed: each process
+    reads its rank from its launcher), the agent's copy, and the command that starts it: the
+    request's launcher, torchrun for `nproc` > 1, or none (the agent's own command, for the user
+    to put in a launcher's command line)."""
+    launcher = req.launcher or (command.nproc(req.python, req.run.nproc) if req.run.nproc > 1 else ())
+    run = workspace.new_run(req.root, Path(req.target_file).stem, out=req.out)
+    distributed = Distributed(world_size=req.run.nproc if req.run.nproc > 1 else None,
+                              launcher=command.shown(launcher) if launcher else None)
+    prepare_run(req, run, distributed)
+    agent = copy_agent(run)
+    cmd = command.compose(launcher, agent, req.python) if launcher else [req.python, str(agent)]
+    return PreparedLaunch(run, cmd, agent, launcher)
 
 
 def run_capture(
@@ -167,9 +207,12 @@ def run_capture(
     on_event: Callable[[protocol.Event], None] | None = None,
     cancel: threading.Event | None = None,
 ) -> CaptureResult:
-    """Run one capture to its end. `output` receives the program's stdout and stderr as text (each
-    line prefixed with its rank in a distributed capture)."""
+    """Run one capture to its end. `output` receives the program's stdout and stderr as text (a
+    launcher's output as it writes it: torchrun's lines prefixed by rank with `--nproc`)."""
     first_run = not (Path(req.root) / workspace.STATE_DIR / workspace.RUNS_DIR).exists()
+    if req.launched:
+        return _run_launched(prepare_launch(req), req, first_run=first_run, output=output, on_event=on_event,
+                             cancel=cancel)
     run = prepare_run(req)
     return _run_agents(req, run, first_run=first_run, output=output, on_event=on_event, cancel=cancel)
 
@@ -230,10 +273,9 @@ def _run_agents(req: CaptureRequest, run: workspace.RunFolder, *, first_run: boo
                 on_event: Callable[[protocol.Event], None] | None,
                 cancel: threading.Event | None) -> CaptureResult:
     cmd = [req.python, str(AGENT_BOOTSTRAP), str(run.file(protocol.SPEC))]
-    nproc = req.run.nproc
     try:
-        agents = launch.start_agents(cmd, run=run, cwd=str(req.cwd or req.root), env=_agent_env(req),
-                                     nproc=nproc, output=output, on_event=on_event)
+        agent = launch.start_agent(cmd, run=run, cwd=str(req.cwd or req.root), env=_agent_env(req), output=output,
+                                   on_event=on_event)
     except OSError as e:
         _finish(run, "failed", REFUSED, f"cannot start {req.python}: {e.strerror}")
         raise StepscopeError(f"cannot start the interpreter {req.python}: {e.strerror}", REFUSED) from e
@@ -241,64 +283,131 @@ def _run_agents(req: CaptureRequest, run: workspace.RunFolder, *, first_run: boo
     timeout_s = req.run.timeout_s
     deadline = time.monotonic() + timeout_s if timeout_s else None
     try:
-        ending = launch.watch(agents, cancel=cancel, deadline=deadline)
+        ending = launch.watch([agent], cancel=cancel, deadline=deadline)
     finally:
-        launch.stop_all(agents)  # whatever happened (even an exception here): nothing survives the run
-    endings = [_rank_ending(a, ending) for a in agents]
-    distributed = nproc > 1
-    if distributed:
-        rank_records.write_run_records(run, nproc, endings)
-
-    everyone = f"all {nproc} ranks" if distributed else "the program"
+        launch.stop_all([agent])  # whatever happened (even an exception here): nothing survives the run
     if ending.kind == "cancelled":
-        _finish(run, "cancelled", 130, "cancelled", endings, distributed)
-        raise Cancelled(f"cancelled; {everyone} and {'their' if distributed else 'its'} workers were stopped",
-                        run.path)
+        _finish(run, "cancelled", 130, "cancelled")
+        raise Cancelled("cancelled; the program and its workers were stopped", run.path)
     if ending.kind == "timeout":
-        reason = (f"time limit of {timeout_s:g} s reached; {everyone} and "
-                  f"{'their' if distributed else 'its'} workers were stopped")
-        if distributed and ending.running:  # where a hang is: often a rank waiting in a collective
-            reason += " (still running: " + ", ".join(f"rank {a.rank} {a.where()}" for a in ending.running) + ")"
-        _finish(run, "timeout", TIMEOUT, reason, endings, distributed)
-        return CaptureResult(run.path, TIMEOUT, reason, [], first_run, world_size=nproc)
+        reason = f"time limit of {timeout_s:g} s reached; the program and its workers were stopped"
+        _finish(run, "timeout", TIMEOUT, reason)
+        return CaptureResult(run.path, TIMEOUT, reason, [], first_run)
 
     code, reason = OK, None
     if ending.culprit is not None:
         code, reason = _agent_outcome(ending.culprit)
-        if distributed:
-            reason = f"rank {ending.culprit.rank}: {reason}"
-            if any(a is not ending.culprit for a in ending.running):
-                reason += "; the other ranks were stopped"
-    else:
-        for agent in agents:  # every agent ended well: each must have written its trace
-            if not _traces(run, rank=agent.rank):
-                code = PROGRAM_FAILED
-                reason = "the window completed but no trace was written"
-                if distributed:
-                    reason = f"rank {agent.rank}: {reason}"
-                break
-    traces = _traces(run)
-    _finish(run, "complete" if code == OK else "failed", code, reason, endings, distributed)
-    return CaptureResult(run.path, code, reason, traces if code in (OK, PROGRAM_FAILED) else [], first_run,
-                         world_size=nproc)
+    elif not _traces(run):  # the agent ended well: it must have written its trace
+        code, reason = PROGRAM_FAILED, "the window completed but no trace was written"
+    _finish(run, "complete" if code == OK else "failed", code, reason)
+    return CaptureResult(run.path, code, reason, _traces(run) if code in (OK, PROGRAM_FAILED) else [], first_run)
 
 
-def _rank_ending(agent: AgentProcess, ending: launch.Ending) -> dict:
-    """How one agent ended (`exit` None: it was stopped), for status.json and the scenario record."""
-    if agent in ending.running and agent is not ending.culprit:
-        why = {"cancelled": "cancelled", "timeout": "time limit reached"}.get(ending.kind)
+# -- a launched run: watched through its launcher ---------------------------------------------------
+def _run_launched(prepared: PreparedLaunch, req: CaptureRequest, *, first_run: bool, output: TextIO | None,
+                  on_event: Callable[[protocol.Event], None] | None, cancel: threading.Event | None) -> CaptureResult:
+    run = prepared.run
+    env = {**command.launcher_environment(prepared.launcher), **_agent_env(req)}
+    try:
+        launched = LaunchedRun.start(prepared.command, cwd=str(req.cwd or req.root), env=env, run_dir=run.path,
+                                     agent_dir=prepared.agent, log_path=run.file(protocol.PROGRAM_LOG), sink=output)
+    except OSError as e:
+        reason = f"cannot start the launcher {prepared.command[0]!r}: {e.strerror}"
+        _finish(run, "failed", USAGE, reason)
+        raise StepscopeError(reason, USAGE) from e
+    timeout_s = req.run.timeout_s
+    deadline = time.monotonic() + timeout_s if timeout_s else None
+    try:
+        ending = launched.watch(cancel=cancel, deadline=deadline, on_event=on_event)
+    finally:
+        launched.stop()  # whatever happened (even an exception here): nothing survives the run
+    ranks = launched.in_order()
+    running = [s for s in ranks if s.running]  # as far as the events said when the watch ended
+    world = launched.world_size() or (req.run.nproc if req.run.nproc > 1 else None)
+    endings = {s.rank: _launched_ending(s, ending, launched.restarted()) for s in ranks}
+    rank_records.write_run_records(run, world, endings)
+
+    if ending.kind == "cancelled":
+        _finish(run, "cancelled", 130, "cancelled", endings)
+        raise Cancelled("cancelled; the launcher and every rank it started were stopped", run.path)
+    if ending.kind == "timeout":
+        reason = f"time limit of {timeout_s:g} s reached; the launcher and every rank it started were stopped"
+        if running:  # where a hang is: often a rank waiting in a collective
+            reason += " (still running: " + ", ".join(f"{s.name} {s.where()}" for s in running) + ")"
+        _finish(run, "timeout", TIMEOUT, reason, endings)
+        return CaptureResult(run.path, TIMEOUT, reason, [], first_run, world_size=world or 1)
+    code, reason = _launched_outcome(run, ending, ranks, running, world, launched.restarted())
+    _finish(run, "complete" if code == OK else "failed", code, reason, endings)
+    return CaptureResult(run.path, code, reason, _traces(run) if code in (OK, PROGRAM_FAILED) else [], first_run,
+                         world_size=world or 1)
+
+
+def _restart_words(restart: int) -> str:
+    return (f"the launcher then restarted the group (restart {restart}), which Stepscope does not record: "
+            "the first attempt's records are kept")
+
+
+def _silent_words(silent: tuple[RankState, ...] | list[RankState]) -> str:
+    return "; ".join(f"{s.name} ended {s.where()} without saying why (killed by a signal, or out of memory?)"
+                     for s in silent)
+
+
+def _launched_outcome(run: workspace.RunFolder, ending: LaunchEnding, ranks: list[RankState],
+                      running: list[RankState], world: int | None, restart: int) -> tuple[int, str | None]:
+    """The run's exit code and reason from how the launched run ended and what each rank said."""
+    if ending.culprit is not None:
+        failed = ending.culprit.failed
+        assert failed is not None
+        reason = f"{ending.culprit.name}: {failed.reason}"
+        if ending.silent:
+            reason += f"; {_silent_words(ending.silent)}"
+        if any(s is not ending.culprit and s not in ending.silent for s in running):
+            reason += "; the other ranks were stopped"
+        if restart:
+            reason += f"; {_restart_words(restart)}"
+        return _AGENT_EXIT_TO_CLI.get(failed.exit, PROGRAM_FAILED), reason
+    status = f"the launcher exited with status {ending.launcher_exit}"
+    if ending.kind == "restarted":
+        said = _silent_words(ending.silent) or "a process ended without saying why (killed by a signal, or out of memory?)"
+        return PROGRAM_FAILED, f"{said}; {_restart_words(restart)}"
+    if not ranks:
+        return PROGRAM_FAILED, (f"{status} before any rank started (its output is above and in program.log)"
+                                if ending.launcher_exit else "the launcher ended without starting the agent")
+    silent = [s for s in ranks if s.finished is None]  # the launcher has ended: so have all its ranks
+    if silent:
+        return PROGRAM_FAILED, f"{_silent_words(silent)}; {status}"
+    if world is not None and len([s for s in ranks if s.rank is not None]) < world:
+        missing = sorted(set(range(world)) - {s.rank for s in ranks})
+        return PROGRAM_FAILED, (f"only {world - len(missing)} of the {world} ranks started (no events from rank "
+                                f"{', '.join(map(str, missing))}); {status}")
+    for state in ranks:  # every rank ended well: each must have written its trace
+        if not _traces(run, rank=state.rank):
+            return PROGRAM_FAILED, f"{state.name}: the window completed but no trace was written"
+    return OK, None
+
+
+def _launched_ending(state: RankState, ending: LaunchEnding, restart: int) -> dict:
+    """How one rank ended (`exit` None: it was stopped, or ended without a word), for status.json and
+    the scenario record."""
+    done = state.finished or state.failed
+    if done is not None:
+        return {"exit": _AGENT_EXIT_TO_CLI.get(done.exit, PROGRAM_FAILED),
+                "reason": state.failed.reason if state.failed else None}
+    if ending.kind in ("cancelled", "timeout", "failed", "restarted") and state not in ending.silent:
+        why = {"cancelled": "cancelled", "timeout": "time limit reached",
+               "restarted": f"the launcher restarted the group (restart {restart})"}.get(ending.kind)
         if why is None:
-            why = f"rank {ending.culprit.rank} failed" if ending.culprit is not None else "run ended"
-        return {"exit": None, "reason": f"stopped {agent.where()}: {why}"}
-    code, reason = _agent_outcome(agent)
-    return {"exit": code, "reason": reason}
+            why = f"{ending.culprit.name} failed" if ending.culprit is not None else "the run ended"
+        return {"exit": None, "reason": f"stopped {state.where()}: {why}"}
+    return {"exit": None, "reason": f"ended {state.where()} without saying why (killed by a signal, or out of memory?)"}
 
 
 def _finish(run: workspace.RunFolder, status: str, code: int, reason: str | None,
-            endings: list[dict] | None = None, distributed: bool = False) -> None:
+            endings: dict[int | None, dict] | None = None) -> None:
     for partial in run.path.glob("*.partial"):
         partial.unlink(missing_ok=True)
     record: dict = {"status": status, "exit": code, "reason": reason}
-    if distributed and endings:
-        record["ranks"] = [{"rank": r, **e} for r, e in enumerate(endings)]
+    if endings:
+        record["ranks"] = [{"rank": r, **e} for r, e in sorted(endings.items(), key=lambda kv: (kv[0] is None,
+                                                                                               kv[0] or 0))]
     jsonio.write_json(run.file(protocol.STATUS), record, replace=False)

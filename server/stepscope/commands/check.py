@@ -1,8 +1,10 @@
 """`stepscope check PATH...`: static rules. Must not import torch or the LSP stack.
 
 Exit codes: 0 nothing found, 1 findings, 2 usage error (bad flag, unknown rule code, missing
-path). A file that cannot be read or decoded is reported on stderr (and in JSON/SARIF) and does
-not by itself make the exit code non-zero.
+path) or a file that could not be checked: unreadable, undecodable, or not parsing as Python
+(for a notebook: a cell that does not parse). Such a file is named on stderr with its reason (and
+in JSON's `errors`, SARIF's `toolExecutionNotifications`); the other files are still checked and
+their findings shown, and the exit code is 2 whatever they found: the check is incomplete.
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..errors import FOUND, OK, UsageError
+from ..errors import FOUND, OK, USAGE, UsageError
+
+COULD_NOT_CHECK = USAGE  # a file could not be checked: the result is incomplete
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -48,7 +52,9 @@ def run(args: argparse.Namespace) -> int:
     for warning in result.warnings:
         sys.stderr.write(f"stepscope: warning: {warning}\n")
     for error in result.errors:
-        sys.stderr.write(f"stepscope: {error.path}: {error.message}; not checked\n")
+        shown = _shown(error.path)
+        where = f"{shown}:{error.line}" if error.line else shown
+        sys.stderr.write(f"stepscope: {where}: {error.message}; not checked\n")
     diagnostics = result.diagnostics
     if args.format == "json":
         sys.stdout.write(render_json(diagnostics, result.errors, result.files_checked))
@@ -57,9 +63,20 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_text(diagnostics, Path.cwd()))
         sys.stdout.flush()
-        if diagnostics:
+        if diagnostics or result.errors:
             noun = "problem" if len(diagnostics) == 1 else "problems"
-            sys.stderr.write(f"{len(diagnostics)} {noun} in {result.files_checked} "
-                             f"file(s) checked\n")
+            summary = f"{len(diagnostics)} {noun} in {result.files_checked} file(s) checked"
+            if result.errors:
+                summary += f"; {len(result.errors)} file(s) could not be checked"
+            sys.stderr.write(summary + "\n")
     sys.stdout.flush()
+    if result.errors:
+        return COULD_NOT_CHECK
     return FOUND if diagnostics else OK
+
+
+def _shown(path: str) -> str:
+    try:
+        return Path(path).relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return path

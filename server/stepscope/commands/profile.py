@@ -1,14 +1,17 @@
 """`stepscope profile SCRIPT`: capture a step under torch.profiler and attribute it to lines.
 
-Pipeline: resolve the step (capture.step) → run the agent (capture.runner; `--nproc N`: one agent
-per rank) → analyse the trace(s) (analysis.report) → write report.json into the run folder → print
-text or one JSON document.
+Pipeline: resolve the step (capture.step) → run the agent (capture.runner; through a launcher with
+`--launcher CMD`, or torchrun with `--nproc N`: one agent per rank) → analyse the trace(s)
+(analysis.report) → write report.json into the run folder → print text or one JSON document.
+
+`--prepare` stops after the run folder: it prints the command that runs the agent under the
+launcher (for launchers started once per node, or by a job script), and `stepscope analyze` reads
+the folder afterwards.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 import threading
@@ -26,6 +29,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from ..capture.request import RunOptions
 
     program.add_arguments(p)
+    p.add_argument("--launcher", metavar="CMD",
+                   help="start the program's processes with this launcher command, e.g. \"torchrun "
+                        "--nproc-per-node 8\" or \"srun -N 2 --ntasks-per-node 4\": Stepscope adds the agent as its "
+                        "program (and the interpreter, unless the launcher is torchrun or CMD ends with one)")
+    p.add_argument("--prepare", action="store_true",
+                   help="only write the run folder and print the command that runs it (put it where your "
+                        "launcher's command names the program, on every node); then `stepscope analyze` the folder")
     options.add_arguments(p, ProfileOptions, RunOptions)
     p.add_argument("--note", help="recorded in the scenario, e.g. 'simplified input'")
     p.add_argument("--out", help="run folder to create (must not exist)")
@@ -36,8 +46,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..agent.protocol import ProfileOptions
     from ..capture import options
+    from ..capture.launchers import command
     from ..capture.request import CaptureRequest, RunOptions, schedule_warnings
-    from ..capture.runner import run_capture
+    from ..capture.runner import prepare_launch, run_capture
 
     profile, run_options = options.from_arguments(args, ProfileOptions, RunOptions)
     target = program.resolve(args)
@@ -46,18 +57,18 @@ def run(args: argparse.Namespace) -> int:
         root=root, target_file=target.script, target_line=target.loop_line, target_function=target.function,
         python=target.python, entry_script=target.entry, entry_module=target.module, args=target.args,
         cwd=target.cwd, note=args.note, out=Path(args.out) if args.out else None, profile=profile, run=run_options,
+        launcher=command.split(args.launcher) if args.launcher is not None else (),
     )
     for warning in schedule_warnings(profile.schedule):
         sys.stderr.write(f"stepscope: note: {warning}\n")
+    if args.prepare:
+        return _prepare(prepare_launch(req), req.cwd or root, as_json=args.json)
     if not (root / ".stepscope" / "runs").exists():
         sys.stderr.write(
             "stepscope: note: the step runs for real — it performs real updates (optimizer steps, "
             "writes). Run it on an experimental state, never on weights you must keep. "
             "The program sees STEPSCOPE_RUN=1 and can skip saving.\n"
         )
-    if run_options.nproc > 1 and "OMP_NUM_THREADS" not in os.environ:
-        sys.stderr.write(f"stepscope: note: each of the {run_options.nproc} ranks runs with OMP_NUM_THREADS=1, as "
-                         "under torchrun; set OMP_NUM_THREADS to choose another value\n")
     # With --json, stdout is reserved for the report: the program's output goes to stderr.
     from ..capture.runner import Cancelled
 
@@ -88,6 +99,26 @@ def run(args: argparse.Namespace) -> int:
     if not result.ok:
         sys.stderr.write(f"stepscope: {result.reason}; the report covers the steps recorded before that\n")
     return result.exit_code
+
+
+def _prepare(prepared, cwd: Path, *, as_json: bool) -> int:
+    from ..capture.launchers import command
+
+    run_dir = prepared.run.path
+    if as_json:
+        from ..jsonio import dumps
+
+        sys.stdout.buffer.write(dumps({"run_dir": str(run_dir), "command": prepared.command,
+                                       "agent": str(prepared.agent), "cwd": str(cwd)}) + b"\n")
+        return 0
+    what = ("run this from {cwd}, once if the launcher starts every node's processes (srun), on every node if "
+            "each node starts its own (torchrun --nnodes):" if prepared.launcher else
+            "put this where your launcher's command names the program (srun … python <agent>, torchrun … <agent>), "
+            "run from {cwd}:")
+    sys.stdout.write(f"run folder: {run_dir}\n\n{what.format(cwd=command.shown([str(cwd)]))}\n"
+                     f"  {command.shown(prepared.command)}\n\n"
+                     f"then analyse what the ranks recorded:\n  stepscope analyze {command.shown([str(run_dir)])}\n")
+    return 0
 
 
 @contextmanager

@@ -39,16 +39,15 @@ class Documents:
         self._said: set[str] = set()  # configuration problems already shown to the user
 
     def _config(self, ls: "StepscopeServer", path: str):
-        from ..rules.config import Config, load_config
+        """The rules' configuration for `path`, read with the findings' thresholds through the one
+        loader (`stepscope.settings`), never above the workspace folder holding the file; every
+        problem in either half is said once."""
+        from ..settings import settings_for
 
-        try:
-            config = load_config(Path(path).parent)
-        except Exception as e:  # a broken pyproject.toml must not silence every check
-            self._say_once(ls, f"ignoring [tool.stepscope] settings: {e}")
-            return Config()
-        for warning in getattr(config, "warnings", ()):
+        settings = settings_for(path, _folder_holding(ls, Path(path)))
+        for warning in settings.warnings:
             self._say_once(ls, warning)
-        return config
+        return settings.rules
 
     def _say_once(self, ls: "StepscopeServer", problem: str) -> None:
         if problem in self._said:
@@ -153,3 +152,9 @@ def timing_hover(ls: "StepscopeServer", uri: str, position: types.Position) -> t
         range=types.Range(start=types.Position(line=position.line, character=0),
                           end=types.Position(line=position.line, character=end)),
     )
+
+
+def _folder_holding(ls: "StepscopeServer", path: Path) -> Path | None:
+    """The workspace folder `path` lies in (the innermost), or None for a file outside them all."""
+    holding = [root for root in ls.roots() if path.is_relative_to(root)]
+    return max(holding, key=lambda root: len(root.parts)) if holding else None

@@ -139,9 +139,14 @@ def _build_request(ls: "StepscopeServer", args: dict[str, Any]):
         profile, run = options.from_settings(settings, ProfileOptions, RunOptions)
     except options.SettingError as e:
         raise ProfileFailed(str(e), errors.USAGE) from None
-    launch = _launch_options(args.get("launch"), path)
-    return CaptureRequest(root=root, target_file=path, target_line=loop_line, python=str(python),
-                          profile=profile, run=run, **launch)
+    launch = _launch_options(args.get("launch"), path, str(python))
+    try:
+        return CaptureRequest(root=root, target_file=path, target_line=loop_line, python=str(python),
+                              profile=profile, run=run, **launch)
+    except errors.UsageError as e:  # a launcher and stepscope.profile.nproc > 1
+        name = (args.get("launch") or {}).get("name")
+        raise ProfileFailed(f"launch configuration {name!r}: {e} (set stepscope.profile.nproc to 1)", errors.USAGE) \
+            from None
 
 
 def no_step_message(e: errors.NoStepError) -> str:
@@ -157,20 +162,34 @@ def no_step_message(e: errors.NoStepError) -> str:
     return f"line {e.line} of {name} is not inside a for/while loop; put the cursor inside the loop to profile"
 
 
-def _launch_options(launch: Any, path: Path) -> dict[str, Any]:
+def _launch_options(launch: Any, path: Path, python: str) -> dict[str, Any]:
     """The program's start, arguments, environment and folder, from the editor's launch
-    configuration when it sent one; else `python <the file>` from the file's folder. A
-    configuration that starts a launcher (torchrun) is refused in one line."""
-    from ..capture.request import check_entry_module
+    configuration when it sent one; else `python <the file>` from the file's folder. A configuration
+    that runs the program under a launcher (`launcher`: torchrun's module and its arguments, the
+    client found the program among them) starts the ranks with `python -m <module> <args>`; a
+    launcher module sent as the program is refused in one line."""
+    from ..capture.request import LAUNCHER_MODULES, check_entry_module
 
     if not isinstance(launch, dict):
         return {"cwd": path.parent}
+    name = f" {launch['name']!r}" if isinstance(launch.get("name"), str) else ""
     options: dict[str, Any] = {"cwd": Path(launch["cwd"]) if isinstance(launch.get("cwd"), str) else path.parent}
+    launcher = launch.get("launcher")
+    if launcher is not None:
+        if (not isinstance(launcher, dict) or launcher.get("module") not in LAUNCHER_MODULES
+                or not isinstance(launcher.get("args", []), list)):
+            raise ProfileFailed(f"launch configuration{name}: its launcher must be one of "
+                                f"{', '.join(LAUNCHER_MODULES)} with a list of arguments, got {launcher!r}",
+                                errors.USAGE)
+        options["launcher"] = (python, "-m", launcher["module"], *(str(a) for a in launcher.get("args", [])))
+    if launch.get("module") in LAUNCHER_MODULES:  # the client sends a launcher it found the program under
+        raise ProfileFailed(f"launch configuration{name} runs {launch['module']} without naming {path.name} among its "
+                            "arguments: give the launcher as `launcher` ({module, args}) and the script as the program",
+                            errors.USAGE)
     if isinstance(launch.get("module"), str) and launch["module"]:
         try:
             check_entry_module(launch["module"])
         except errors.UsageError as e:
-            name = f" {launch['name']!r}" if isinstance(launch.get("name"), str) else ""
             raise ProfileFailed(f"launch configuration{name}: {e}", errors.USAGE) from None
         options["entry_module"] = launch["module"]
     elif isinstance(launch.get("program"), str) and Path(launch["program"]) != path:

@@ -4,7 +4,8 @@ Public API (used by the language server and `stepscope check`):
 - `check_source(text, path, config=None) -> list[Diagnostic]` — one file's text; never raises.
 - `check_paths(paths, config=None) -> list[Diagnostic]` — files and folders on disk.
 - `check_files(paths, config=None) -> CheckResult` — the same, with the files that could not be
-  read and the number checked.
+  checked (unreadable, undecodable, or not parsing: a file is never counted as checked when only
+  part of it was) and the number checked.
 - `load_config(start) -> Config` — `[tool.stepscope]` of the nearest pyproject.toml.
 - `incremental.DocumentChecker(path, config).check(text)` — `check_source` for an open document,
   answered from the def/class an edit touched (what the language server runs on every change).
@@ -82,5 +83,6 @@ def check_files(paths: Iterable[str | Path], config: Config | None = None,
 
 
 def check_paths(paths: Iterable[str | Path], config: Config | None = None) -> list[Diagnostic]:
-    """The diagnostics for files and folders (files that cannot be read are skipped)."""
+    """The diagnostics for files and folders (files that cannot be checked are skipped: use
+    `check_files` to know which)."""
     return check_files(paths, config).diagnostics

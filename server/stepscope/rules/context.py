@@ -15,16 +15,23 @@ from __future__ import annotations
 
 import ast
 import bisect
+import functools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Iterator
 
 from ..source.loops import (
+    BACKWARD,
     MODEL,
+    OPTIMIZER,
+    PROFILER,
     Loop,
     call_signal,
     find_loops,
+    is_model_name,
+    is_range_like,
     iter_own_nodes,
+    iter_statements,
     terminal_name,
 )
 
@@ -39,6 +46,34 @@ _NOT_TENSOR_TORCH = re.compile(
     r"|Size|dtype|finfo|iinfo|nn\.(?!functional)|optim|amp|autocast|cpu|mps|xpu|accelerator"
     r"|random|use_deterministic|compiler|_)"
 )
+# Helpers that train: a loop calling one is a training loop even when its own body shows no
+# backward or optimizer step (`self.run_backward(loss)`, `self.manual_backward(loss)`,
+# `optim_wrapper.update_params(loss)`, which runs backward and the optimizer step).
+_TRAINING_CALL = re.compile(
+    r"backward|(^|_)optim(izer)?_?step$|^step_optimi[sz]er|(^|_)(train|training)_(step|batch"
+    r"|iter|iteration|one_step|on_batch)$|^train_one_step$|^update_params$", re.IGNORECASE)
+_STEP_HELPER = re.compile(
+    r"(^|_)(run_forward|run_backward|forward_step|backward_step|forward_backward\w*"
+    r"|optimi[sz]er_step|optim_step|step_optimi[sz]er|(train|training|eval|predict|inference)"
+    r"_step)$", re.IGNORECASE)
+# Literal parts of those names: a file holding none of them has no such loop (`in` on the text
+# is much faster than a regular expression with alternatives).
+_STEP_HELPER_WORDS = ("run_forward", "run_backward", "forward_step", "backward_step",
+                      "forward_backward", "optim_step", "optimizer_step", "optimiser_step",
+                      "step_optimi", "train_step", "training_step", "eval_step", "predict_step",
+                      "inference_step")
+# Most of those words hold "_step": one scan of the text rules them all out (an edit's check in the
+# editor runs this over the whole file).
+_STEP_WORDS = tuple(w for w in _STEP_HELPER_WORDS if "_step" in w)
+_OTHER_STEP_WORDS = tuple(w for w in _STEP_HELPER_WORDS if "_step" not in w)
+
+
+def _mentions_step_helper(text: str) -> bool:
+    return ("_step" in text and any(w in text for w in _STEP_WORDS)) or any(
+        w in text for w in _OTHER_STEP_WORDS)
+
+
+SHORT_LOOP = 10
 _SCALAR_METHODS = frozenset({
     "item", "tolist", "numpy", "size", "dim", "numel", "nelement", "element_size", "ndimension",
     "is_contiguous", "data_ptr", "get_device", "stride", "storage_offset", "__len__",
@@ -71,13 +106,31 @@ def source_lines(text: str) -> list[str]:
     return lines
 
 
-@dataclass
+@dataclass(slots=True)
 class Scope:
-    """Where a node sits. `loops` holds the enclosing loops of the same function, innermost last."""
+    """Where a node sits. `loops` holds the enclosing loops of the same function, innermost last.
+
+    `infrequent`: inside the innermost step loop, a guard keeps the node from running every step
+    (`if step % 100 == 0:`, `if args.debug:`, `if i == 0:`, a block that ends in `break`, `return`
+    or `raise`, an `except` handler). `accumulation`: the guard is the optimizer step of gradient
+    accumulation (`if (i + 1) % accum == 0:` around `optimizer.step()`), which runs every batch
+    when accumulation is 1. `test`: inside a test function (`test_*`) or a `Test*` class.
+    """
 
     function: FunctionNode
     loops: tuple[Loop, ...]
-    periodic: bool  # under `if ... % N ...` inside the innermost step loop
+    infrequent: bool
+    accumulation: bool = False
+    test: bool = False
+    outer_infrequent: bool = False  # a guard around an enclosing step loop
+
+    def guarded(self, kind: str | None) -> "Scope":
+        """The scope of a block under a guard of `kind` (see `guard_kind`)."""
+        if kind in ("periodic", "rare") and not self.infrequent:
+            return replace(self, infrequent=True)
+        if kind == "accumulation" and not (self.infrequent or self.accumulation):
+            return replace(self, accumulation=True)
+        return self
 
     @property
     def step_loop(self) -> Loop | None:
@@ -97,6 +150,7 @@ class FunctionFacts:
     calls: list[ast.Call] = field(default_factory=list)  # own calls (no nested defs)
     assigns: list[ast.Assign | ast.AugAssign | ast.AnnAssign] = field(default_factory=list)
     subtractions: list[ast.BinOp] = field(default_factory=list)
+    loops: list[ast.For | ast.AsyncFor | ast.While] = field(default_factory=list)  # own and nested
 
 
 @dataclass(frozen=True)
@@ -113,6 +167,8 @@ class ModuleSummary:
     assigned: dict[str, list[ast.expr]]
     constant_names: dict[str, bool]
     moves_to_cuda: bool
+    syncing_functions: frozenset[str] = frozenset()
+    sync_facts: tuple = ()  # `function_sync_facts` of every function, for incremental updates
 
 
 @dataclass
@@ -124,11 +180,13 @@ class ModuleContext:
     calls: list[tuple[ast.Call, Scope]]
     ifs: list[tuple[ast.If | ast.While | ast.IfExp, Scope]]
     profile_withs: list[tuple[ast.With | ast.AsyncWith, ast.Call, Scope]]
+    named_withs: list[tuple[ast.With | ast.AsyncWith, Scope]]  # `with prof:`: an item is a name
     functions: dict[int, FunctionFacts]  # id(function node) -> facts
     imports: dict[str, str]  # local name -> dotted origin ("time.time", "torch.profiler.profile")
     mentions_cuda: bool
     model_names: frozenset[str]
     text: str = ""
+    other_framework: bool = False  # imports TensorFlow, JAX, ... and not torch
     loop_nodes: list[LoopNode] = field(default_factory=list)
     assigns: list[ast.Assign | ast.AugAssign | ast.AnnAssign] = field(default_factory=list)
     stores: list[tuple[int, str]] = field(default_factory=list)  # (line, name) of every binding
@@ -159,6 +217,99 @@ class ModuleContext:
                             out.setdefault(target.id, []).append(node.value)
             self._assigned = out
         return self._assigned
+
+    def syncing_functions(self) -> frozenset[str]:
+        """Names of the functions and methods of this module that read a value on the host
+        (`.item()`, `.cpu()`, ... or `torch.cuda.synchronize()`), directly or through another
+        one of them: calling one of them waits for the device."""
+        if self.summary is not None:
+            return self.summary.syncing_functions
+        cached = self.__dict__.get("_syncing_functions")
+        if cached is None:
+            cached = self.__dict__["_syncing_functions"] = syncing_names(
+                function_sync_facts(self.functions_defs))
+        return cached
+
+    # ---- loops -------------------------------------------------------------------------------
+    def _small_int(self, node: ast.expr) -> int | None:
+        """An int written in the source: a literal, or a name only ever set to one."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return node.value
+        if isinstance(node, ast.Name):
+            values = self.assigned_values().get(node.id, [])
+            if values and all(isinstance(v, ast.Constant) and isinstance(v.value, int)
+                              and not isinstance(v.value, bool) for v in values):
+                return max(v.value for v in values)  # type: ignore[attr-defined]
+        return None
+
+    def loop_role(self, loop: Loop) -> str:
+        """What a step loop does: "training" (backward, an optimizer step or a training-step
+        helper runs in it), "profiled" (it advances a profiler and does not train) or
+        "evaluation" (it runs a model only: evaluation or inference)."""
+        roles = self.__dict__.setdefault("_loop_roles", {})
+        key = (loop.line, loop.col)
+        if key not in roles:
+            if BACKWARD in loop.contains or OPTIMIZER in loop.contains or any(
+                    _TRAINING_CALL.search(terminal_name(call.func) or "")
+                    for call, _scope in self.calls_between(loop.line, loop.end_line)):
+                roles[key] = "training"
+            elif PROFILER in loop.contains:
+                roles[key] = "profiled"
+            else:
+                roles[key] = "evaluation"
+        return roles[key]
+
+    def runs_steps(self, loop: Loop) -> bool:
+        """The loop runs training or inference steps: a step loop (one that calls step helpers
+        included, see `_with_step_helpers`) or a loop with one inside."""
+        return loop.is_step or bool(loop.contains)
+
+    def loop_node(self, loop: Loop) -> LoopNode | None:
+        nodes = self.__dict__.get("_loop_nodes_by_pos")
+        if nodes is None:
+            nodes = self.__dict__["_loop_nodes_by_pos"] = {
+                (n.lineno, n.col_offset): n for n in self.loop_nodes}
+        return nodes.get((loop.line, loop.col))
+
+    def is_short_loop(self, loop: Loop) -> bool:
+        """`for _ in range(3):`, `for cfg in [a, b, c]:` — at most `SHORT_LOOP` iterations written
+        in the source: a warm-up, a check, a sweep over settings, not a step that repeats."""
+        cache = self.__dict__.setdefault("_short_loops", {})
+        key = (loop.line, loop.col)
+        if key not in cache:
+            cache[key] = self._is_short_loop(loop)
+        return cache[key]
+
+    def repeated_step_loop(self, scope: Scope) -> Loop | None:
+        """The innermost step loop around `scope` when it repeats: a long one, or a short one
+        (`for i in range(1):`) inside a longer loop (`for epoch in range(num_epochs):`), unless a
+        guard between them keeps it to a few passes."""
+        step: Loop | None = None
+        for loop in reversed(scope.loops):
+            if step is None:
+                if loop.is_step:
+                    if not self.is_short_loop(loop):
+                        return loop
+                    step = loop
+            elif not self.is_short_loop(loop):
+                return None if scope.outer_infrequent else step
+        return None
+
+    def _is_short_loop(self, loop: Loop) -> bool:
+        node = self.loop_node(loop)
+        if not isinstance(node, (ast.For, ast.AsyncFor)):
+            return False
+        it = node.iter
+        if isinstance(it, (ast.List, ast.Tuple)):  # `for cfg in [(1, 32), (2, 64)]:` a sweep
+            return len(it.elts) <= SHORT_LOOP
+        if not (isinstance(it, ast.Call) and terminal_name(it.func) == "range" and it.args
+                and not it.keywords and len(it.args) <= 2):
+            return False
+        bounds = [self._small_int(a) for a in it.args]
+        if any(not isinstance(b, int) or isinstance(b, bool) for b in bounds):
+            return False
+        count = bounds[0] if len(bounds) == 1 else bounds[1] - bounds[0]  # type: ignore[operator]
+        return count <= SHORT_LOOP
 
     # ---- coordinates -------------------------------------------------------------------------
     def col(self, line: int, byte_col: int) -> int:
@@ -234,6 +385,8 @@ class ModuleContext:
         models = frozenset(model_names)
         loops = find_loops(tree, model_names=models,
                            profiler_names=summary.profiler_names if summary else None)
+        if _mentions_step_helper(text):
+            loops = _with_step_helpers(tree, loops)
         ctx = cls(
             tree=tree,
             lines=source_lines(text),
@@ -242,11 +395,13 @@ class ModuleContext:
             calls=[],
             ifs=[],
             profile_withs=[],
+            named_withs=[],
             functions={},
             imports=dict(summary.imports) if summary else {},
             mentions_cuda="cuda" in text,
             model_names=models,
             text=text,
+            other_framework=uses_other_framework(text),
             summary=summary,
         )
         if summary is not None:
@@ -255,6 +410,47 @@ class ModuleContext:
         for facts in ctx.functions.values():
             _infer_tensor_names(facts, ctx)
         return ctx
+
+
+_OTHER_FRAMEWORK = re.compile(
+    r"^[ \t]*(?:import|from)[ \t]+(tensorflow|jax|flax|paddle|mxnet|keras|oneflow|mindspore)\b",
+    re.MULTILINE)
+_OTHER_FRAMEWORK_WORDS = ("tensorflow", "jax", "paddle", "mxnet", "keras", "oneflow", "mindspore")
+_TORCH_IMPORT = re.compile(r"^[ \t]*(?:import|from)[ \t]+torch\b", re.MULTILINE)
+
+
+@functools.lru_cache(maxsize=2)  # asked twice of the same text by each editor check
+def uses_other_framework(text: str) -> bool:
+    """The module imports another array framework (TensorFlow, JAX, ...) and not torch: its
+    `.numpy()` and `.item()` are that framework's, which the rules do not model."""
+    return any(word in text for word in _OTHER_FRAMEWORK_WORDS) \
+        and bool(_OTHER_FRAMEWORK.search(text)) and not _TORCH_IMPORT.search(text)
+
+
+STEP_HELPER = "calls step helpers"
+
+
+def _with_step_helpers(tree: ast.Module, loops: list[Loop]) -> list[Loop]:
+    """`find_loops` with one more kind of step loop: a loop whose own body calls helpers that run
+    a step (`self.run_forward(batch)`, `self.run_backward(loss)`, `self.optimizer_step()`) and
+    holds no other step loop."""
+    candidates = {(lp.line, lp.col): i for i, lp in enumerate(loops)
+                  if not lp.is_step and not lp.contains}
+    if not candidates:
+        return loops
+    out = list(loops)
+    for stmt in iter_statements(tree.body):
+        if not isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+            continue
+        index = candidates.get((stmt.lineno, stmt.col_offset))
+        if index is None:
+            continue
+        if any(isinstance(n, ast.Call) and _STEP_HELPER.search(terminal_name(n.func) or "")
+               for n in iter_own_nodes(stmt.body)):
+            loop = out[index]
+            out[index] = replace(loop, is_step=True, reasons=(*loop.reasons, STEP_HELPER),
+                                 contains=(*loop.contains, STEP_HELPER))
+    return out
 
 
 def _add_import(names: dict[str, str], node: ast.Import | ast.ImportFrom) -> None:
@@ -267,15 +463,96 @@ def _add_import(names: dict[str, str], node: ast.Import | ast.ImportFrom) -> Non
             names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
 
 
-def _is_periodic_test(test: ast.expr) -> bool:
+_PERIODIC_NAME = re.compile(
+    r"(should|every|is_log|log_step|is_print|do_log|do_eval|do_save|divisible)")
+# A bound that makes a comparison fire now and then: `step - last_eval >= eval_interval`.
+_INTERVAL_NAME = re.compile(r"(interval|every|freq)", re.IGNORECASE)
+
+
+def _periodic_parts(test: ast.expr) -> Iterator[ast.AST]:
+    """The parts of a test that make it hold every N steps: `% N`, `should_log()`,
+    `divisible_by(i, N)`, a comparison with an interval, a flag set from one earlier."""
     for node in ast.walk(test):
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
-            return True
-        if isinstance(node, ast.Call):
-            name = terminal_name(node.func) or ""
-            if re.search(r"(should|every|is_log|log_step|is_print|should_log)", name):
-                return True
+            yield node
+        elif isinstance(node, ast.Call):
+            if _PERIODIC_NAME.search(terminal_name(node.func) or ""):
+                yield node
+        elif isinstance(node, (ast.Name, ast.Attribute)) and _PERIODIC_NAME.match(
+                node.id if isinstance(node, ast.Name) else node.attr):
+            yield node  # `should_test = (step + 1) % freq == 0` set earlier
+        elif isinstance(node, ast.Compare) and any(
+                isinstance(op, (ast.Gt, ast.GtE, ast.Lt, ast.LtE)) for op in node.ops) and any(
+                isinstance(o, (ast.Name, ast.Attribute))
+                and _INTERVAL_NAME.search(o.id if isinstance(o, ast.Name) else o.attr)
+                for o in (node.left, *node.comparators)):
+            yield node
+
+
+def _is_periodic_test(test: ast.expr) -> bool:
+    return next(_periodic_parts(test), None) is not None
+
+
+_ACCUMULATION = re.compile(r"accum|grad_acc|update_freq|(^|_)ga(_|$)", re.IGNORECASE)
+# Flags that turn on occasional work (`if args.debug:`, `if self.verbose:`, `if print_loss:`).
+_RARE_FLAG_PARTS = frozenset({"debug", "verbose", "dump", "plot", "visualize", "vis", "show",
+                              "profile", "profiling", "trace", "first", "last", "final"})
+_COUNTER_PARTS = frozenset({"i", "j", "k", "n", "step", "steps", "idx", "index", "iter", "it",
+                            "iteration", "itr", "epoch", "batch", "count", "counter", "num"})
+_NAME_PARTS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+
+
+def _flag_parts(node: ast.AST) -> list[str]:
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(
+        node, ast.Attribute) else ""
+    return [p.lower() for p in _NAME_PARTS.findall(name)]
+
+
+def _is_rare_test(test: ast.expr) -> bool:
+    """A test that holds on few steps: `i == 0`, `args.debug`, `self.verbose and ...`."""
+    if isinstance(test, ast.BoolOp):
+        parts = [_is_rare_test(v) for v in test.values]
+        return any(parts) if isinstance(test.op, ast.And) else all(parts)
+    if isinstance(test, ast.Compare):
+        # `step == 0`, `batch_idx == 10` (not `rank == 0`: that runs every step on one rank)
+        operands = [test.left, *test.comparators]
+        return all(isinstance(op, ast.Eq) for op in test.ops) and any(
+            isinstance(c, ast.Constant) and isinstance(c.value, int)
+            and not isinstance(c.value, bool) for c in operands) and any(
+            set(_flag_parts(c)) & _COUNTER_PARTS for c in operands)
+    if isinstance(test, (ast.Name, ast.Attribute)):
+        parts = _flag_parts(test)
+        return bool(parts) and (parts[0] == "print" or any(p in _RARE_FLAG_PARTS for p in parts))
     return False
+
+
+def runs_once(block: list[ast.stmt]) -> bool:
+    """The block leaves the loop (or the function) when it runs: it runs at most once."""
+    return bool(block) and isinstance(block[-1], (ast.Break, ast.Return, ast.Raise))
+
+
+def guard_kind(test: ast.expr, body: list[ast.stmt] | None = None) -> str | None:
+    """How often a block guarded by `test` runs inside a step loop: "periodic" (`% N`, a
+    `should_log()`), "accumulation" (a `%` guard around the optimizer step, or naming
+    accumulation), "rare" (`i == 0`, a debug flag, a block that leaves the loop) or None."""
+    parts = list(_periodic_parts(test))
+    if parts:
+        # `(step + 1) % accumulation_steps == 0` guards the optimizer step; in
+        # `not is_accumulating and step % eval_interval == 0` the period is the evaluation's.
+        if any(_ACCUMULATION.search(name) for part in parts for name in _names_in(part)):
+            return "accumulation"
+        return "periodic"
+    if _is_rare_test(test) or (body is not None and runs_once(body)):
+        return "rare"
+    return None
+
+
+def _names_in(node: ast.AST) -> Iterator[str]:
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name):
+            yield sub.id
+        elif isinstance(sub, ast.Attribute):
+            yield sub.attr
 
 
 class _Walker:
@@ -319,10 +596,12 @@ class _Walker:
             for default in node.args.defaults + [d for d in node.args.kw_defaults if d]:
                 self.scan(default, scope)
             ctx.functions[id(node)] = FunctionFacts(node)
-            self.visit_block(node.body, Scope(node, (), False))
+            self.visit_block(node.body, Scope(node, (), False,
+                                              test=scope.test or node.name.startswith("test")))
             return
         elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
             ctx.loop_nodes.append(node)
+            ctx.functions[id(scope.function)].loops.append(node)
             loop = ctx.loop_by_pos.get((node.lineno, node.col_offset))
             if isinstance(node, ast.While):
                 ctx.ifs.append((node, scope))
@@ -332,32 +611,60 @@ class _Walker:
                 self.scan(node.iter, scope)
             inner = scope
             if loop is not None:
-                inner = Scope(scope.function, scope.loops + (loop,),
-                              False if loop.is_step else scope.periodic)
+                if loop.is_step:
+                    inner = Scope(scope.function, scope.loops + (loop,), False, test=scope.test,
+                                  outer_infrequent=scope.infrequent or scope.outer_infrequent)
+                else:
+                    inner = replace(scope, loops=scope.loops + (loop,))
             self.visit_block(node.body, inner)
             self.visit_block(node.orelse, scope)
             return
         elif isinstance(node, ast.If):
             ctx.ifs.append((node, scope))
             self.scan(node.test, scope)
-            guarded = scope
-            if not scope.periodic and _is_periodic_test(node.test):
-                guarded = Scope(scope.function, scope.loops, True)
-            self.visit_block(node.body, guarded)
+            if scope.loops and not scope.infrequent:  # a guard only matters inside a loop
+                self.visit_block(node.body, scope.guarded(guard_kind(node.test, node.body)))
+                self.visit_block(node.orelse,
+                                 scope.guarded("rare" if runs_once(node.orelse) else None))
+            else:
+                self.visit_block(node.body, scope)
+                self.visit_block(node.orelse, scope)
+            return
+        elif isinstance(node, ast.Assert):
+            ctx.ifs.append((node, scope))
+            self.scan(node.test, scope)
+            if node.msg is not None:
+                self.scan(node.msg, scope.guarded("rare"))  # built only when the assert fails
+            return
+        elif isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+            self.visit_block(node.body, scope)
+            for handler in node.handlers:  # runs when something failed: not every step
+                if handler.type is not None:
+                    self.scan(handler.type, scope)
+                self.visit_block(handler.body, scope.guarded("rare"))
             self.visit_block(node.orelse, scope)
+            self.visit_block(node.finalbody, scope)
             return
         elif isinstance(node, (ast.With, ast.AsyncWith)):
             for item in node.items:
                 self.scan(item.context_expr, scope)
                 if item.optional_vars is not None:
                     self.scan(item.optional_vars, scope)
-                if isinstance(item.context_expr, ast.Call):
-                    self.withs.append((node, item.context_expr, scope))
+                expr = item.context_expr
+                if isinstance(expr, ast.Name) and not (
+                        ctx.named_withs and ctx.named_withs[-1][0] is node):
+                    ctx.named_withs.append((node, scope))
+                # `with (profile(...) if enabled else nullcontext()) as prof:` profiles too
+                for option in ([expr.body, expr.orelse] if isinstance(expr, ast.IfExp) else [expr]):
+                    if isinstance(option, ast.Call):
+                        self.withs.append((node, option, scope))
             self.visit_block(node.body, scope)
             return
         elif isinstance(node, ast.ClassDef):
             for expr in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
                 self.scan(expr, scope)
+            if node.name.startswith("Test") and not scope.test:
+                scope = replace(scope, test=True)
             self.visit_block(node.body, scope)
             return
         for child in reversed(_children(node)):
@@ -386,15 +693,14 @@ class _Walker:
                     facts.subtractions.append(node)  # type: ignore[arg-type]
             elif kind is ast.Lambda:
                 # A lambda runs later, elsewhere: its calls are not part of the enclosing loop.
-                self.scan(node.body, Scope(scope.function, (), False))  # type: ignore[attr-defined]
+                self.scan(node.body, Scope(scope.function, (), False,  # type: ignore[attr-defined]
+                                           test=scope.test))
                 continue
             elif kind is ast.IfExp:
                 ctx.ifs.append((node, scope))  # type: ignore[arg-type]
                 self.scan(node.test, scope)  # type: ignore[attr-defined]
-                guarded = scope
-                if not scope.periodic and _is_periodic_test(node.test):  # type: ignore[attr-defined]
-                    guarded = Scope(scope.function, scope.loops, True)
-                self.scan(node.body, guarded)  # type: ignore[attr-defined]
+                body_scope = scope.guarded(guard_kind(node.test)) if scope.loops else scope  # type: ignore[attr-defined]
+                self.scan(node.body, body_scope)  # type: ignore[attr-defined]
                 self.scan(node.orelse, scope)  # type: ignore[attr-defined]
                 continue
             stack.extend(_children(node))  # reversed children: popped in source order
@@ -431,6 +737,12 @@ def is_tensor_expr(node: ast.AST, tensor_names: set[str], ctx: ModuleContext,
         return node.id in tensor_names
     if isinstance(node, ast.Subscript):
         return is_tensor_expr(node.value, tensor_names, ctx, depth)
+    if isinstance(node, ast.Attribute):  # `loss.data`, `w.grad`
+        return node.attr in ("data", "grad", "T", "mT") \
+            and is_tensor_expr(node.value, tensor_names, ctx, depth)
+    if isinstance(node, ast.IfExp):
+        return is_tensor_expr(node.body, tensor_names, ctx, depth) \
+            or is_tensor_expr(node.orelse, tensor_names, ctx, depth)
     if isinstance(node, ast.BinOp):
         return (is_tensor_expr(node.left, tensor_names, ctx, depth)
                 or is_tensor_expr(node.right, tensor_names, ctx, depth))
@@ -450,11 +762,232 @@ def is_tensor_expr(node: ast.AST, tensor_names: set[str], ctx: ModuleContext,
         if (dotted.startswith("torch.") and not _NOT_TENSOR_TORCH.match(dotted)) \
                 or dotted.startswith("torch.nn.functional.") or dotted.startswith("F."):
             return True
-        if call_signal(node, model_names=ctx.model_names) == MODEL:
-            return True
         name = terminal_name(func) or ""
+        if _RESULT_CALL.match(name):
+            return False  # `train_model(...)`, `evaluate(...)`: a whole run, returning metrics
+        if runs_model(node, ctx.model_names):
+            return True
         if _LOSS_NAME.search(name) and not name.startswith(("get_", "build_", "make_")):
             return True
+    return False
+
+
+# Calls that run a whole epoch or evaluation and return numbers, whatever their name says.
+_RESULT_CALL = re.compile(r"^_*(train|eval|evaluate|validate|valid|test|run|fit)(_|$)",
+                          re.IGNORECASE)
+
+
+def runs_model(call: ast.Call, model_names: frozenset[str] = frozenset()) -> bool:
+    """The call runs a model: `model(x)`, `self.net(x)`, `self._ref_model(x)` (not a function
+    that does something to a model: `permute_model(m)`, `quantize_model(m)`)."""
+    name = terminal_name(call.func) or ""
+    if _ACTS_ON_A_MODEL.match(name.lstrip("_")) and name not in model_names:
+        return False
+    if call_signal(call, model_names=model_names) == MODEL:
+        return True
+    return name.startswith("_") and not name.startswith("__") and is_model_name(
+        name.lstrip("_"), model_names)
+
+
+_ACTS_ON_A_MODEL = re.compile(
+    r"^(permute|quantize|convert|prepare|export|freeze|prune|fuse|shard|wrap|trace|script|print"
+    r"|summarize|count|check|validate|benchmark|profile|warmup|warm_up|patch|replace|swap"
+    r"|offload|reload|broadcast|sync|average|merge|unwrap|cast|move|apply|reset|restore"
+    r"|serialize|dump|log|describe|inspect|calibrate|compress|distill|optimize)_",
+    re.IGNORECASE)
+
+
+# ---- functions that wait for the device ----------------------------------------------------------
+_HOST_READS = frozenset({"item", "cpu", "tolist", "numpy"})
+
+
+def function_sync_facts(defs: Iterable[ast.FunctionDef | ast.AsyncFunctionDef]
+                        ) -> tuple[tuple[str, bool, frozenset[str]], ...]:
+    """(name, reads a value on the host itself, names it calls) of each function: all that
+    `syncing_names` needs, comparable between two versions of a module."""
+    out = []
+    for fn in defs:
+        direct = False
+        called: set[str] = set()
+        for node in iter_own_nodes_all(fn.body):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            if isinstance(func, ast.Attribute):
+                if (func.attr in _HOST_READS and not node.args) or func.attr == "synchronize":
+                    direct = True
+                if isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
+                    called.add(func.attr)
+            elif isinstance(func, ast.Name):
+                called.add(func.id)
+        out.append((fn.name, direct, frozenset(called)))
+    return tuple(sorted(out, key=lambda f: (f[0], f[1], sorted(f[2]))))
+
+
+def syncing_names(facts: tuple[tuple[str, bool, frozenset[str]], ...]) -> frozenset[str]:
+    names = {name for name, direct, _ in facts if direct}
+    for _ in range(3):  # helpers of helpers
+        grown = names | {name for name, _, called in facts if called & names}
+        if grown == names:
+            break
+        names = grown
+    return frozenset(names)
+
+
+# ---- host values -------------------------------------------------------------------------------
+_HOST_RESULTS = frozenset({"numpy", "tolist", "item", "cpu"})
+_SAME_PLACE = frozenset({"detach", "clone", "float", "double", "half", "long", "int", "bool",
+                         "contiguous", "view", "reshape", "squeeze", "unsqueeze", "flatten",
+                         "permute", "transpose", "t", "sum", "mean", "max", "min", "argmax",
+                         "argmin", "abs", "round", "copy", "astype", "type_as"})
+_HOST_FACTORIES = frozenset({"tensor", "as_tensor", "Tensor", "FloatTensor", "LongTensor",
+                             "IntTensor", "BoolTensor", "zeros", "ones", "full", "empty", "arange",
+                             "rand", "randn", "randint", "from_numpy", "linspace"})
+
+
+def host_names(facts: FunctionFacts, ctx: ModuleContext) -> frozenset[str]:
+    """Names that hold host values (NumPy arrays, Python numbers, CPU tensors) wherever they are
+    set in the function: results of `.numpy()`/`.cpu()`/`.item()`, NumPy calls, torch factories
+    with no device, and batches a loop takes from a loader and never reassigns (a DataLoader
+    yields CPU tensors). Reading such a value waits for no device."""
+    cached = getattr(facts, "_host_names", None)
+    if cached is not None:
+        return cached
+    assigned: dict[str, list[ast.expr | None]] = {}
+    for node in facts.assigns:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        value = None if isinstance(node, ast.AugAssign) else node.value
+        for target in targets:
+            if isinstance(target, (ast.Tuple, ast.List)) and value is not None \
+                    and not isinstance(value, (ast.Tuple, ast.List)):
+                for name in _target_names(target):
+                    assigned.setdefault(name, []).append(value)  # unpacking: same place
+            else:
+                for name in _target_names(target):
+                    assigned.setdefault(name, []).append(value)
+    loop_targets: dict[str, list[ast.expr]] = {}
+    for node in _own_for_loops(facts.node):  # `for` loops and comprehensions
+        source = node.iter
+        while isinstance(source, ast.Call) and terminal_name(source.func) in (
+                "enumerate", "tqdm", "zip", "iter") and source.args:
+            source = source.args[0]
+        for name in _target_names(node.target):
+            loop_targets.setdefault(name, []).append(source)
+    host: set[str] = set()
+    for _ in range(3):  # a few passes settle `a = x.numpy(); b = a[0]`
+        for name, values in assigned.items():
+            assumed = host | {name}  # `x = x[0]` keeps x where it was
+            if name not in host and all(v is not None and _is_host_value(v, assumed, ctx)
+                                        for v in values) \
+                    and all(_is_host_value(s, assumed, ctx) or _is_loader(s, ctx)
+                            for s in loop_targets.get(name, [])):
+                host.add(name)
+        for name, sources in loop_targets.items():
+            if name not in host and name not in assigned and all(
+                    _is_host_value(s, host, ctx) or _is_loader(s, ctx) for s in sources):
+                host.add(name)
+    result = frozenset(host)
+    facts._host_names = result  # type: ignore[attr-defined]
+    return result
+
+
+def host_here(node: ast.expr, facts: FunctionFacts, ctx: ModuleContext, depth: int = 0) -> bool:
+    """Whether `node` holds a host value where it is read: a host value wherever its name is set
+    (`host_names`), or a name whose nearest assignment above the read, at the read's depth or
+    shallower, sets a host value while none below sets anything else (`loss = loss.item()`
+    and then `if loss < best:`); arithmetic of such values stays on the host."""
+    host = host_names(facts, ctx)
+    if _is_host_value(node, host, ctx):
+        return True
+    if depth > 3:
+        return False
+    if isinstance(node, ast.BinOp):
+        return host_here(node.left, facts, ctx, depth + 1) and host_here(
+            node.right, facts, ctx, depth + 1)
+    if isinstance(node, ast.UnaryOp):
+        return host_here(node.operand, facts, ctx, depth + 1)
+    if not isinstance(node, ast.Name):
+        return False
+    line = node.lineno
+    text = ctx.lines[line - 1] if 1 <= line <= len(ctx.lines) else ""
+    indent = len(text) - len(text.lstrip())
+    before: ast.Assign | ast.AnnAssign | None = None
+    others: list[ast.Assign | ast.AnnAssign] = []
+    for assign in facts.assigns:
+        if isinstance(assign, ast.AugAssign) or assign.value is None:
+            continue
+        targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
+        if not any(isinstance(t, ast.Name) and t.id == node.id for t in targets):
+            continue
+        if assign.lineno < line and assign.col_offset <= indent and (
+                before is None or assign.lineno > before.lineno):
+            before = assign
+        if assign.lineno != line:
+            others.append(assign)
+    if before is None or not host_here(before.value, facts, ctx, depth + 1):
+        return False
+    # Anything else that sets the name between that assignment and the read (in a branch) or
+    # after the read (reaching it on the next pass of a loop) must set a host value too.
+    return all(host_here(a.value, facts, ctx, depth + 1)  # type: ignore[arg-type]
+               for a in others if a.lineno > before.lineno and a is not before)
+
+
+def _target_names(target: ast.expr) -> Iterator[str]:
+    if isinstance(target, ast.Name):
+        yield target.id
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for elt in target.elts:
+            yield from _target_names(elt)
+    elif isinstance(target, ast.Starred):
+        yield from _target_names(target.value)
+
+
+def _own_for_loops(function: FunctionNode) -> Iterator[ast.For | ast.AsyncFor | ast.comprehension]:
+    stack: list[ast.AST] = list(function.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _is_loader(source: ast.expr, ctx: ModuleContext) -> bool:
+    """A name or attribute that reads like a data loader (`loader`, `train_dataloader`,
+    `self.val_loader`, `data_iter`)."""
+    parts = _flag_parts(source) if isinstance(source, (ast.Name, ast.Attribute)) else []
+    return any("loader" in p for p in parts) or "dl" in parts or "ld" in parts
+
+
+def _is_host_value(node: ast.AST, host: set[str], ctx: ModuleContext) -> bool:
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.Name):
+        return node.id in host
+    if isinstance(node, (ast.Subscript, ast.Starred)):
+        return _is_host_value(node.value, host, ctx)
+    if isinstance(node, ast.Attribute):
+        return node.attr in ("data", "T", "shape") and _is_host_value(node.value, host, ctx)
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return bool(node.elts) and all(_is_host_value(e, host, ctx) for e in node.elts)
+    if isinstance(node, (ast.ListComp, ast.GeneratorExp)):
+        return _is_host_value(node.elt, host, ctx)
+    if isinstance(node, ast.Call):
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in ("float", "int", "bool", "len", "str"):
+            return True  # a Python number (reading a tensor there is a sync of its own)
+        dotted = ctx.dotted(func) or ""
+        if dotted.startswith(("numpy.", "np.")):
+            return True
+        if isinstance(func, ast.Attribute):
+            if func.attr in _HOST_RESULTS and not node.args:
+                return True
+            if func.attr in _SAME_PLACE:
+                return _is_host_value(func.value, host, ctx)
+        if dotted.startswith("torch.") and dotted.count(".") == 1 \
+                and dotted.split(".")[1] in _HOST_FACTORIES:
+            return not any(k.arg == "device" for k in node.keywords)
     return False
 
 
@@ -502,5 +1035,6 @@ def iter_own_nodes_all(stmts: list[ast.stmt]) -> Iterator[ast.AST]:
         stack.extend(reversed(list(ast.iter_child_nodes(node))))
 
 
-__all__ = ["ModuleContext", "ModuleSummary", "Scope", "FunctionFacts", "Span", "is_tensor_expr", "source_lines",
-           "iter_own_nodes", "iter_own_nodes_all"]
+__all__ = ["ModuleContext", "ModuleSummary", "Scope", "FunctionFacts", "Span", "guard_kind",
+           "host_names", "is_tensor_expr", "iter_own_nodes", "iter_own_nodes_all", "runs_model",
+           "runs_once", "source_lines"]

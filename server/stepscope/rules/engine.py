@@ -3,7 +3,9 @@ drop suppressed findings, attach the suppression fix.
 
 Invariants:
 - `check_source` never raises for any input text: code that does not parse is checked up to the
-  line before the error (so diagnostics stay while the user types), or not at all.
+  line before the error (so diagnostics stay while the user types), or not at all. That is the
+  editor's view; `check_whole_source` (what `stepscope check` runs on a file) refuses a text that
+  does not parse instead, so a file is never counted as checked when only part of it was.
 - Output is sorted by (line, col, code) and has no duplicates.
 - A line containing `# stepscope: ignore` silences every rule on it; `# stepscope: ignore[SS101,
   SS2]` silences those codes or prefixes. A diagnostic is silenced by a comment on any line it
@@ -34,7 +36,7 @@ from .profiler import (
     check_ss407,
     check_ss502,
 )
-from .sync import check_ss101, check_ss102
+from .sync import check_ss101, check_ss102, check_ss103
 from .tensors import check_ss501
 from .timing import check_ss201, check_ss202
 
@@ -43,6 +45,7 @@ RuleFn = Callable[[ModuleContext, str, Config], Iterable[Diagnostic]]
 RULE_FUNCTIONS: dict[str, RuleFn] = {
     "SS101": lambda ctx, path, cfg: check_ss101(ctx, path),
     "SS102": lambda ctx, path, cfg: check_ss102(ctx, path, cfg.sync_min_calls),
+    "SS103": lambda ctx, path, cfg: check_ss103(ctx, path),
     "SS201": lambda ctx, path, cfg: check_ss201(ctx, path),
     "SS202": lambda ctx, path, cfg: check_ss202(ctx, path),
     "SS301": lambda ctx, path, cfg: check_ss301(ctx, path),
@@ -134,6 +137,39 @@ def selected_codes(config: Config, path: str) -> list[str]:
 def needs_parse(text: str) -> bool:
     """False when no rule can report anything on `text` (the check is then empty)."""
     return bool(_TRIGGERS.search(text)) and "\x00" not in text
+
+
+class NotParsed(ValueError):
+    """The text does not parse as Python: `str(e)` is a one-line reason, `line` where."""
+
+    def __init__(self, message: str, line: int | None = None):
+        super().__init__(message)
+        self.line = line
+
+
+def parse_whole(text: str) -> ast.Module:
+    """Parse `text` or raise `NotParsed` with a one-line reason."""
+    with collector_paused():
+        try:
+            return ast.parse(text)
+        except SyntaxError as e:
+            where = f"line {e.lineno}: " if e.lineno else ""
+            raise NotParsed(f"does not parse ({where}{e.msg})", e.lineno) from None
+        except (ValueError, RecursionError, MemoryError) as e:
+            reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise NotParsed(f"does not parse ({reason})") from None
+
+
+def check_whole_source(text: str, path: str, config: Config | None = None) -> list[Diagnostic]:
+    """The diagnostics for a whole file's text. Raises `NotParsed` when it does not parse (even
+    when no rule could report anything on it: the file was not checked)."""
+    config = config or Config()
+    with collector_paused():  # one pause for both: a collection in between would scan the tree
+        tree = parse_whole(text)
+        codes = selected_codes(config, path)
+        if not codes or not needs_parse(text):
+            return []
+        return check_tree(tree, text, path, config, codes)[0]
 
 
 def check_source(text: str, path: str, config: Config | None = None, *,

@@ -4,11 +4,12 @@ Invariants:
 - `expand_paths` lists files once each, in a stable order. A directory inside a git work tree
   is listed with `git ls-files` (tracked and untracked-but-not-ignored), so .gitignore applies;
   elsewhere a walk skips hidden folders, virtual environments and `__pycache__`.
-- Reading never raises: a file that cannot be read or decoded gives a `FileError` with a
-  one-line reason.
+- Reading never raises: a file that cannot be read, decoded or parsed gives a `FileError` with a
+  one-line reason (and the line, when one is to blame); such a file is not counted as checked.
 - A notebook is checked as one module made of its code cells (so a loop in one cell sees names set
-  in earlier cells); IPython magics become `pass`, a cell that does not parse is left out, and
-  every diagnostic is mapped back to (cell, line in cell).
+  in earlier cells); IPython magics become `pass`, a cell that does not parse is left out (and
+  named in a `FileError`: the notebook was only checked in part), and every diagnostic is mapped
+  back to (cell, line in cell).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .config import Config
-from .engine import check_source
+from .engine import NotParsed, check_source, check_whole_source
 from .model import Diagnostic, Edit, Fix
 
 SOURCE_SUFFIXES = (".py", ".pyi", ".ipynb")
@@ -37,6 +38,7 @@ _SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "venv", 
 class FileError:
     path: str
     message: str
+    line: int | None = None  # the line to blame (for a notebook: in the cell named in `message`)
 
 
 class PathNotFound(Exception):
@@ -113,6 +115,20 @@ def decode_source(data: bytes) -> str:
 
 
 _MAGIC = re.compile(r"^(\s*)([%!]|\?\?|\w+\?\s*$)")
+# IPython runs these without `%` (automagic, shell aliases) when the line is not Python.
+_AUTOMAGIC = re.compile(r"^(\s*)(cd|ls|ll|lf|pwd|pip|conda|mkdir|rmdir|rm|cp|mv|cat|env|clear"
+                        r"|history|load_ext|reload_ext|run|time|timeit|matplotlib|autoreload"
+                        r"|who|whos|mamba|uv)(\s|$)")
+
+
+def _is_automagic(line: str) -> bool:
+    if not _AUTOMAGIC.match(line):
+        return False
+    try:
+        ast.parse(line.strip())
+    except SyntaxError:
+        return True
+    return False  # `ls = files()` is Python
 
 
 def notebook_cells(data: bytes) -> list[str]:
@@ -142,11 +158,29 @@ def _neutralise_magics(cell: str) -> str:
         if magic not in ("time", "timeit", "capture", "prun"):
             return "\n".join("" for _ in lines)  # another language: not Python
         lines[0] = ""
+    continued = False  # the line before was a magic ending in `\`: this one belongs to it
     for i, line in enumerate(lines):
-        m = _MAGIC.match(line)
-        if m:
+        m = _MAGIC.match(line) or (_AUTOMAGIC.match(line) if _is_automagic(line) else None)
+        if continued:
+            lines[i] = ""
+        elif m:
             lines[i] = f"{m.group(1)}pass"
+        continued = (continued or bool(m)) and line.rstrip().endswith("\\")
     return "\n".join(lines)
+
+
+def unparsed_cells(cells: list[str]) -> list[tuple[int, str]]:
+    """(1-based cell number, reason) of each code cell that does not parse once its IPython
+    magics are set aside."""
+    out = []
+    for index, cell in enumerate(cells, start=1):
+        try:
+            ast.parse(_neutralise_magics(cell))
+        except SyntaxError as e:
+            out.append((index, f"line {e.lineno}: {e.msg}" if e.lineno else e.msg))
+        except (ValueError, RecursionError, MemoryError) as e:
+            out.append((index, str(e).splitlines()[0] if str(e) else type(e).__name__))
+    return out
 
 
 def check_notebook(cells: list[str], path: str, config: Config) -> list[Diagnostic]:
@@ -190,7 +224,7 @@ def _map_fix(fix: Fix, owner: list[tuple[int, int]], cell: int) -> Fix | None:
 
 
 def check_file(path: Path, config: Config) -> tuple[list[Diagnostic], FileError | None]:
-    """Diagnostics for one file on disk, or the reason it could not be checked."""
+    """Diagnostics for one file on disk, and the reason it could not be checked (whole)."""
     shown = str(path.resolve())
     try:
         data = path.read_bytes()
@@ -198,8 +232,18 @@ def check_file(path: Path, config: Config) -> tuple[list[Diagnostic], FileError 
         return [], FileError(shown, f"cannot read ({e.strerror or type(e).__name__})")
     try:
         if path.suffix == ".ipynb":
-            return check_notebook(notebook_cells(data), shown, config), None
+            cells = notebook_cells(data)
+            diagnostics = check_notebook(cells, shown, config)
+            broken = unparsed_cells(cells)
+            if not broken:
+                return diagnostics, None
+            names = "; ".join(f"cell {n} ({reason})" for n, reason in broken[:3])
+            more = f" and {len(broken) - 3} more" if len(broken) > 3 else ""
+            return diagnostics, FileError(
+                shown, f"does not parse: {names}{more}; the other cells were checked")
         text = decode_source(data)
+        return check_whole_source(text, shown, config), None
+    except NotParsed as e:
+        return [], FileError(shown, str(e), e.line)
     except ValueError as e:
         return [], FileError(shown, str(e))
-    return check_source(text, shown, config), None

@@ -35,7 +35,15 @@ from dataclasses import dataclass, field
 
 from ..source.loops import profiler_names_of
 from .config import Config
-from .context import ModuleContext, ModuleSummary, source_lines, splits_like_tokenizer
+from .context import (
+    ModuleContext,
+    ModuleSummary,
+    function_sync_facts,
+    source_lines,
+    syncing_names,
+    splits_like_tokenizer,
+    uses_other_framework,
+)
 from .engine import (
     check_tree,
     collector_paused,
@@ -47,7 +55,7 @@ from .engine import (
 from .model import Diagnostic, Edit, Fix
 from .profiler import (
     assignment_traits,
-    checks_existing_file,
+    existence_checked_words,
     checks_supported_activities,
     chooses_device,
     is_cuda_move,
@@ -71,8 +79,8 @@ def split_lines(text: str) -> list[str]:
 
 def text_facts(text: str) -> tuple:
     """Everything a rule reads from the whole text rather than from the nodes it reports on."""
-    return ("cuda" in text, checks_existing_file(text), checks_supported_activities(text),
-            chooses_device(text), hoist_name(text), "batches" in text,
+    return ("cuda" in text, existence_checked_words(text), checks_supported_activities(text),
+            chooses_device(text), hoist_name(text), "batches" in text, uses_other_framework(text),
             "barry_as_FLUFL" in text)  # the one future import that changes how code parses
 
 
@@ -146,8 +154,23 @@ def exports(stmt: ast.stmt, names: _ImportNames) -> tuple:
     imports.sort(key=lambda n: (n.lineno, n.col_offset))
     module_part = "nothing" if is_constant_statement(stmt) else ast.dump(
         stand_in(stmt, keep_ends=False), include_attributes=True)
-    return (tuple(ast.dump(n) for n in imports), profiler_names_of([stmt]), sorted(traits),
+    return (tuple(ast.dump(n) for n in imports), profiler_names_of([stmt]),
+            sorted(traits, key=repr),
             constant_names_of(assigns, loops, functions), moves_to_cuda, module_part)
+
+
+def sync_facts_of(stmt: ast.stmt) -> tuple:
+    """What `ModuleSummary.sync_facts` holds for the functions defined in `stmt`. Unlike the
+    exports, these may change in an incremental check: the summary is updated instead."""
+    return function_sync_facts(
+        n for n in ast.walk(stmt) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+
+def _replace_facts(all_facts: tuple, old: tuple, new: tuple) -> tuple:
+    remaining = list(all_facts)
+    for fact in old:
+        remaining.remove(fact)
+    return tuple(sorted([*remaining, *new], key=lambda f: (f[0], f[1], sorted(f[2]))))
 
 
 def is_constant_statement(stmt: ast.stmt) -> bool:
@@ -166,6 +189,7 @@ class _Block:
     stand_in: ast.stmt  # shifted in place when lines above come or go
     members: list["_Block"] | None = None  # the body of a top-level class
     exports: tuple | None = None  # of the block's current text, computed on first use
+    sync_facts: tuple | None = None  # `sync_facts_of` its current text, computed on first use
     inert: bool = False  # `is_inert(stand_in)`
 
     def __post_init__(self) -> None:
@@ -220,6 +244,8 @@ class _State:
                 assigned=ctx.assigned_values(),
                 constant_names=constant_names(ctx),
                 moves_to_cuda=any(is_cuda_move(call, ctx) for call, _scope in ctx.calls),
+                syncing_functions=ctx.syncing_functions(),
+                sync_facts=function_sync_facts(ctx.functions_defs),
             )
             self.names = _ImportNames(self.summary.imports)
             self.context = None
@@ -321,14 +347,24 @@ class DocumentChecker:
         summary = state.module_summary()
         names = state.names
         assert names is not None
-        if target.exports is None:
+        if target.exports is None or target.sync_facts is None:
             before = _parse_statement(state.lines, target.start, target.end, target.col, constant)
             if before is None:
                 return None
             target.exports = exports(before, names)
+            target.sync_facts = sync_facts_of(before)
         new_exports = exports(node, names)
         if new_exports != target.exports:
             return None
+        new_sync_facts = sync_facts_of(node)
+        if new_sync_facts != target.sync_facts:
+            facts = _replace_facts(summary.sync_facts, target.sync_facts, new_sync_facts)
+            syncing = syncing_names(facts)
+            changed = syncing ^ summary.syncing_functions
+            if changed and _called_outside(changed, lines, target.start, new_end):
+                return None  # whether a call elsewhere waits for the device changed
+            summary = state.summary = dataclasses.replace(
+                summary, sync_facts=facts, syncing_functions=syncing)
         outer = state.blocks[index]
         _shift_below(state, index, member, delta)
         # The first statement stays: it decides where a fix may add an import.
@@ -351,17 +387,25 @@ class DocumentChecker:
         kept = [d if d.line < target.start else _shifted(d, target.end, delta)
                 for d in state.raw if not target.start <= d.line <= target.end]
         target.exports = new_exports
+        target.sync_facts = new_sync_facts
         target.stand_in = stand_in(node)
         target.inert = is_inert(target.stand_in)
         if member is not None:
             outer.stand_in.body[member] = target.stand_in  # type: ignore[attr-defined]
-            outer.exports = None
+            outer.exports = outer.sync_facts = None
         elif isinstance(node, ast.ClassDef) and node.body:
             target.members = _blocks(node.body, target.stand_in.body,  # type: ignore[attr-defined]
                                      new_end, nested=True)
         else:
             target.members = None
         return kept + inside
+
+
+def _called_outside(names: frozenset[str], lines: list[str], start: int, end: int) -> bool:
+    """Some line outside start..end (1-based) calls one of `names`."""
+    pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\s*\(")
+    return any(pattern.search(line) for i, line in enumerate(lines, start=1)
+               if not start <= i <= end)
 
 
 def _shift_below(state: _State, index: int, member: int | None, delta: int) -> None:

@@ -37,7 +37,7 @@ _PRIVATE_WORDS = frozenset({
 })
 # A last part that makes the name a count or an index of such things (`batch_idx`, `input_ids`).
 _COUNTER_PARTS = frozenset({"idx", "index", "id", "ids", "size", "len", "num", "count", "no",
-                            "step", "shape", "length", "dim"})
+                            "step", "shape", "length", "dim", "offset", "offsets", "rank", "nr"})
 _NAME_PARTS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 
 

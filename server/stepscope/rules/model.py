@@ -89,9 +89,13 @@ class RuleInfo:
 # training code is off by default (`--select SS` still runs it).
 RULES: dict[str, RuleInfo] = {r.code: r for r in (
     RuleInfo("SS101", "sync-in-step",
-             "host-device synchronisation inside the step loop", "warning"),
+             "host-device synchronisation in every step of a training loop", "warning"),
     RuleInfo("SS102", "sync-after-every-op",
-             "a synchronize after every operation inside a timed or profiled region", "warning"),
+             "a synchronize after every operation inside a timed or profiled region", "warning",
+             default_on=False),
+    RuleInfo("SS103", "sync-in-evaluation",
+             "host-device synchronisation in every batch of an evaluation or inference loop",
+             "info", default_on=False),
     RuleInfo("SS201", "timing-without-sync",
              "wall-clock duration around device work with no synchronisation or events", "warning"),
     RuleInfo("SS202", "time-time-duration",

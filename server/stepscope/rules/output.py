@@ -6,6 +6,10 @@ for notebooks `path:cell N:line:col: ...`. JSON keeps the Diagnostic coordinates
 (`columnKind: unicodeCodePoints`), as the SARIF specification defines them. For a notebook, the
 SARIF region is relative to the code cell named in the result's `properties.notebookCell`, and no
 fix is attached (a fix would have to address the cell inside the notebook's JSON).
+
+Files that could not be checked (unreadable, undecodable, not parsing) are listed in JSON's
+`errors` (with the line to blame when there is one) and in SARIF as error-level
+`toolExecutionNotifications` of an invocation whose `executionSuccessful` is false.
 """
 
 from __future__ import annotations
@@ -44,7 +48,8 @@ def render_json(diagnostics: list[Diagnostic], errors: list[FileError], files_ch
         "version": __version__,
         "files_checked": files_checked,
         "diagnostics": [d.to_dict() for d in diagnostics],
-        "errors": [{"path": e.path, "message": e.message} for e in errors],
+        "errors": [{"path": e.path, "message": e.message, **({"line": e.line} if e.line else {})}
+                   for e in errors],
     }
     return json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
 
@@ -104,15 +109,21 @@ def render_sarif(diagnostics: list[Diagnostic], errors: list[FileError]) -> str:
         "columnKind": "unicodeCodePoints",
         "results": results,
     }
-    if errors:
-        run["invocations"] = [{
-            "executionSuccessful": True,
-            "toolExecutionNotifications": [{
-                "level": "error",
-                "message": {"text": f"{e.path}: {e.message}"},
-                "locations": [{"physicalLocation": {
-                    "artifactLocation": {"uri": Path(e.path).resolve().as_uri()}}}],
-            } for e in errors],
-        }]
+    run["invocations"] = [{
+        "executionSuccessful": not errors,
+        "toolExecutionNotifications": [_notification(e) for e in errors],
+    }]
     doc = {"version": "2.1.0", "$schema": SARIF_SCHEMA, "runs": [run]}
     return json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
+
+
+def _notification(error: FileError) -> dict:
+    location: dict = {"artifactLocation": {"uri": Path(error.path).resolve().as_uri()}}
+    if error.line:
+        location["region"] = {"startLine": error.line}
+    return {
+        "level": "error",
+        "message": {"text": f"{error.path}: {error.message}; not checked"},
+        "locations": [{"physicalLocation": location}],
+        "descriptor": {"id": "could-not-check"},
+    }

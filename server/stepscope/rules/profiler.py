@@ -8,11 +8,13 @@ keyword argument that causes them. Only calls that resolve to torch's profilers 
 from __future__ import annotations
 
 import ast
+import bisect
 import re
+from dataclasses import dataclass
 from typing import Iterator
 
 from ..source.loops import is_range_like, terminal_name
-from .context import ModuleContext, iter_own_nodes_all
+from .context import SHORT_LOOP, FunctionFacts, ModuleContext, Scope
 from .model import Diagnostic, Edit, Fix, make_diagnostic
 
 _COSTLY_OPTIONS = {
@@ -31,45 +33,291 @@ def _has_star_kwargs(call: ast.Call) -> bool:
     return any(k.arg is None for k in call.keywords)
 
 
+@dataclass(frozen=True)
+class Window:
+    """Where a torch profiler records: the body of `with profile(...)` (or of `with prof:` for a
+    profiler made earlier), or the lines between `prof.start()` and `prof.stop()`."""
+
+    stmt: ast.stmt  # the `with`, or the assignment `prof = profile(...)`: whole-profiler reports
+    call: ast.Call  # the profile(...) call
+    scope: Scope
+    first: int  # first and last line of the recorded code
+    last: int
+    loop_col: int  # loops of the window start at this column or right of it
+    opener: tuple[int, int]  # (line, col) where code "before the window" goes
+    names: frozenset[str]  # names the profiler is bound to
+
+
+def profiler_windows(ctx: ModuleContext) -> list[Window]:
+    cached = ctx.__dict__.get("_profiler_windows")
+    if cached is not None:
+        return cached
+    windows: list[Window] = []
+    for with_node, call, scope in ctx.profile_withs:
+        names = frozenset(item.optional_vars.id for item in with_node.items
+                          if isinstance(item.optional_vars, ast.Name))
+        windows.append(Window(with_node, call, scope, with_node.body[0].lineno,
+                              with_node.end_lineno or with_node.lineno,
+                              with_node.col_offset + 1, (with_node.lineno, with_node.col_offset),
+                              names))
+    bound = _bound_profilers(ctx)
+    if bound:
+        windows.extend(_started_windows(ctx, bound))
+        windows.extend(_named_with_windows(ctx, bound))
+    windows.sort(key=lambda w: (w.first, w.loop_col))
+    ctx.__dict__["_profiler_windows"] = windows
+    return windows
+
+
+def _bound_profilers(ctx: ModuleContext) -> dict[tuple[int, str], tuple[ast.Assign, ast.Call, Scope]]:
+    """(id of the function, name) -> the assignment `name = torch.profiler.profile(...)`."""
+    assigns = [node for node in ctx.assigns
+               if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+               and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+               and ctx.is_torch_profile_call(node.value)]
+    if not assigns:
+        return {}
+    calls = {id(c): s for c, s in ctx.calls}
+    out = {}
+    for node in assigns:
+        scope = calls.get(id(node.value))
+        if scope is not None:
+            out[(id(scope.function), node.targets[0].id)] = (node, node.value, scope)  # type: ignore[attr-defined]
+    return out
+
+
+def _started_windows(ctx: ModuleContext, bound) -> Iterator[Window]:
+    """`prof.start()` ... `prof.stop()` (or the end of the function) in the same function."""
+    for call, scope in ctx.calls:
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "start"
+                and isinstance(func.value, ast.Name)):
+            continue
+        key = (id(scope.function), func.value.id)
+        if key not in bound:
+            continue
+        assign, prof_call, _s = bound[key]
+        stops = [c.lineno for c, s in ctx.calls if s.function is scope.function
+                 and isinstance(c.func, ast.Attribute) and c.func.attr == "stop"
+                 and isinstance(c.func.value, ast.Name) and c.func.value.id == func.value.id
+                 and c.lineno > call.lineno]
+        end = getattr(scope.function, "end_lineno", None) or len(ctx.lines)
+        yield Window(assign, prof_call, scope, call.lineno + 1,
+                     (min(stops) - 1) if stops else end, call.col_offset,
+                     (call.lineno, call.col_offset), frozenset({func.value.id}))
+
+
+def _named_with_windows(ctx: ModuleContext, bound) -> Iterator[Window]:
+    """`prof = profile(...)` then `with prof:`."""
+    for with_node, scope in ctx.named_withs:
+        for item in with_node.items:
+            expr = item.context_expr
+            if isinstance(expr, ast.Name) and (id(scope.function), expr.id) in bound:
+                assign, prof_call, _s = bound[(id(scope.function), expr.id)]
+                names = {expr.id}
+                if isinstance(item.optional_vars, ast.Name):
+                    names.add(item.optional_vars.id)  # `with torch_profiler as p:`
+                yield Window(with_node, prof_call, scope, with_node.body[0].lineno,
+                             with_node.end_lineno or with_node.lineno, with_node.col_offset + 1,
+                             (with_node.lineno, with_node.col_offset), frozenset(names))
+
+
+_WHAT_IT_RECORDS = {"record_shapes": "the shapes", "with_stack": "the stacks",
+                    "profile_memory": "the memory figures"}
+_ALL = frozenset(_COSTLY_OPTIONS)
+
+
 def check_ss401(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
-    for call, _scope in ctx.calls:
+    """A costly option that is on while its data goes unused, or while the profiled region is
+    timed with a wall clock (then the duration includes the profiler's own cost)."""
+    for call, scope in ctx.calls:
         if not ctx.is_torch_profile_call(call):
             continue
-        for kw in call.keywords:
-            if kw.arg in _COSTLY_OPTIONS and isinstance(kw.value, ast.Constant) \
-                    and kw.value.value is True:
-                line, col, end_line, end_col = ctx.span(kw.value)
-                fix = Fix(f"Turn {kw.arg} off", (Edit(line, col, end_line, end_col, "False"),))
-                yield make_diagnostic(
-                    "SS401",
-                    f"`{kw.arg}=True`: {_COSTLY_OPTIONS[kw.arg]}; turn it on only for the "
-                    f"question that needs it",
-                    path, ctx.span(kw), fixes=(fix,))
+        costly = [kw for kw in call.keywords if kw.arg in _COSTLY_OPTIONS
+                  and isinstance(kw.value, ast.Constant) and kw.value.value is True]
+        if not costly:
+            continue
+        timed = _timed_while_profiling(call, scope, ctx)
+        used = _ALL if timed else _data_used(call, scope, ctx)
+        for kw in costly:
+            if timed:
+                message = (f"`{kw.arg}=True` while this profiled region is timed with a wall "
+                           f"clock (line {timed}): {_COSTLY_OPTIONS[kw.arg]}, so the duration "
+                           f"includes the profiler's cost; time the region without the profiler "
+                           f"or turn the option off")
+            elif kw.arg in used:
+                continue
+            else:
+                message = (f"`{kw.arg}=True`, but nothing here reads {_WHAT_IT_RECORDS[kw.arg]} "
+                           f"it records (no trace export or handler, no table or query that "
+                           f"shows them): {_COSTLY_OPTIONS[kw.arg]}; turn it off")
+            line, col, end_line, end_col = ctx.span(kw.value)
+            fix = Fix(f"Turn {kw.arg} off", (Edit(line, col, end_line, end_col, "False"),))
+            yield make_diagnostic("SS401", message, path, ctx.span(kw), fixes=(fix,))
 
 
-def _body_has_step_loop(with_node: ast.With | ast.AsyncWith, ctx: ModuleContext) -> bool:
+def _profiler_binding(call: ast.Call, ctx: ModuleContext) -> tuple[str | None, ast.AST | None]:
+    """The name the profiler is bound to and the `with` statement that holds it, if any."""
+    for with_node, with_call, _scope in ctx.profile_withs:
+        if with_call is call:
+            for item in with_node.items:
+                if item.context_expr is call:
+                    name = item.optional_vars.id if isinstance(item.optional_vars, ast.Name) \
+                        else None
+                    return name, with_node
+    for node in ctx.assigns:
+        if isinstance(node, ast.Assign) and node.value is call and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name):
+            return node.targets[0].id, None
+    return None, None
+
+
+def _timed_while_profiling(call: ast.Call, scope, ctx: ModuleContext) -> int | None:
+    """The line of a wall-clock duration that overlaps the `with profile(...)` block."""
+    from .timing import timed_intervals
+
+    _name, with_node = _profiler_binding(call, ctx)
+    if with_node is None:
+        return None
+    first, last = with_node.lineno, with_node.end_lineno or with_node.lineno
+    for interval in timed_intervals(ctx):
+        if interval.function.node is not scope.function:
+            continue
+        if interval.start_line <= last and first <= interval.end_line:
+            return interval.duration.lineno
+    return None
+
+
+def _data_used(call: ast.Call, scope, ctx: ModuleContext) -> frozenset[str]:
+    """Which options' data the code reads: all of them when a trace is exported or handed to a
+    handler, or when the profiler leaves the function (returned, passed on, stored)."""
+    if _keyword(call, "on_trace_ready") is not None or _has_star_kwargs(call):
+        return _ALL
+    name, _with_node = _profiler_binding(call, ctx)
+    if name is None:
+        return _ALL  # returned, passed to a function, kept in an attribute: used elsewhere
+    used: set[str] = set()
+    function = scope.function
+    parents: dict[int, ast.AST] = {}
+    for parent in ast.walk(function):
+        for child in ast.iter_child_nodes(parent):
+            parents[id(child)] = parent
+    for node in ast.walk(function):
+        if not (isinstance(node, ast.Name) and node.id == name
+                and isinstance(node.ctx, ast.Load)):
+            continue
+        parent = parents.get(id(node))
+        if not isinstance(parent, ast.Attribute):
+            if isinstance(parent, ast.withitem) or (
+                    isinstance(parent, ast.Compare)):
+                continue
+            return _ALL  # handed to a call, returned, stored: read somewhere else
+        use = _use_of(parent, parents)
+        if use is None:
+            continue
+        used |= use
+        if used >= _ALL:
+            break
+    return frozenset(used)
+
+
+def _use_of(attr: ast.Attribute, parents: dict[int, ast.AST]) -> set[str] | None:
+    """What reading `prof.<attr>...` uses of the recorded data."""
+    if attr.attr in ("step", "start", "stop", "__enter__", "__exit__", "enabled"):
+        return None
+    if attr.attr in _EXPORTS or attr.attr.startswith("export") or attr.attr in (
+            "events", "function_events", "profiler", "_memory_profile", "memory_timeline"):
+        return set(_ALL)
+    used: set[str] = set()
+    node: ast.AST = attr
+    for _ in range(6):  # prof.key_averages(group_by_input_shape=True).table(sort_by=...)
+        parent = parents.get(id(node))
+        if isinstance(parent, ast.Call) and parent.func is node:
+            for kw in parent.keywords:
+                if kw.arg == "group_by_input_shape":
+                    used.add("record_shapes")
+                elif kw.arg == "group_by_stack_n":
+                    used.add("with_stack")
+                elif isinstance(kw.value, ast.Constant) and "memory" in str(kw.value.value):
+                    used.add("profile_memory")
+            if isinstance(node, ast.Attribute) and node.attr == "table":
+                used.add("profile_memory")  # the table shows memory columns when recorded
+                return used  # what comes out is text: printed or written, nothing more read
+            node = parent
+        elif isinstance(parent, ast.Attribute):
+            if parent.attr in ("table", "key_averages"):
+                node = parent
+                continue
+            return set(_ALL)  # e.g. `.input_shapes`, `.stack` read from the rows
+        elif isinstance(parent, (ast.For, ast.comprehension, ast.ListComp, ast.GeneratorExp,
+                                 ast.Subscript)) or (isinstance(parent, ast.Call)
+                                                     and node in parent.args):
+            return set(_ALL)  # rows iterated or handed on: their fields may be read
+        else:
+            break
+    return used
+
+
+def _body_has_step_loop(window: Window, ctx: ModuleContext) -> bool:
     """A training/inference step loop runs inside (a kernel micro-benchmark loop does not count:
     its authors warm up by hand and read kernel durations, which the profiler's start-up does not
     distort)."""
-    first, last = with_node.body[0].lineno, with_node.end_lineno or with_node.lineno
-    return any(first <= lp.line <= last and lp.col > with_node.col_offset
-               and (lp.is_step or lp.contains) for lp in ctx.loops)
+    return bool(_step_loops_in(window, ctx))
+
+
+def _step_loops_in(window: Window, ctx: ModuleContext) -> list:
+    lines = ctx.__dict__.get("_loop_lines")
+    if lines is None:
+        lines = ctx.__dict__["_loop_lines"] = [lp.line for lp in ctx.loops]  # sorted by line
+    lo = bisect.bisect_left(lines, window.first)
+    hi = bisect.bisect_right(lines, window.last)
+    return [lp for lp in ctx.loops[lo:hi] if lp.col >= window.loop_col and ctx.runs_steps(lp)]
+
+
+_NOT_WORK = frozenset({"backward", "step", "zero_grad", "synchronize", "range", "enumerate",
+                       "len", "print", "append", "item"})
+
+
+def _warmed_up_by_hand(window: Window, ctx: ModuleContext) -> bool:
+    """Before the window, a loop of the same function runs what the profiled loop runs: the
+    warm-up is done by hand (a benchmark reading kernel times), not left to a schedule."""
+    inside = {terminal_name(c.func) for lp in _step_loops_in(window, ctx)
+              for c, _s in ctx.calls_between(lp.line, lp.end_line)} - _NOT_WORK - {None}
+    if not inside:
+        return False
+    function = window.scope.function
+    low = getattr(function, "lineno", 0)
+    start = window.opener[0]
+    for lp in ctx.loops:
+        if low <= lp.line < start and lp.end_line < start \
+                and ctx.loop_node(lp) is not None and _same_function(lp, function, ctx):
+            before = {terminal_name(c.func) for c, _s in ctx.calls_between(lp.line, lp.end_line)}
+            if before & inside:
+                return True
+    return False
+
+
+def _same_function(loop, function, ctx: ModuleContext) -> bool:
+    for call, scope in ctx.calls_between(loop.line, loop.end_line):
+        return scope.function is function
+    return False
 
 
 def check_ss402(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
-    for with_node, call, _scope in ctx.profile_withs:
+    for window in profiler_windows(ctx):
+        call = window.call
         if ctx.is_torch_profile_call(call) != "torch.profiler":
             continue
         if _keyword(call, "schedule") or _has_star_kwargs(call) or len(call.args) >= 2:
             continue
-        if not _body_has_step_loop(with_node, ctx):
+        if not _body_has_step_loop(window, ctx) or _warmed_up_by_hand(window, ctx):
             continue
         yield make_diagnostic(
             "SS402",
             "profile() around a loop with no schedule records every iteration, start-up "
             "included; pass schedule=torch.profiler.schedule(wait=1, warmup=2, active=5) and call "
             "prof.step() after each step",
-            path, ctx.header_span(with_node, call))
+            path, ctx.header_span(window.stmt, call))
 
 
 def _kernel_timing_schedules(ctx: ModuleContext) -> set[int]:
@@ -121,27 +369,23 @@ def check_ss403(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
 
 
 def check_ss404(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
-    for with_node, call, _scope in ctx.profile_withs:
+    for window in profiler_windows(ctx):
+        call = window.call
         if ctx.is_torch_profile_call(call) != "torch.profiler" or not _keyword(call, "schedule"):
             continue
-        if not _body_has_step_loop(with_node, ctx):
-            continue
-        names = {item.optional_vars.id for item in with_node.items
-                 if item.context_expr is call and isinstance(item.optional_vars, ast.Name)}
-        if _steps_profiler(with_node, names, ctx):
+        if not _body_has_step_loop(window, ctx) or _steps_profiler(window, ctx):
             continue
         yield make_diagnostic(
             "SS404",
             "this profiler has a schedule but nothing in its loop calls prof.step(), so the "
             "schedule never advances and no step is recorded; call prof.step() at the end of "
             "each step",
-            path, ctx.header_span(with_node, call))
+            path, ctx.header_span(window.stmt, call))
 
 
-def _steps_profiler(with_node: ast.With | ast.AsyncWith, names: set[str],
-                    ctx: ModuleContext) -> bool:
-    first, last = with_node.body[0].lineno, with_node.end_lineno or with_node.lineno
-    for node, _scope in ctx.calls_between(first, last):
+def _steps_profiler(window: Window, ctx: ModuleContext) -> bool:
+    names = window.names
+    for node, _scope in ctx.calls_between(window.first, window.last):
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr == "step":
             receiver = terminal_name(func.value) or ""
@@ -158,15 +402,25 @@ _EXPORTS = frozenset({"export_chrome_trace", "export_stacks", "export_memory_tim
 
 
 def _constant_path(node: ast.AST, ctx: ModuleContext, assigned: dict[str, list[ast.expr]]) -> bool:
-    """True when `node` is a path fixed in the source: a literal, or a name set only to one."""
+    """True when `node` is a path fixed in the source: a literal, or a name set only to one, or
+    one joined from those (`os.path.join("out", "trace.json")`, `Path(OUT) / "t.json"`,
+    `f"{OUT}/trace.json"`, `"out/" + "trace.json"`)."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return True
     if isinstance(node, ast.JoinedStr):
-        return all(isinstance(v, ast.Constant) for v in node.values)
+        return all(isinstance(v, ast.Constant) or (
+            isinstance(v, ast.FormattedValue) and isinstance(v.value, ast.Name)
+            and _constant_path(v.value, ctx, assigned)) for v in node.values)
     if isinstance(node, ast.Call) and terminal_name(node.func) in ("str", "Path", "PurePath",
                                                                    "fspath") and len(node.args) == 1:
         return _constant_path(node.args[0], ctx, assigned)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):  # Path("out") / "trace.json"
+    if isinstance(node, ast.Call) and terminal_name(node.func) in ("join", "joinpath") \
+            and not node.keywords and node.args and (
+                terminal_name(node.func) == "joinpath" or _is_os_path(node.func)):
+        receiver_fixed = terminal_name(node.func) == "join" or _constant_path(
+            node.func.value, ctx, assigned)  # type: ignore[attr-defined]
+        return receiver_fixed and all(_constant_path(a, ctx, assigned) for a in node.args)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.Add)):
         return _constant_path(node.left, ctx, assigned) and _constant_path(node.right, ctx, assigned)
     if isinstance(node, ast.Name):
         values = assigned.get(node.id, [])
@@ -174,18 +428,25 @@ def _constant_path(node: ast.AST, ctx: ModuleContext, assigned: dict[str, list[a
     return False
 
 
+def _is_os_path(func: ast.expr) -> bool:
+    """`os.path.join` / `path.join` / `osp.join` (not `",".join`)."""
+    return isinstance(func, ast.Attribute) and isinstance(func.value, (ast.Name, ast.Attribute)) \
+        and (terminal_name(func.value) or "") in ("path", "osp", "op")
+
+
 def check_ss405(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
     exports = [(c, s) for c, s in ctx.calls
                if isinstance(c.func, ast.Attribute) and c.func.attr in _EXPORTS and c.args]
     if not exports:
         return
-    if checks_existing_file(ctx.text):
-        return  # the file checks for an existing trace before writing
+    checked = existence_checked_words(ctx.text)
     assigned = ctx.assigned_values()
     for call, _scope in exports:
         target = call.args[0]
         if not _constant_path(target, ctx, assigned):
             continue
+        if checked and _path_words(target, ctx, assigned) & checked:
+            continue  # this path is tested for an existing file before it is written
         fix = None
         if isinstance(target, ast.Constant) and isinstance(target.value, str):
             fix = _unique_name_fix(target, ctx)
@@ -197,9 +458,33 @@ def check_ss405(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
             path, ctx.span(target), fixes=fixes)
 
 
+def _path_words(target: ast.AST, ctx: ModuleContext, assigned: dict[str, list[ast.expr]]
+                ) -> set[str]:
+    """The names and string literals a path is built from (and those of the values its names
+    are set to), leaving out modules and helpers (`os`, `Path`, `str`)."""
+    words: set[str] = set()
+    stack = [target]
+    seen: set[str] = set()
+    while stack:
+        node = stack.pop()
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and sub.value:
+                words.add(sub.value)
+            elif isinstance(sub, ast.Name) and sub.id not in ctx.imports \
+                    and sub.id not in _PATH_HELPERS:
+                words.add(sub.id)
+                if sub.id not in seen:
+                    seen.add(sub.id)
+                    stack.extend(assigned.get(sub.id, []))
+    return words
+
+
+_PATH_HELPERS = frozenset({"os", "Path", "PurePath", "str", "osp", "pathlib", "fspath", "path"})
 _EXISTS_CALL = re.compile(r"\b(exists|is_file|isfile|lexists)\s*\(")
 _EXISTS_WORD = re.compile(r"(?:exists|is_?file)\s*\(")  # literal start: a fast scan
 _OPEN_EXCLUSIVE = re.compile(r"open\([^)]*['\"]x['\"]")
+_WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_STRINGS = re.compile(r"""(?:'([^'\n]*)'|"([^"\n]*)")""")
 
 
 def checks_existing_file(text: str) -> bool:
@@ -212,6 +497,25 @@ def checks_existing_file(text: str) -> bool:
         if _EXISTS_CALL.match(text, at) or (at > 0 and _EXISTS_CALL.match(text, at - 1)):
             return True
     return "open(" in text and bool(_OPEN_EXCLUSIVE.search(text))
+
+
+def existence_checked_words(text: str) -> frozenset[str]:
+    """Names and string literals on the lines that test for an existing file (`exists()`,
+    `is_file()`, `os.path.isfile(...)`, `open(..., "x")`): a path built from one of them is
+    checked before it is written. Read from the text, so that a check in any function counts."""
+    if not checks_existing_file(text):
+        return frozenset()
+    words: set[str] = set()
+    matches = [*_EXISTS_CALL.finditer(text)]
+    if "open(" in text:
+        matches.extend(_OPEN_EXCLUSIVE.finditer(text))
+    for match in matches:  # the whole line of each check
+        start = max(text.rfind("\n", 0, match.start()), text.rfind("\r", 0, match.start())) + 1
+        ends = [i for i in (text.find("\n", match.end()), text.find("\r", match.end())) if i >= 0]
+        line = text[start:min(ends) if ends else len(text)]
+        words.update(_WORDS.findall(line))
+        words.update(a or b for a, b in _STRINGS.findall(line))
+    return frozenset(words)
 
 
 def checks_supported_activities(text: str) -> bool:
@@ -268,9 +572,9 @@ def check_ss406(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
         if ctx.is_torch_profile_call(call) != "torch.profiler":
             continue
         kw = _keyword(call, "activities")
-        if kw is None or not isinstance(kw.value, (ast.List, ast.Tuple, ast.Set)):
+        kinds = _activity_kinds(kw.value, ctx.facts_for(_scope)) if kw is not None else None
+        if not kinds:
             continue
-        kinds = {terminal_name(e) for e in kw.value.elts}
         if "CUDA" in kinds and not checks_support and may_run_on_cpu:
             yield make_diagnostic(
                 "SS406",
@@ -285,6 +589,28 @@ def check_ss406(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
                 "only: the GPU work is missing from the trace; add ProfilerActivity.CUDA when "
                 "supported_activities() has it",
                 path, ctx.span(kw))
+
+
+def _activity_kinds(value: ast.expr, facts: FunctionFacts) -> set[str | None] | None:
+    """The activity names of a literal list, or of a name the same function only ever sets to
+    literal lists and never adds to (`activities.append(...)` makes it unknown)."""
+    if isinstance(value, (ast.List, ast.Tuple, ast.Set)):
+        return {terminal_name(e) for e in value.elts}
+    if not isinstance(value, ast.Name):
+        return None
+    values = []
+    for node in facts.assigns:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if any(isinstance(t, ast.Name) and t.id == value.id for t in targets):
+            if not isinstance(node, ast.Assign):
+                return None  # `activities += [...]`
+            values.append(node.value)
+    if any(isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Name)
+           and c.func.value.id == value.id for c in facts.calls):
+        return None  # `activities.append(ProfilerActivity.CUDA)`
+    if values and all(isinstance(v, (ast.List, ast.Tuple, ast.Set)) for v in values):
+        return {terminal_name(e) for v in values for e in v.elts}  # type: ignore[attr-defined]
+    return None
 
 
 def _moves_to_cuda(ctx: ModuleContext) -> bool:
@@ -313,12 +639,21 @@ def is_cuda_move(call: ast.Call, ctx: ModuleContext) -> bool:
     return False
 
 
-def assignment_traits(value: ast.expr) -> tuple[bool, bool, bool]:
-    """All that the rules of this module read from a value in `ctx.assigned_values()`: is it a
-    fixed path, a comprehension over kernel rows, an iterator made with iter()/cycle()/islice()."""
-    return (_constant_path(value, None, {}),  # type: ignore[arg-type]
+def assignment_traits(value: ast.expr) -> tuple:
+    """All that the rules read from a value in `ctx.assigned_values()`: is it a fixed path (and
+    the names and strings it is built from), a comprehension over kernel rows, an iterator made
+    with iter()/cycle()/islice(), and the int it is when a loop bound could read it as small."""
+    fixed = _constant_path(value, None, {})  # type: ignore[arg-type]
+    words = tuple(sorted({n.id if isinstance(n, ast.Name) else str(n.value)
+                          for n in ast.walk(value) if isinstance(n, ast.Name)
+                          or (isinstance(n, ast.Constant) and isinstance(n.value, str))}
+                         )) if fixed else ()
+    small = value.value if isinstance(value, ast.Constant) and isinstance(value.value, int) \
+        and not isinstance(value.value, bool) and value.value <= SHORT_LOOP else None
+    return (fixed, words,
             isinstance(value, (ast.ListComp, ast.GeneratorExp)) and _filters_device_type(value),
-            isinstance(value, ast.Call) and terminal_name(value.func) in _ITERATOR_FACTORIES)
+            isinstance(value, ast.Call) and terminal_name(value.func) in _ITERATOR_FACTORIES,
+            small)
 
 
 def check_ss407(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
@@ -330,16 +665,54 @@ def check_ss407(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
         arg = call.args[0]
         if isinstance(arg, (ast.GeneratorExp, ast.ListComp)):
             attr = _inclusive_attr(arg.elt)
-            if attr and not _only_device_rows(arg, ctx):
+            if attr and not _only_device_rows(arg, ctx) and not any(
+                    _one_name(cond) for gen in arg.generators for cond in gen.ifs):
                 yield make_diagnostic("SS407", message.format(attr=attr), path, ctx.span(call))
     for node in ctx.loop_nodes:
         if isinstance(node, (ast.For, ast.AsyncFor)) and _iterates_profiler_rows(node.iter):
-            for stmt in iter_own_nodes_all(node.body):
-                if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Add):
-                    attr = _inclusive_attr(stmt.value)
-                    if attr:
-                        yield make_diagnostic("SS407", message.format(attr=attr), path,
-                                              ctx.span(stmt))
+            for stmt in _sums_in(node.body, guarded=False):
+                attr = _inclusive_attr(stmt.value)
+                if attr:
+                    yield make_diagnostic("SS407", message.format(attr=attr), path,
+                                          ctx.span(stmt))
+
+
+def _one_name(test: ast.expr) -> bool:
+    """`e.key == name`, `evt.name == "aten::mm"`: rows of one event name, which do not nest in
+    one another (the total time of one annotation or operator)."""
+    for node in ast.walk(test):
+        if isinstance(node, ast.Compare) and all(isinstance(op, ast.Eq) for op in node.ops) \
+                and any(isinstance(x, ast.Attribute) and x.attr in ("key", "name")
+                        for x in [node.left, *node.comparators]):
+            return True
+    return False
+
+
+def _keeps_device_rows(test: ast.expr) -> bool:
+    """`if evt.device_type == DeviceType.CUDA and ...:` keeps kernel rows, which do not nest."""
+    return any(isinstance(n, ast.Compare) and all(isinstance(op, ast.Eq) for op in n.ops)
+               and any(isinstance(x, ast.Attribute) and x.attr == "device_type"
+                       for x in [n.left, *n.comparators])
+               for n in ast.walk(test))
+
+
+def _sums_in(stmts: list[ast.stmt], guarded: bool) -> Iterator[ast.AugAssign]:
+    """`total += row.cpu_time_total` statements of a loop body, not under a test that keeps one
+    event name (see `_one_name`) or kernel rows only, nor in nested functions."""
+    for stmt in stmts:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Add) and not guarded:
+            yield stmt
+        elif isinstance(stmt, ast.If):
+            yield from _sums_in(stmt.body, guarded or _one_name(stmt.test)
+                                or _keeps_device_rows(stmt.test))
+            yield from _sums_in(stmt.orelse, guarded)
+        else:
+            for name in ("body", "orelse", "finalbody"):
+                yield from _sums_in(getattr(stmt, name, None) or [], guarded)
+            for handler in getattr(stmt, "handlers", ()) or ():
+                yield from _sums_in(handler.body, guarded)
 
 
 def _filters_device_type(comp: ast.GeneratorExp | ast.ListComp) -> bool:
@@ -390,25 +763,26 @@ def _records_first_step(call: ast.Call, ctx: ModuleContext) -> bool:
 
 
 def check_ss502(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
-    for with_node, call, _scope in ctx.profile_withs:
+    for window in profiler_windows(ctx):
+        call = window.call
         if ctx.is_torch_profile_call(call) != "torch.profiler":
             continue
         if not _records_first_step(call, ctx):
             continue  # the first batch read falls in a step the profiler skips
-        first, last = with_node.body[0].lineno, with_node.end_lineno or with_node.lineno
         nodes = {(n.lineno, n.col_offset): n for n in ctx.loop_nodes
-                 if first <= n.lineno <= last and isinstance(n, (ast.For, ast.AsyncFor))}
+                 if window.first <= n.lineno <= window.last and n.col_offset >= window.loop_col
+                 and isinstance(n, (ast.For, ast.AsyncFor))}
         for pos in sorted(nodes):
             node = nodes[pos]
             loop = ctx.loop_by_pos.get(pos)
-            if loop is None or not loop.is_step or not loop.header_fetch:
+            if loop is None or not ctx.runs_steps(loop) or not loop.header_fetch:
                 continue
             source = _unwrap(node.iter)
             if not isinstance(source, (ast.Name, ast.Attribute)) or _is_iterator(source, ctx):
                 continue
             name = ctx.source_of(source) or "loader"
-            line = with_node.lineno
-            indent = ctx.col(line, with_node.col_offset)
+            line, byte_col = window.opener
+            indent = ctx.col(line, byte_col)
             s_line, s_col, s_end_line, s_end_col = ctx.span(source)
             fix = Fix("Create the iterator before the profiled window", (
                 Edit(line, indent, line, indent, f"batches = iter({name})\n" + " " * indent),

@@ -1,18 +1,26 @@
-"""SS101 (host-device sync inside the step loop) and SS102 (a sync after every operation).
+"""SS101 / SS103 (host-device sync inside a step loop) and SS102 (a sync after every operation).
 
-SS101 reports only inside a step loop (see `stepscope.source.loops`), never under a periodic
-guard (`if step % 100 == 0:` logs deliberately), and once per call chain (`x.cpu().numpy()` is one
-sync). `torch.cuda.synchronize()` in a loop that also reads a clock is measurement, not a leak.
+SS101 reports syncs in *training* step loops (a loop that calls backward, an optimizer step or a
+training-step helper) and in loops the program profiles; SS103 reports them in evaluation and
+inference loops (a loop that only runs a model), where a read per batch is often affordable, and
+is off by default. Both report only inside a step loop (see `stepscope.source.loops`), never where
+the read does not happen every step (a periodic guard such as `if step % 100 == 0:`, a debug flag,
+`if i == 0:`, a block that leaves the loop, an `except` handler), never on values known to be on
+the host (NumPy arrays, Python numbers, CPU tensors such as a batch straight from the loader), in
+loops of at most ten iterations written in the source, in tests, or in files of another
+framework; and once per call chain (`x.cpu().numpy()` is one sync). `torch.cuda.synchronize()`
+in a loop that also reads a clock is measurement, not a leak.
 """
 
 from __future__ import annotations
 
 import ast
 import bisect
+from pathlib import PurePath
 from typing import Iterator
 
-from ..source.loops import is_model_name, iter_statements, terminal_name
-from .context import ModuleContext, Scope
+from ..source.loops import Loop, is_model_name, iter_statements, terminal_name
+from .context import ModuleContext, Scope, _is_host_value, host_here, host_names
 from .model import Diagnostic, make_diagnostic
 
 _SYNC_METHODS = {
@@ -26,14 +34,24 @@ _CLOCKS = frozenset({"time", "perf_counter", "perf_counter_ns", "monotonic", "mo
                      "time_ns", "default_timer", "Event", "elapsed_time"})
 _TENSOR_PREDICATES = frozenset({"isnan", "isinf", "isfinite", "any", "all", "equal", "allclose",
                                 "is_nonzero"})
+_MATH_READS = frozenset({"isnan", "isinf", "isfinite", "floor", "ceil", "exp", "log", "sqrt",
+                         "fabs", "isclose"})
+_TEST_DIRS = frozenset({"test", "tests", "testing", "unittest", "unittests", "unit_tests"})
 
 
-def _loop_reads_clock(ctx: ModuleContext, loop_line: int) -> bool:
+def is_test_path(path: str) -> bool:
+    """A test file: under a `test`/`tests` folder, `test_*.py`, `*_test.py`, `conftest.py`."""
+    parts = PurePath(path.replace("\\", "/")).parts
+    name = parts[-1] if parts else ""
+    return (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+            or any(part in _TEST_DIRS for part in parts[:-1]))
+
+
+def _loop_reads_clock(ctx: ModuleContext, loop: Loop) -> bool:
     lines = getattr(ctx, "_clock_lines", None)
     if lines is None:
         lines = sorted(c.lineno for c, _ in ctx.calls if terminal_name(c.func) in _CLOCKS)
         ctx._clock_lines = lines  # type: ignore[attr-defined]
-    loop = next(lp for lp in ctx.loops if lp.line == loop_line)
     i = bisect.bisect_left(lines, loop.line)
     return i < len(lines) and lines[i] <= loop.end_line
 
@@ -43,65 +61,152 @@ def _is_sync_method_call(node: ast.AST) -> bool:
             and node.func.attr in _SYNC_METHODS and not node.args)
 
 
-def _where(scope: Scope) -> str:
-    loop = scope.step_loop
-    return f"inside the step loop (line {loop.line})" if loop else "inside the step loop"
+def _where(loop: Loop, role: str, scope: Scope) -> str:
+    if role == "evaluation":
+        return f"in every batch of the evaluation or inference loop (line {loop.line})"
+    if scope.accumulation:
+        return (f"on every optimizer step of the training loop (line {loop.line}), which is "
+                f"every batch when gradient accumulation is 1")
+    kind = "training" if role == "training" else "profiled"
+    return f"in every step of the {kind} loop (line {loop.line})"
+
+
+_TRAINING_ADVICE = "keep the value on the device, read it after the loop or every N steps"
+_EVALUATION_ADVICE = ("accumulate on the device (`correct += (pred == y).sum()`) and read once "
+                      "after the loop if the evaluation's speed matters")
 
 
 def check_ss101(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
-    advice = "keep the value on the device, read it after the loop or every N steps"
+    """Syncs in every step of a training loop or of a profiled loop."""
+    for code, diag in _loop_syncs(ctx, path):
+        if code == "SS101":
+            yield diag
+
+
+def check_ss103(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
+    """Syncs in every batch of an evaluation or inference loop."""
+    for code, diag in _loop_syncs(ctx, path):
+        if code == "SS103":
+            yield diag
+
+
+def _reportable(ctx: ModuleContext, path: str) -> bool:
+    return not (ctx.other_framework or is_test_path(path))
+
+
+def _step_loop(ctx: ModuleContext, scope: Scope, loop: Loop | None = None) -> Loop | None:
+    """The step loop a node runs in every step of; None when it does not run every step of one
+    (or the loop is a test, a short warm-up or a check)."""
+    if loop is None:
+        if scope.infrequent:
+            return None
+        loop = ctx.repeated_step_loop(scope)
+    if loop is None or scope.test:
+        return None
+    return loop
+
+
+def _loop_syncs(ctx: ModuleContext, path: str) -> list[tuple[str, Diagnostic]]:
+    """What SS101 and SS103 report, found once for both."""
+    cached = ctx.__dict__.get("_loop_syncs")
+    if cached is None or cached[0] != path:
+        cached = ctx.__dict__["_loop_syncs"] = (path, list(_find_loop_syncs(ctx, path)))
+    return cached[1]
+
+
+def _find_loop_syncs(ctx: ModuleContext, path: str) -> Iterator[tuple[str, Diagnostic]]:
+    if not _reportable(ctx, path):
+        return
     clock_cache: dict[int, bool] = {}
     for call, scope in ctx.calls:
-        loop = scope.step_loop
-        if loop is None or scope.periodic:
+        if scope.step_loop is None or scope.test or scope.infrequent:
             continue
-        facts = ctx.facts_for(scope)
-        func = call.func
-        message = None
-        if _is_sync_method_call(call):
-            assert isinstance(func, ast.Attribute)
-            receiver = func.value
-            if _is_sync_method_call(receiver):
-                continue  # `x.cpu().numpy()`: reported once, on `.cpu()`
-            if func.attr == "cpu" and isinstance(receiver, (ast.Name, ast.Attribute)) \
-                    and is_model_name(terminal_name(receiver) or "", ctx.model_names):
-                continue  # moving a model, not a tensor
-            if func.attr in ("tolist", "numpy", "cpu") and not ctx.is_tensor_expr(receiver, facts) \
-                    and not _looks_like_tensor_chain(receiver):
-                continue  # could be a NumPy array or a list: no device involved
-            message = f"{_SYNC_METHODS[func.attr]} {_where(scope)}; {advice}"
-        elif isinstance(func, ast.Name) and func.id in _CONVERSIONS and len(call.args) == 1:
-            if ctx.is_tensor_expr(call.args[0], facts):
-                message = (f"`{func.id}()` of a tensor waits for the device {_where(scope)}; "
-                           f"{advice}")
-        elif isinstance(func, ast.Name) and func.id == "print":
-            if any(_prints_tensor(arg, ctx, facts) for arg in call.args):
-                message = (f"printing a tensor copies it to the host and waits for the device "
-                           f"{_where(scope)}; {advice}")
-        elif isinstance(func, ast.Attribute) and func.attr == "synchronize":
-            dotted = ctx.dotted(func) or ""
-            if dotted.startswith("torch.") and not call.args:
-                if loop.line not in clock_cache:
-                    clock_cache[loop.line] = _loop_reads_clock(ctx, loop.line)
-                if not clock_cache[loop.line]:
-                    message = (f"`{dotted}()` {_where(scope)} waits for all queued device work "
-                               f"every step and removes CPU/GPU overlap")
+        loop = ctx.repeated_step_loop(scope)
+        if loop is None:
+            continue
+        message = _call_sync(call, scope, loop, ctx, clock_cache)
         if message:
-            yield make_diagnostic("SS101", message, path, ctx.span(call))
+            code, text = _compose(message, loop, ctx.loop_role(loop), scope)
+            yield code, make_diagnostic(code, text, path, ctx.span(call))
 
     for node, scope in ctx.ifs:
-        loop = scope.step_loop
-        if loop is None or scope.periodic or isinstance(node, ast.While):
+        if isinstance(node, ast.While):
+            own = ctx.loop_by_pos.get((node.lineno, node.col_offset))
+            if own is not None and own.is_step:  # the step loop's own condition: every step
+                loop = _step_loop(ctx, Scope(scope.function, (), False, test=scope.test), own)
+            else:
+                loop = _step_loop(ctx, scope)
+        else:
+            loop = _step_loop(ctx, scope)
+        if loop is None:
             continue
+        role = ctx.loop_role(loop)
         facts = ctx.facts_for(scope)
         test = _tensor_part(node.test, ctx, facts)
-        if test is not None:
-            kind = "conditional expression" if isinstance(node, ast.IfExp) else "`if`"
-            yield make_diagnostic(
-                "SS101",
-                f"a tensor in an {kind} {_where(scope)} is read on the host and waits for the "
-                f"device; compute on the device (torch.where) or check every N steps",
-                path, ctx.span(test))
+        if test is None:
+            continue
+        kind = {ast.IfExp: "a conditional expression", ast.While: "a `while` condition",
+                ast.Assert: "an `assert`"}.get(type(node), "an `if`")
+        what = f"a tensor in {kind} is read on the host and waits for the device"
+        advice = ("compute on the device (torch.where) or check every N steps"
+                  if role != "evaluation" else _EVALUATION_ADVICE)
+        code = "SS103" if role == "evaluation" else "SS101"
+        yield code, make_diagnostic(
+            code, f"{what} {_where(loop, role, scope)}; {advice}", path, ctx.span(test))
+
+
+def _compose(message: str, loop: Loop, role: str, scope: Scope) -> tuple[str, str]:
+    if message.startswith("`torch.") and "synchronize" in message:
+        head, _, tail = message.partition(" waits ")
+        text = f"{head} {_where(loop, role, scope)} waits {tail}"
+    else:
+        advice = _EVALUATION_ADVICE if role == "evaluation" else _TRAINING_ADVICE
+        text = f"{message} {_where(loop, role, scope)}; {advice}"
+    return ("SS103" if role == "evaluation" else "SS101"), text
+
+
+def _call_sync(call: ast.Call, scope: Scope, loop: Loop, ctx: ModuleContext,
+               clock_cache: dict[int, bool]) -> str | None:
+    """What a call inside a step loop does that makes the host wait, or None."""
+    facts = ctx.facts_for(scope)
+    func = call.func
+    if _is_sync_method_call(call):
+        assert isinstance(func, ast.Attribute)
+        receiver = func.value
+        if _is_sync_method_call(receiver):
+            return None  # `x.cpu().numpy()`: reported once, on `.cpu()`
+        if func.attr == "cpu" and isinstance(receiver, (ast.Name, ast.Attribute)) \
+                and is_model_name(terminal_name(receiver) or "", ctx.model_names):
+            return None  # moving a model, not a tensor
+        if func.attr in ("tolist", "numpy", "cpu") and not ctx.is_tensor_expr(receiver, facts) \
+                and not _looks_like_tensor_chain(receiver):
+            return None  # could be a NumPy array or a list: no device involved
+        if host_here(receiver, facts, ctx):
+            return None  # already on the host
+        return _SYNC_METHODS[func.attr]
+    if isinstance(func, ast.Name) and func.id in _CONVERSIONS and len(call.args) == 1:
+        arg = call.args[0]
+        if ctx.is_tensor_expr(arg, facts) and not host_here(arg, facts, ctx):
+            return f"`{func.id}()` of a tensor waits for the device"
+        return None
+    if isinstance(func, ast.Attribute) and call.args and func.attr in _MATH_READS:
+        dotted = ctx.dotted(func) or ""
+        if dotted.startswith("math.") and any(_on_device(a, ctx, facts) for a in call.args):
+            return (f"`{dotted}()` of a tensor converts it to a Python number and waits for "
+                    f"the device")
+    if isinstance(func, ast.Name) and func.id == "print":
+        if any(_prints_tensor(arg, ctx, facts) for arg in call.args):
+            return "printing a tensor copies it to the host and waits for the device"
+        return None
+    if isinstance(func, ast.Attribute) and func.attr == "synchronize":
+        dotted = ctx.dotted(func) or ""
+        if dotted.startswith("torch.") and not call.args:
+            if loop.line not in clock_cache:
+                clock_cache[loop.line] = _loop_reads_clock(ctx, loop)
+            if not clock_cache[loop.line]:
+                return (f"`{dotted}()` waits for all queued device work and removes CPU/GPU "
+                        f"overlap")
+    return None
 
 
 def _tensor_part(test: ast.expr, ctx: ModuleContext, facts) -> ast.expr | None:
@@ -123,12 +228,16 @@ def _looks_like_tensor_chain(node: ast.AST) -> bool:
                                    "argmax", "softmax", "sigmoid", "squeeze", "flatten"})
 
 
+def _on_device(node: ast.expr, ctx: ModuleContext, facts) -> bool:
+    return ctx.is_tensor_expr(node, facts) and not host_here(node, facts, ctx)
+
+
 def _prints_tensor(arg: ast.expr, ctx: ModuleContext, facts) -> bool:
     if isinstance(arg, ast.JoinedStr):
-        return any(isinstance(v, ast.FormattedValue) and ctx.is_tensor_expr(v.value, facts)
+        return any(isinstance(v, ast.FormattedValue) and _on_device(v.value, ctx, facts)
                    and not _is_sync_method_call(v.value) for v in arg.values)
     if isinstance(arg, ast.Name):
-        return ctx.is_tensor_expr(arg, facts)
+        return _on_device(arg, ctx, facts)
     return False
 
 
@@ -143,14 +252,15 @@ def _test_reads_tensor(test: ast.expr, ctx: ModuleContext, facts) -> bool:
         operands = [test.left, *test.comparators]
         if any(_is_sync_method_call(o) or _is_conversion(o) for o in operands):
             return False  # the sync is in the operand and reported there
-        return any(ctx.is_tensor_expr(o, facts) for o in operands)
+        return any(_on_device(o, ctx, facts) for o in operands)
     if isinstance(test, ast.Call):
         name = terminal_name(test.func)
         if name in _TENSOR_PREDICATES:
             dotted = ctx.dotted(test.func) or ""
             if dotted.startswith("torch.") and not dotted.startswith("torch.cuda"):
-                return True
-            if isinstance(test.func, ast.Attribute) and ctx.is_tensor_expr(test.func.value, facts):
+                return not all(_is_host_value(a, host_names(facts, ctx), ctx)
+                               for a in test.args) or not test.args
+            if isinstance(test.func, ast.Attribute) and _on_device(test.func.value, ctx, facts):
                 return True
     return False
 
@@ -161,13 +271,16 @@ def _is_conversion(node: ast.AST) -> bool:
 
 
 def check_ss102(ctx: ModuleContext, path: str, min_syncs: int = 2) -> Iterator[Diagnostic]:
-    """Blocks inside a profiled region (or a timed interval) that synchronise after each op."""
+    """Blocks inside a profiled region (or a timed interval) that synchronise after each op.
+
+    Counted: synchronize calls that each follow some work, with no clock reading between them.
+    One sync before each clock reading (intervals timed back to back, "sync, start, work, sync,
+    stop") is how a duration is measured, not a sync after every operation."""
     seen: set[int] = set()
     for with_node, _call, _scope in ctx.profile_withs:
         for block in _blocks(with_node.body):
-            syncs = [s for s in block if _is_sync_stmt(s, ctx)]
-            work = [s for s in block if not _is_sync_stmt(s, ctx)]
-            if len(syncs) >= min_syncs and len(work) >= min_syncs and id(syncs[1]) not in seen:
+            syncs = _splitting_syncs(block, ctx)
+            if len(syncs) >= min_syncs and id(syncs[1]) not in seen:
                 seen.add(id(syncs[1]))
                 yield make_diagnostic(
                     "SS102",
@@ -175,10 +288,12 @@ def check_ss102(ctx: ModuleContext, path: str, min_syncs: int = 2) -> Iterator[D
                     f"region remove the overlap the trace should show; the profiler records "
                     f"device time without them",
                     path, ctx.span(syncs[1]))
-    from .timing import timed_intervals  # shared interval finder
+    from .timing import measures_a_rate, timed_intervals  # shared interval finder
 
     for interval in timed_intervals(ctx):
-        syncs = _syncs_after_work(interval.calls, ctx)
+        if measures_a_rate(interval, ctx):
+            continue  # a whole run: its syncs are not the timed work's
+        syncs = _syncs_after_work(interval.calls, ctx, min_syncs)
         if len(syncs) >= min_syncs and id(syncs[1]) not in seen:
             seen.add(id(syncs[1]))
             yield make_diagnostic(
@@ -189,19 +304,54 @@ def check_ss102(ctx: ModuleContext, path: str, min_syncs: int = 2) -> Iterator[D
                 path, ctx.span(syncs[1]))
 
 
-def _syncs_after_work(calls: list[ast.Call], ctx: ModuleContext) -> list[ast.Call]:
-    """Synchronize calls that each follow some other work (a sync that opens the interval
-    only waits for earlier work, it does not split the timed work)."""
-    out: list[ast.Call] = []
+def _splitting_syncs(block: list[ast.stmt], ctx: ModuleContext) -> list[ast.stmt]:
+    """Synchronize statements of `block` that each follow some work since the last one, the
+    longest such run with no clock reading in it."""
+    best: list[ast.stmt] = []
+    run: list[ast.stmt] = []
+    work = False
+    if sum(1 for stmt in block if _is_sync_stmt(stmt, ctx)) < 2:
+        return best  # (the clock search below walks every statement: only where it matters)
+    for stmt in block:
+        if _is_sync_stmt(stmt, ctx):
+            if work:
+                run.append(stmt)
+            work = False
+        elif _reads_clock(stmt):
+            best, run, work = max(best, run, key=len), [], False
+        else:
+            work = True
+    return max(best, run, key=len)
+
+
+def _reads_clock(stmt: ast.stmt) -> bool:
+    return any(isinstance(n, ast.Call) and _is_clock(n) for n in ast.walk(stmt))
+
+
+def _syncs_after_work(calls: list[ast.Call], ctx: ModuleContext, min_syncs: int) -> list[ast.Call]:
+    """Synchronize calls that each follow some other work, in the longest run with no clock
+    reading between them (a sync that opens the interval only waits for earlier work, and a sync
+    followed by a clock reading measures: neither splits the timed work)."""
+    best: list[ast.Call] = []
+    run: list[ast.Call] = []
     pending_work = False
     for call in sorted(calls, key=lambda c: (c.lineno, c.col_offset)):
         if _is_sync_call(call, ctx):
             if pending_work:
-                out.append(call)
+                run.append(call)
             pending_work = False
-        elif not _is_clock(call):
+        elif _is_clock(call):
+            best, run, pending_work = max(best, run, key=len), [], False
+        elif not _is_query(call):
             pending_work = True
-    return out
+    return max(best, run, key=len)
+
+
+def _is_query(call: ast.Call) -> bool:
+    """`is_cuda_available()`, `has_musa()`: a question that picks a branch, not work (so the
+    syncs of `if cuda: torch.cuda.synchronize() elif musa: torch.musa.synchronize()` are one)."""
+    name = terminal_name(call.func) or ""
+    return name.startswith(("is_", "has_")) or name.endswith("_available")
 
 
 def _is_clock(call: ast.Call) -> bool:

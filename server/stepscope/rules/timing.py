@@ -2,9 +2,18 @@
 
 A *timed interval* is `start = <clock>()` ... `<clock>() - start` (or `end - start` with `end` a
 clock reading) in one function. Its start is the last assignment of `start` written above the
-subtraction; the calls between the two lines are the timed work. SS201 needs the file to use CUDA,
-visible device work in the interval (a model call, backward, an optimizer step, a torch op) and no
-synchronisation there (a synchronize, CUDA events, or a call that copies to the host).
+subtraction, its end the clock reading; the calls between the two are the timed work (a call that
+encloses the end reading, such as the `print(...)` the duration is computed in, runs after it).
+
+SS201 reports an interval of a file that uses CUDA when it times device work directly (a model
+call, backward, an optimizer step, a torch op: not a bare `.to()`, a queue, or compilation) and
+nothing in it makes the host wait: a synchronize, CUDA events, a read of a value on the host
+(`.item()`, `.cpu()`, `float(t)`, `math.isnan(t)`, a tensor in an `if`, a logger given a tensor,
+`metric.compute()`), or a function of the same module that does one of these. It leaves alone
+what measures a rate over many steps, where a missing sync shifts only the last step: a chained
+timer (`end = time.time()` again after the duration, or `t0 = t1`), a start taken before the loop
+the duration is computed in, and an interval that holds a loop over a data loader or a `while`
+loop (a whole epoch or run).
 """
 
 from __future__ import annotations
@@ -13,8 +22,8 @@ import ast
 from dataclasses import dataclass
 from typing import Iterator
 
-from ..source.loops import BACKWARD, MODEL, OPTIMIZER, call_signal, terminal_name
-from .context import FunctionFacts, ModuleContext
+from ..source.loops import BACKWARD, OPTIMIZER, call_signal, terminal_name
+from .context import _RESULT_CALL, FunctionFacts, ModuleContext, runs_model
 from .model import Diagnostic, Edit, Fix, make_diagnostic
 
 _CLOCK_FUNCS = {
@@ -39,7 +48,8 @@ class TimedInterval:
     start_assigns: list[ast.Call]  # every clock call assigned to the start name in the function
     end_calls: list[ast.Call]  # clock calls in the subtraction / assigned to the end name
     clock_kinds: set[str]  # "time", "perf_counter", "monotonic"
-    calls: list[ast.Call]  # calls strictly after the start line up to the duration line
+    calls: list[ast.Call]  # the timed work: calls after the start reading, before the end reading
+    end_line: int = 0  # line of the end reading
 
 
 def _clock_kind(node: ast.AST, ctx: ModuleContext) -> str | None:
@@ -76,29 +86,38 @@ def timed_intervals(ctx: ModuleContext) -> list[TimedInterval]:
             end_calls: list[ast.Call] = []
             if end_kind:
                 end_calls = [sub.left]  # type: ignore[list-item]
+                end_line = sub.lineno
             elif isinstance(sub.left, ast.Name) and sub.left.id in clock_assigns:
                 ends = [a for a in clock_assigns[sub.left.id] if a[0] <= sub.lineno]
                 if not ends:
                     continue
-                end_kind = max(ends, key=lambda a: a[0])[2]
+                end_line, _end_call, end_kind = max(ends, key=lambda a: a[0])
                 end_calls = [a[1] for a in clock_assigns[sub.left.id]]
             else:
                 continue
-            calls = [c for c in facts.calls if start_line < c.lineno <= sub.lineno]
+            calls = [c for c in facts.calls if start_line < c.lineno <= end_line
+                     and not (end_line == sub.lineno and _encloses(c, sub))]
             intervals.append(TimedInterval(
                 function=facts, start_line=start_line, duration=sub,
                 start_assigns=[a[1] for a in clock_assigns[sub.right.id]],
-                end_calls=end_calls, clock_kinds={start_kind, end_kind}, calls=calls))
+                end_calls=end_calls, clock_kinds={start_kind, end_kind}, calls=calls,
+                end_line=end_line))
     ctx._timed_intervals = intervals  # type: ignore[attr-defined]
     return intervals
 
 
+def _encloses(call: ast.Call, node: ast.AST) -> bool:
+    """`call` contains `node` (it runs after `node` is evaluated)."""
+    return (call.lineno, call.col_offset) <= (node.lineno, node.col_offset) and (  # type: ignore[attr-defined]
+        (call.end_lineno or 0, call.end_col_offset or 0)
+        >= (node.end_lineno or 0, node.end_col_offset or 0))  # type: ignore[attr-defined]
+
+
 def _is_device_work(call: ast.Call, ctx: ModuleContext) -> bool:
-    if call_signal(call, model_names=ctx.model_names) in (MODEL, BACKWARD, OPTIMIZER):
+    if call_signal(call, model_names=ctx.model_names) in (BACKWARD, OPTIMIZER) \
+            or runs_model(call, ctx.model_names):
         return True
     dotted = ctx.dotted(call.func) or ""
-    if isinstance(call.func, ast.Attribute) and call.func.attr in ("to", "cuda"):
-        return True
     if dotted.startswith(("torch.nn.functional.", "F.")):
         return True
     if dotted.startswith("torch.") and dotted.count(".") == 1 and dotted.split(".")[1] in {
@@ -108,17 +127,42 @@ def _is_device_work(call: ast.Call, ctx: ModuleContext) -> bool:
     return False
 
 
-def _is_sync(call: ast.Call, ctx: ModuleContext) -> bool:
+_LOGGER_CALLS = frozenset({"add_scalar", "add_scalars", "log", "log_metrics", "log_metric",
+                           "log_dict", "add_histogram"})
+
+
+def _is_sync(call: ast.Call, ctx: ModuleContext, facts: FunctionFacts,
+             syncing: frozenset[str]) -> bool:
+    """The call makes the host wait for the device (or may: reading a value on the host)."""
     name = terminal_name(call.func) or ""
-    if name in _SYNC_ATTRS or name == "Event":
-        return True
-    if "sync" in name.lower() and "async" not in name.lower():
+    if name in _SYNC_ATTRS or name == "Event" or name == "compute" or name == "generate":
+        return True  # `model.generate(...)` reads every new token on the host to decide to stop
+    if any(k.arg in ("prompt", "prompts") for k in call.keywords):
+        return True  # `pipe(prompt=...)`: a generation pipeline hands back images or text
+    lowered = name.lower()
+    if "sync" in lowered and "async" not in lowered and "no_sync" not in lowered \
+            and "no_backward_sync" not in lowered:
         return True  # a helper such as `cuda_sync()` or `_sync(t, dev)`
-    if isinstance(call.func, ast.Name) and call.func.id in ("float", "int", "print", "bool"):
+    if isinstance(call.func, ast.Name) and call.func.id in ("float", "int", "bool"):
         return True
-    if name == "to" and any(isinstance(a, ast.Constant) and a.value == "cpu"
-                            for a in [*call.args, *(k.value for k in call.keywords)]):
-        return True  # `.to("cpu")` copies to the host and waits
+    if isinstance(call.func, ast.Name) and call.func.id == "print":
+        return not all(isinstance(a, ast.Constant) for a in call.args)
+    if name == "to" and any(
+            (isinstance(a, ast.Constant) and a.value == "cpu")
+            or (isinstance(a, (ast.Name, ast.Attribute)) and "cpu" in (terminal_name(a) or "").lower())
+            for a in [*call.args, *(k.value for k in call.keywords)]):
+        return True  # `.to("cpu")`, `.to(cpu_device)` copy to the host and wait
+    dotted = ctx.dotted(call.func) or ""
+    if dotted.startswith(("math.", "numpy.", "np.")) and call.args:
+        return True  # `math.isnan(loss)`: a value read on the host
+    if name in _LOGGER_CALLS and any(
+            isinstance(a, ast.Attribute) and a.attr == "data" or ctx.is_tensor_expr(a, facts)
+            for a in [*call.args, *(k.value for k in call.keywords)]):
+        return True  # a logger given a tensor reads it
+    if name in syncing and (isinstance(call.func, ast.Name) or (
+            isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
+            and call.func.value.id in ("self", "cls"))):
+        return True  # a function of this module that reads a value on the host
     return False
 
 
@@ -137,14 +181,20 @@ def _uses_cuda(facts: FunctionFacts, ctx: ModuleContext) -> bool:
 
 
 def check_ss201(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
-    if not ctx.mentions_cuda:
+    if not ctx.mentions_cuda or ctx.other_framework:
         return
     for interval in timed_intervals(ctx):
-        if not _uses_cuda(interval.function, ctx):
-            continue  # the timed work may run on the CPU: nothing to wait for
+        if not _uses_cuda(interval.function, ctx) or measures_a_rate(interval, ctx) \
+                or _on_the_cpu(interval, ctx):
+            continue
         if not any(_is_device_work(c, ctx) for c in interval.calls):
             continue
-        if any(_is_sync(c, ctx) for c in interval.calls):
+        if any(_compiles(c, ctx) for c in interval.calls):
+            continue  # timing compilation: seconds of host work
+        syncing = ctx.syncing_functions()
+        if any(_is_sync(c, ctx, interval.function, syncing) for c in interval.calls):
+            continue
+        if _reads_a_tensor(interval, ctx):
             continue
         yield make_diagnostic(
             "SS201",
@@ -152,6 +202,67 @@ def check_ss201(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
             f"took to queue the device work, not the work itself; call torch.cuda.synchronize() "
             f"before reading the clock, or time the device with torch.cuda.Event",
             path, ctx.span(interval.duration))
+
+
+def _compiles(call: ast.Call, ctx: ModuleContext) -> bool:
+    return (ctx.dotted(call.func) or "") in ("torch.compile", "torch.jit.script",
+                                               "torch.jit.trace", "torch.export.export")
+
+
+def measures_a_rate(interval: TimedInterval, ctx: ModuleContext) -> bool:
+    """The interval times many steps, or tiles a loop with its neighbours: a missing sync only
+    moves the last step's queued work to the next reading (see the module docstring)."""
+    start_name = interval.duration.right.id  # type: ignore[attr-defined]
+    sub_line = interval.duration.lineno
+    for assign in interval.function.assigns:
+        if isinstance(assign, ast.Assign) and isinstance(assign.value, ast.Name) and any(
+                isinstance(t, ast.Name) and t.id == start_name for t in assign.targets):
+            return True  # `t0 = t1`: chained readings
+    loops = interval.function.loops
+    around = [n for n in loops if n.lineno < sub_line <= (n.end_lineno or n.lineno)]
+    innermost = max(around, key=lambda n: n.lineno, default=None)
+    if innermost is not None:
+        if not innermost.lineno < interval.start_line <= (innermost.end_lineno or 0):
+            return True  # started before the loop: a running total over many steps
+        if any(sub_line < a.lineno <= (innermost.end_lineno or 0)
+               for a in interval.start_assigns):
+            return True  # `end = time.time()` again after the duration: one tile of a loop
+    for loop in loops:
+        if interval.start_line < loop.lineno and (loop.end_lineno or 0) <= interval.end_line:
+            pos = ctx.loop_by_pos.get((loop.lineno, loop.col_offset))
+            if isinstance(loop, ast.While) or (pos is not None and (
+                    pos.header_fetch or ctx.loop_role(pos) == "training")):
+                return True  # a loop over a data loader, a `while`, training steps: a run
+    if any(_RESULT_CALL.match(terminal_name(c.func) or "") or "epoch" in (
+            terminal_name(c.func) or "").lower() for c in interval.calls):
+        return True  # `train_model(...)`, `train_one_epoch(...)`: a whole run
+    return False
+
+
+def _on_the_cpu(interval: TimedInterval, ctx: ModuleContext) -> bool:
+    """The interval sits in the branch for the CPU (`if device == "cpu":`)."""
+    for node, _scope in ctx.ifs:
+        if not isinstance(node, ast.If) or not node.body:
+            continue
+        first, last = node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno
+        if first <= interval.start_line and interval.end_line <= last and isinstance(
+                node.test, ast.Compare) and all(isinstance(op, ast.Eq) for op in node.test.ops) \
+                and any(isinstance(c, ast.Constant) and c.value == "cpu"
+                        for c in [node.test.left, *node.test.comparators]):
+            return True
+    return False
+
+
+def _reads_a_tensor(interval: TimedInterval, ctx: ModuleContext) -> bool:
+    """An `if`, `while` or `assert` in the interval reads a tensor on the host."""
+    from .sync import _test_reads_tensor
+
+    facts = interval.function
+    for node, scope in ctx.ifs:
+        if ctx.facts_for(scope) is facts and interval.start_line < node.lineno <= interval.end_line \
+                and _test_reads_tensor(node.test, ctx, facts):
+            return True
+    return False
 
 
 def check_ss202(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:

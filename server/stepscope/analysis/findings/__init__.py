@@ -11,13 +11,15 @@ Findings whose evidence the profiler distorts (host waits, launch-bound steps, t
 so with the report's `distortion` and point at `stepscope measure` (distorted.py).
 
 Kinds: input-bound, repeated-copy, small-launches, dominant-op, sync-in-step, startup-cost,
-unsteady-window, gpu-not-observed, missing-label, rank-imbalance (docs/findings.md describes each). Findings about
+unsteady-window, gpu-not-observed, missing-label, rank-imbalance, recompilation, graph-break (docs/findings.md
+describes each). Findings about
 the loop as a whole are anchored on the loop header line when the trace has one, else on no line.
 """
 
 from __future__ import annotations
 
 from .common import loop_header
+from .compile_rule import graph_break, recompilation
 from .distorted import mark_distorted
 from .labels_rule import missing_label
 from .ranks_rule import rank_imbalance
@@ -32,9 +34,9 @@ __all__ = ["find", "Thresholds", "load_thresholds", "thresholds_from_table", "mi
 
 #: in the order findings are listed: what to look at first comes first
 RULES = (gpu_not_observed, input_bound, repeated_copy, sync_in_step, small_launches, dominant_op,
-         rank_imbalance, unsteady_window, startup_cost, missing_label)
+         rank_imbalance, recompilation, unsteady_window, graph_break, startup_cost, missing_label)
 KINDS = ("gpu-not-observed", "input-bound", "repeated-copy", "sync-in-step", "small-launches", "dominant-op",
-         "rank-imbalance", "unsteady-window", "startup-cost", "missing-label")
+         "rank-imbalance", "recompilation", "unsteady-window", "graph-break", "startup-cost", "missing-label")
 
 
 def find(report: dict, thresholds: Thresholds = Thresholds()) -> list[dict]:

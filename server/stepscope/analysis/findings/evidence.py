@@ -59,6 +59,10 @@ FACTORY_OPS = frozenset({
 })
 _LAUNCH = re.compile(r"(LaunchKernel|LaunchCooperativeKernel|ModuleLaunchKernel|GraphLaunch)", re.IGNORECASE)
 _STEP = re.compile(r"^ProfilerStep#\d+$")
+_GRAPH_LAUNCH = re.compile(r"GraphLaunch", re.IGNORECASE)
+# what a replayed kernel's name says of its part of the step (a graph's work has no host-side op)
+_BACKWARD_KERNEL = re.compile(r"backward|_bwd|Backward|wgrad|dgrad")
+_OPTIMIZER_KERNEL = re.compile(r"multi_tensor_apply|fused_adam|FusedAdam|_adam|_sgd|lamb_", re.IGNORECASE)
 US_PER_MS = 1000.0
 
 
@@ -677,8 +681,19 @@ def _kernel_figures(trace: Trace, gpu_rows: list[int], busy: list[Interval], lau
                  if trace.kind[r] == Kind.RUNTIME and w0 <= trace.ts[r] <= cpu_end]
     top = per_line.most_common(1)
     where = top[0][0] if top else (None, None, None)
+    # CUDA graph replays: one launch call replays many kernels (they carry its correlation id)
+    graph_launch_rows = [r for r in trace.rows_named(launch_ids) if trace.kind[r] == Kind.RUNTIME
+                         and _GRAPH_LAUNCH.search(trace.names[trace.name[r]]) and w0 <= trace.ts[r] <= cpu_end]
+    graph_launch_set = set(graph_launch_rows)
+    replayed = [g for g, r in launches if r in graph_launch_set and trace.kind[g] == Kind.KERNEL]
+    replayed_names = {trace.names[trace.name[g]] for g in replayed}
     return {
         "count": round(len(kernels) / n, 2),
+        "launches": round((len(kernels) - len(replayed) + len(graph_launch_rows)) / n, 2),
+        "graph_launches": round(len(graph_launch_rows) / n, 2),
+        "graph_kernels": round(len(replayed) / n, 2),
+        "graph_backward": any(_BACKWARD_KERNEL.search(name) for name in replayed_names),
+        "graph_optimizer": any(_OPTIMIZER_KERNEL.search(name) for name in replayed_names),
         "median_us": round(median(durations), 3) if durations else None,
         "p90_us": round(durations[int(0.9 * (len(durations) - 1))], 3) if durations else None,
         "gpu_busy_ms": _ms(length(busy), n),

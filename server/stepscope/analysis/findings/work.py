@@ -80,6 +80,13 @@ def dominant_op(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
     )
 
 
+def _replayed_words(k: dict) -> str:
+    if not k.get("graph_launches"):
+        return ""
+    return (f" ({k['graph_kernels']:g} of them replayed by {k['graph_launches']:g} CUDA graph launch(es): "
+            f"{k['launches']:g} launches in all)")
+
+
 def small_launches(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
     evidence = report.get("evidence") or {}
     k = evidence.get("kernels")
@@ -87,13 +94,15 @@ def small_launches(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
     if not k or not step or k.get("median_us") is None:
         return None
     busy_share = (k.get("gpu_busy_ms") or 0.0) / step
-    if k["count"] < t.small_launches_min_kernels or k["median_us"] > t.small_kernel_us \
+    # a CUDA graph replays its kernels from one launch: launches, not kernels, carry the overhead
+    launches = k.get("launches", k["count"])
+    if launches < t.small_launches_min_kernels or k["median_us"] > t.small_kernel_us \
             or busy_share > t.small_launches_max_gpu_busy:
         return None
     where, precision = placed(k, anchor, evidence)
     return finding(
         "small-launches", where,
-        f"{k['count']:g} kernels per step with a median of {k['median_us']:.1f} µs (p90 {k['p90_us']:.1f} µs); the "
+        f"{k['count']:g} kernels per step{_replayed_words(k)} with a median of {k['median_us']:.1f} µs (p90 {k['p90_us']:.1f} µs); the "
         f"GPU is busy {k['gpu_busy_ms']:.2f} ms of the {step:.2f} ms step ({busy_share:.0%}) while launch calls take "
         f"{k['launch_ms']:.2f} ms on the host; {k['top_line_kernels']:g} kernels per step come from this line "
         f"({machine_words(report)})." + precision,
