@@ -6,6 +6,7 @@ import { TracePanel } from "./panel/host";
 import { ProfileCommand } from "./profile";
 import { onDidChangePythonInterpreter } from "./python";
 import { ServerController } from "./server";
+import { ShareTraceCommand } from "./share";
 import { affectsServer, readSettings, SECTION } from "./settings";
 import { StepStatus } from "./statusBar";
 
@@ -27,6 +28,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(
     profile.register(),
     panel.register(),
+    new ShareTraceCommand(controller, log).register(),
     vscode.commands.registerCommand("stepscope.clearTimings", () => decorations.clear()),
     vscode.commands.registerCommand("stepscope.restart", () =>
       controller?.requestRestart("the Restart Server command", true),

@@ -369,6 +369,16 @@ class Unprofiled(TypedDict, total=False):
     warmup_note: str | None  # why the warm-up after the window is longer than the window's
 
 
+class RedactedCopy(TypedDict):
+    """A trace's redacted copy, written by `profile --redact`: where it is and how many distinct
+    secrets of each kind it replaced (never the secrets); `copy` is null, with `problem`, when none
+    could be written."""
+    trace: AbsolutePath
+    copy: AbsolutePath | None
+    counts: dict[str, Count]
+    problem: str | None
+
+
 class _ReportRequired(TypedDict):
     schema_version: Annotated[int, msgspec.Meta(ge=1)]
     traces: Annotated[list[AbsolutePath], msgspec.Meta(min_length=1)]
@@ -403,6 +413,7 @@ class Report(_ReportRequired, total=False):
     distortion: Annotated[float, msgspec.Meta(gt=0)] | None  # profiled / unprofiled ms/step
     nodes: list[NodeEntry]
     clocks: Clocks
+    redacted: list[RedactedCopy]  # `profile --redact` only
 
 
 class InvalidReport(UsageError):

@@ -11,6 +11,7 @@ an analysis) runs in a worker thread or a child process; the event loop only wai
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
 from pathlib import Path
@@ -23,7 +24,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
 from .. import __version__, errors
-from . import documents, panel, profiling
+from . import documents, panel, profiling, share
 from .runs import RunRegistry
 
 log = logging.getLogger("stepscope.lsp")
@@ -33,6 +34,7 @@ CLIENT_PROFILE_COMMAND = "stepscope.profileStep"  # the editor's command the cod
 RUNS_REQUEST = "stepscope/runs"  # {} → {schemaVersion, runs: [run summary]}
 REPORT_REQUEST = "stepscope/report"  # {runId} → the run's report (report.json, validated)
 # stepscope/timeline {runId, rank?, startUs?, endUs?, maxSpans?} → a timeline document (panel.py)
+# stepscope/shareTrace {runId} → {runId, folder, copies: [{trace, copy, counts, occurrences}], summary} (share.py)
 
 
 class StepscopeProtocol(LanguageServerProtocol):
@@ -141,6 +143,16 @@ def run_report(ls: StepscopeServer, params: Any) -> dict[str, Any]:
 async def run_timeline(ls: StepscopeServer, params: Any) -> dict[str, Any]:
     try:
         return await ls.timelines.timeline(ls, _plain(params) if params is not None else {})
+    except errors.StepscopeError as e:
+        raise JsonRpcServerError(str(e), -32002, data={"exit": e.exit_code}) from None
+
+
+@server.feature(share.SHARE_REQUEST)
+async def share_trace(ls: StepscopeServer, params: Any) -> dict[str, Any]:
+    run_id = _plain(params).get("runId") if isinstance(_plain(params), dict) else None
+    try:
+        run_dir = ls.runs.folder_of(run_id, ls.roots())
+        return await asyncio.get_running_loop().run_in_executor(None, share.share_run, run_dir)
     except errors.StepscopeError as e:
         raise JsonRpcServerError(str(e), -32002, data={"exit": e.exit_code}) from None
 
