@@ -220,7 +220,7 @@ class NodeEntry(TypedDict):
     host: str | None
     ranks: list[int | None]
     ms_per_step: Ms | None
-    slowest_rank: int | None
+    longest_step_rank: int | None  # whose ms/step `ms_per_step` is (the report's slowest_rank is another answer)
     late_ms: Ms | None
     clock_offset_us: float | None
 
