@@ -112,3 +112,12 @@ def test_names_from_a_trace_or_a_host_are_never_markup() -> None:
     tooltip = present.status_tooltip({"ms_per_step": 50.0, "steps": [{"ms": 50.0}] * 5, "machine": hostile}, "r1")
     assert "\\<img" in tooltip and not re.search(r"(?<!\\)<", tooltip)
     assert "median of 5 active steps" in tooltip and "torch 2\\.11\\.0" in tooltip
+
+
+def test_a_lines_profiler_cost_is_said_only_where_it_reads_as_more_than_zero() -> None:
+    from stepscope.analysis.present import profiler_cost_text
+
+    assert profiler_cost_text({"profiler_ms_estimate": 0.004}) is None
+    assert profiler_cost_text({"profiler_ms_estimate": None}) is None
+    assert profiler_cost_text({}) is None
+    assert profiler_cost_text({"profiler_ms_estimate": 0.42}).startswith("~0.42 ms of it is the profiler's own cost")
