@@ -9,6 +9,7 @@ import { onDidChangePythonInterpreter } from "./python";
 import { parseProfileResult } from "./result";
 import { RunsView } from "./runsView";
 import { ServerController } from "./server";
+import { ShareTraceCommand } from "./share";
 import { affectsServer, readSettings, SECTION } from "./settings";
 import { StepStatus } from "./statusBar";
 
@@ -51,6 +52,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     profile.register(),
     runs.register(),
     panel.register(),
+    new ShareTraceCommand(controller, log).register(),
     vscode.commands.registerCommand("stepscope.clearTimings", () => decorations.clear()),
     vscode.commands.registerCommand("stepscope.restart", () =>
       controller?.requestRestart("the Restart Server command", true),

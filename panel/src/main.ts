@@ -5,6 +5,7 @@ import { clear, h, shorten } from "./dom";
 import { fmtCount, fmtMs, fmtUs } from "./format";
 import { HostMessage, PanelState, parseHostMessage, WebviewMessage } from "./messages";
 import { measureProblem } from "./measure";
+import { redactionNote } from "./redaction";
 import { PART_LABELS, renderOverview } from "./overview";
 import { FileIds, LineRow, PanelReport, reportProblem } from "./report";
 import { DataTable } from "./table-view";
@@ -40,6 +41,7 @@ class Panel {
   private readonly api: VsCodeApi;
   private readonly app: HTMLElement;
   private readonly banner: HTMLElement;
+  private readonly share: HTMLButtonElement;
   private readonly panels = new Map<Tab, HTMLElement>();
   private readonly tabs = new Map<Tab, HTMLButtonElement>();
   private readonly timeline: TimelineView;
@@ -60,6 +62,17 @@ class Panel {
         if (this.state) this.post({ type: "requestRange", runId: this.state.runId, startUs, endUs, maxSpans: 200_000 });
       },
     });
+    // the host writes the redacted copies of the run's traces and reveals them (Stepscope: Share Trace…)
+    this.share = h("button", {
+      type: "button",
+      class: "share",
+      disabled: true,
+      title: "Write a copy of this run's trace with secrets, private paths, host and user names replaced, and reveal it",
+    }, "Share Trace…") as HTMLButtonElement;
+    this.share.addEventListener("click", () => {
+      if (this.state) this.post({ type: "shareTrace", runId: this.state.runId });
+    });
+    const actions = h("div", { class: "actions", role: "toolbar", "aria-label": "Run" }, this.share);
     const saved = api.getState() as { tab?: string } | undefined;
     if (saved && TABS.includes(saved.tab as Tab)) this.current = saved.tab as Tab;
     const tablist = h("div", { class: "tabs", role: "tablist", "aria-label": "Trace panel" });
@@ -81,7 +94,7 @@ class Panel {
     }
     this.panels.get("timeline")!.appendChild(this.timeline.root);
     clear(app);
-    app.append(this.banner, tablist, ...this.panels.values());
+    app.append(this.banner, actions, tablist, ...this.panels.values());
     window.addEventListener("message", (e) => this.receive(e.data));
     window.stepscopePanel = { timeline: this.timeline, state: () => this.state, posted: this.posted };
     this.post({ type: "ready" });
@@ -163,6 +176,7 @@ class Panel {
     const measure = state.measure && !measureProblem(state.measure) ? state.measure : null;
     if (state.measure && !measure) problems.push(measureProblem(state.measure)!);
     this.state = { ...state, report, timeline, measure };
+    this.share.disabled = false;
     const fileIds = new FileIds(timeline?.files ?? {}, Array.isArray(report?.files) ? report!.files : []);
     this.fileIds = fileIds;
     this.lines = null;
@@ -233,7 +247,8 @@ function linesTable(report: PanelReport, timeline: TimelineDoc | null, ids: File
     return c ? c.h2d.count + c.d2h.count + c.d2d.count : 0;
   };
   const columns: Column<LineRow>[] = [
-    { key: "file", label: "File", numeric: false, value: (r) => relPath(timeline, ids.of(r.file, r.file_id), r.file) },
+    { key: "file", label: "File", numeric: false, value: (r) => relPath(timeline, ids.of(r.file, r.file_id), r.file),
+      mark: (r) => redactionNote(timeline?.redactable, timeline?.files[ids.of(r.file, r.file_id) ?? ""] ?? r.file) },
     { key: "line", label: "Line", numeric: true, value: (r) => r.line },
     { key: "wall", label: "Wall", numeric: true, value: (r) => r.wall_ms, format: (r) => fmtMs(r.wall_ms), help: "elapsed time on the line per step (a union: nested work counts once)" },
     { key: "self", label: "Self", numeric: true, value: (r) => r.cpu_self_ms, format: (r) => fmtMs(r.cpu_self_ms), help: "CPU time of the line less that of other lines inside it" },
@@ -263,7 +278,7 @@ function operatorsTable(timeline: TimelineDoc, onOpen: Open): HTMLElement {
   const gpu = timeline.window.gpu_observed;
   const t = timeline.operators!;
   const columns: Column<OperatorRow>[] = [
-    { key: "name", label: "Operator", numeric: false, value: (r) => r.name },
+    { key: "name", label: "Operator", numeric: false, value: (r) => r.name, mark: (r) => redactionNote(timeline.redactable, r.name) },
     { key: "calls", label: "Calls", numeric: true, value: (r) => r.calls, format: (r) => fmtCount(r.calls) },
     { key: "self", label: "Self CPU", numeric: true, value: (r) => r.self_ms, format: (r) => fmtMs(r.self_ms), help: "its time less that of the operators it calls" },
     { key: "total", label: "Total CPU", numeric: true, value: (r) => r.total_ms, format: (r) => fmtMs(r.total_ms), help: "its time including what it calls (outermost calls only)" },
@@ -287,7 +302,7 @@ function kernelsTable(timeline: TimelineDoc, onOpen: Open): HTMLElement {
   const t = timeline.kernels!;
   if (!timeline.window.gpu_observed) return h("p", { class: "empty" }, "GPU events were not observed in this trace: no kernel to list (not zero kernels).");
   const columns: Column<KernelRow>[] = [
-    { key: "name", label: "Kernel", numeric: false, value: (r) => r.name },
+    { key: "name", label: "Kernel", numeric: false, value: (r) => r.name, mark: (r) => redactionNote(timeline.redactable, r.name) },
     { key: "launches", label: "Launches", numeric: true, value: (r) => r.launches, format: (r) => fmtCount(r.launches) },
     { key: "total", label: "Total", numeric: true, value: (r) => r.total_ms, format: (r) => fmtMs(r.total_ms), help: "its time on every stream (a union) per step" },
     { key: "mean", label: "Mean", numeric: true, value: (r) => r.mean_us, format: (r) => fmtUs(r.mean_us), help: "mean duration of one launch" },

@@ -8,6 +8,7 @@
 // Handshake (as austin-vscode's): the webview sends `ready` once its script runs; the host answers
 // with `state`, and posts `state` again whenever the run it follows changes. `reveal` (after a
 // `state` of the same run) brings a source line's row into view: the panel opened on a line.
+// `shareTrace` asks the host to write the shown run's redacted copies (Stepscope: Share Trace…).
 
 import type { PanelReport } from "./report";
 import type { TimelineDoc } from "./timeline-doc";
@@ -35,6 +36,7 @@ export type WebviewMessage =
   | { type: "ready" }
   | { type: "openSource"; fileId: string; line: number }
   | { type: "requestRange"; runId: string; startUs: number; endUs: number; maxSpans: number }
+  | { type: "shareTrace"; runId: string }
   | { type: "log"; level: "info" | "error"; message: string };
 
 export type Parsed<T> = { ok: true; message: T } | { ok: false; reason: string };
@@ -103,6 +105,12 @@ export function parseWebviewMessage(value: unknown): Parsed<WebviewMessage> {
           maxSpans: value.maxSpans as number,
         },
       };
+    }
+    case "shareTrace": {
+      const extra = exactKeys(value, ["type", "runId"]);
+      if (extra) return fail(extra);
+      if (typeof value.runId !== "string" || !RUN_ID.test(value.runId)) return fail("runId is not a run id");
+      return { ok: true, message: { type: "shareTrace", runId: value.runId } };
     }
     case "log": {
       const extra = exactKeys(value, ["type", "level", "message"]);

@@ -9,6 +9,8 @@ export interface Column<T> {
   format?: (row: T) => string;
   /** a short description for the header's tooltip and screen readers */
   help?: string;
+  /** a note that marks the cell (what sharing the trace would do to its text), or null */
+  mark?: (row: T) => string | null;
 }
 
 export type Direction = "ascending" | "descending";

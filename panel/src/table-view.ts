@@ -2,6 +2,7 @@
 // Tab reaches the filter, the sort buttons and the rows (one tab stop: the active row); ↑/↓, Home/End,
 // PageUp/PageDown move between rows; Enter opens the row's line.
 
+import { MARK } from "./redaction";
 import { clear, h, shorten } from "./dom";
 import { Column, Direction, filterRows, sortRows } from "./table-logic";
 
@@ -141,8 +142,11 @@ export class DataTable<T> {
       for (const c of columns) {
         const text = c.format ? c.format(row) : String(c.value(row) ?? "");
         const shown = shorten(text, MAX_CELL);
-        const cell = c.numeric ? h("td", { class: "num" }, shown) : h("td", { class: "name" }, h("div", { class: "clamp" }, shown));
+        const note = c.mark?.(row) ?? null;
+        const flag = note ? h("span", { class: "redact-mark", title: note, "aria-label": note }, MARK) : null;
+        const cell = c.numeric ? h("td", { class: "num" }, shown) : h("td", { class: "name" }, h("div", { class: "clamp" }, flag, shown));
         if (!c.numeric && text.length > 120) cell.setAttribute("title", text.slice(0, 5000));
+        if (note) cell.setAttribute("title", `${cell.getAttribute("title") ?? text}\n${MARK} ${note}`.trim());
         tr.appendChild(cell);
       }
       this.body.appendChild(tr);

@@ -1,6 +1,8 @@
 // The timeline document the server writes (server/stepscope/schemas/timeline.schema.json, version 1),
 // its validation, and the indexed model the timeline view draws from. No DOM here.
 
+import { Redactable, redactableProblem } from "./redaction";
+
 export const SCHEMA_VERSION = 1;
 
 export interface TrackInfo {
@@ -74,6 +76,8 @@ export interface TimelineDoc {
   breakdown?: { parts: string[]; steps: BreakdownStep[] };
   operators?: { rows: OperatorRow[]; left_out: number };
   kernels?: { rows: KernelRow[]; left_out: number };
+  /** the strings sharing the trace would change -> the kinds (redaction.ts) */
+  redactable?: Redactable;
 }
 
 export type ParsedDoc = { ok: true; doc: TimelineDoc } | { ok: false; reason: string };
@@ -127,6 +131,7 @@ export function parseTimeline(value: unknown): ParsedDoc {
     strings(d.categories, "categories") ??
     strings(d.notes, "notes") ??
     strings(d.lines.file, "lines.file") ??
+    redactableProblem(d.redactable) ??
     numbers(d.lines.line, "lines.line", d.lines.file.length, (x) => Number.isInteger(x) && x >= 0);
   if (problem) return { ok: false, reason: problem };
   const n = Array.isArray(d.spans.start_us) ? d.spans.start_us.length : -1;

@@ -11,6 +11,7 @@
 
 import { binRow } from "./binning";
 import { clear, h, shorten } from "./dom";
+import { MARK, marked, redactionNote } from "./redaction";
 import { fmtUs } from "./format";
 import { selectionTotals } from "./intervals";
 import { BACKGROUND, colorOf, textOn, ThemeKind } from "./theme";
@@ -354,7 +355,7 @@ export class TimelineView {
     const chars = Math.max(1, Math.floor(room / charW));
     const cached = this.textCache.get(span);
     if (cached && cached[0] === chars) return cached[1];
-    const text = shorten(model.label(span), chars);
+    const text = shorten(marked(model.doc.redactable, model.name(span), model.label(span)), chars);
     if (this.textCache.size > 20000) this.textCache.clear();
     this.textCache.set(span, [chars, text]);
     return text;
@@ -370,7 +371,7 @@ export class TimelineView {
     model.doc.tracks.forEach((track, k) => {
       const y = this.layout.trackY[k] - this.scrollY + RULER;
       if (y + ROW < RULER || y > this.height) return;
-      const label = `${track.kind === "gpu" ? "▮ " : ""}${track.label}${track.main ? " (main)" : ""}`;
+      const label = `${track.kind === "gpu" ? "▮ " : ""}${marked(model.doc.redactable, track.label)}${track.main ? " (main)" : ""}`;
       ctx.fillText(shorten(label, Math.floor((this.gutter - 12) / charW)), 6, y + ROW / 2, this.gutter - 10);
     });
     ctx.strokeStyle = this.colors.grid;
@@ -720,7 +721,13 @@ export function describe(model: TimelineModel, i: number): string[] {
   }
   const src = model.source(i);
   out.push(src ? `${shorten(src.path, 200)}:${src.line}` : "no source line");
-  out.push(shorten(doc.tracks[doc.spans.track[i]].label, 120));
+  const track = doc.tracks[doc.spans.track[i]].label;
+  out.push(shorten(track, 120));
+  // what sharing the trace would change: the kind, never the replacement
+  for (const [what, text] of [["name", name], ["path", src?.path ?? ""], ["thread", track]] as const) {
+    const note = text ? redactionNote(doc.redactable, text) : null;
+    if (note) out.push(`${MARK} ${what} ${note}`);
+  }
   return out;
 }
 

@@ -6,6 +6,7 @@ import { fmtBytes, fmtMs, fmtPercent, fmtUs } from "../src/format";
 import { contentSecurityPolicy, escapeHtml, makeNonce, panelHtml } from "../src/html";
 import { mergeIntervals, selectionTotals, unionLength } from "../src/intervals";
 import { histogram } from "../src/measure";
+import { MARK, marked, redactionNote } from "../src/redaction";
 import { FileIds } from "../src/report";
 import { filterRows, sortRows, type Column } from "../src/table-logic";
 import { BACKGROUND, contrast, palette, textOn } from "../src/theme";
@@ -173,5 +174,27 @@ test("the stylesheet's fallback colours keep text at 4.5:1 in both themes", () =
       assert.ok(a && b, `${fg}/${bg} fallbacks present`);
       assert.ok(contrast(a!, b!) >= 4.5, `${fg} on ${bg}: ${contrast(a!, b!).toFixed(2)}:1`);
     }
+  }
+});
+
+test("the marks of what sharing would change: looked up, worded by kind, never the replacement", () => {
+  const marks = { "jane.doe@example.com": ["email"], "/home/jdoe/x.py(3): f": ["path", "user"] };
+  assert.equal(redactionNote(marks, "jane.doe@example.com"), "would be redacted as email");
+  assert.equal(redactionNote(marks, "/home/jdoe/x.py(3): f"), "would be redacted as path, user");
+  assert.equal(redactionNote(marks, "aten::mm"), null);
+  assert.equal(redactionNote(marks, "constructor"), null); // an object's own properties only
+  assert.equal(redactionNote(undefined, "jane.doe@example.com"), null); // a document made before marks
+  assert.equal(marked(marks, "jane.doe@example.com", "jane.doe@exa…"), `${MARK} jane.doe@exa…`);
+  assert.equal(marked(marks, "aten::mm"), "aten::mm");
+});
+
+test("a document's marks are checked with the rest of it", () => {
+  const withMarks = { ...smallDoc(), redactable: { "thread 1": ["host"] } };
+  assert.equal(parseTimeline(withMarks).ok, true);
+  assert.equal(parseTimeline(smallDoc()).ok, true); // no marks: a document made before them
+  for (const bad of [[], "x", { "thread 1": [] }, { "thread 1": ["secret"] }, { "thread 1": "host" }]) {
+    const parsed = parseTimeline({ ...smallDoc(), redactable: bad });
+    assert.equal(parsed.ok, false, JSON.stringify(bad));
+    if (!parsed.ok) assert.match(parsed.reason, /redactable/);
   }
 });

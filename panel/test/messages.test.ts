@@ -10,6 +10,10 @@ test("webview messages that match their type are accepted", () => {
   });
   const range = parseWebviewMessage({ type: "requestRange", runId: "20261201T101500Z-train-1a2b", startUs: 0, endUs: 10.5, maxSpans: 200000 });
   assert.equal(range.ok, true);
+  assert.deepEqual(parseWebviewMessage({ type: "shareTrace", runId: "20261201T101500Z-train-1a2b" }), {
+    ok: true,
+    message: { type: "shareTrace", runId: "20261201T101500Z-train-1a2b" },
+  });
 });
 
 test("anything else from the webview is refused with a reason", () => {
@@ -29,6 +33,10 @@ test("anything else from the webview is refused with a reason", () => {
     [{ type: "requestRange", runId: "r1", startUs: 5, endUs: 1, maxSpans: 5000 }, /range/],
     [{ type: "requestRange", runId: "r1", startUs: 0, endUs: Infinity, maxSpans: 5000 }, /range/],
     [{ type: "requestRange", runId: "r1", startUs: 0, endUs: 1, maxSpans: 10 }, /maxSpans/],
+    [{ type: "shareTrace", runId: "../../etc" }, /runId/],
+    [{ type: "shareTrace", runId: 7 }, /runId/],
+    [{ type: "shareTrace" }, /missing field "runId"/],
+    [{ type: "shareTrace", runId: "r1", output: "/etc/passwd" }, /unexpected field "output"/],
     [{ type: "log", level: "debug", message: "x" }, /level/],
     [{ type: "runCommand", command: "rm -rf /" }, /unknown message type/],
   ];

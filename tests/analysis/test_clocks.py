@@ -74,6 +74,11 @@ def test_a_skewed_hosts_clock_is_aligned_within_the_bound_the_collectives_give(t
     assert [(n["node"], n["ranks"], n["clock_offset_us"]) for n in report["nodes"]] == [
         ("a", [0, 1], 0.0), ("b", [2, 3], b["offset_us"])]
     assert report["nodes"][1]["late_ms"] == ranks[3]["late_ms"]
+    # a node's ms/step is one rank's own, named apart from the report's slowest_rank (the rank waited for)
+    for node in report["nodes"]:
+        assert node["longest_step_rank"] in node["ranks"] and "slowest_rank" not in node
+        assert node["ms_per_step"] == max(ranks[r]["ms_per_step"] for r in node["ranks"])
+        assert node["ms_per_step"] == ranks[node["longest_step_rank"]]["ms_per_step"]
 
 
 def test_the_text_report_shows_each_node_and_how_the_clocks_were_aligned(tmp_path: Path):

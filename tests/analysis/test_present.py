@@ -212,3 +212,12 @@ def test_two_runs_side_by_side_line_by_line() -> None:
 def test_a_run_s_reason_in_the_editor_names_the_setting(cli: str, editor: str) -> None:
     assert present.for_surface(cli, "editor") == editor
     assert present.for_surface(cli, "cli") == cli
+
+
+def test_a_lines_profiler_cost_is_said_only_where_it_reads_as_more_than_zero() -> None:
+    from stepscope.analysis.present import profiler_cost_text
+
+    assert profiler_cost_text({"profiler_ms_estimate": 0.004}) is None
+    assert profiler_cost_text({"profiler_ms_estimate": None}) is None
+    assert profiler_cost_text({}) is None
+    assert profiler_cost_text({"profiler_ms_estimate": 0.42}).startswith("~0.42 ms of it is the profiler's own cost")

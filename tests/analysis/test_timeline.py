@@ -429,3 +429,33 @@ def test_the_language_servers_analysis_child_writes_the_timeline(tmp_path: Path)
     assert report["ms_per_step"] == 1.0
     doc = json.loads((run / "timeline.json").read_text())
     assert doc["breakdown"]["steps"][0]["ms"] == 1.0
+
+
+# ---------------------------------------------------------------- what sharing would change
+
+def test_the_document_marks_the_strings_sharing_would_change(tmp_path: Path) -> None:
+    s = one_step()
+    s.region("jane.doe@example.com", 320, 10)  # a label holding an address
+    s.region("load /home/jdoe/secret-project/data.bin", 340, 10)  # a label holding a home path
+    s.region("ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8", 360, 10)  # a token
+    s.op("fn@example.com", 380, 5)  # a name of work: never marked, even when it reads like an address
+    trace = read_trace(s.write(tmp_path / "trace.json"))
+    links = build_links(trace)
+    doc = timeline_document(trace, links, find_steps(trace, links), per="step",
+                            file_table=FileTable(tmp_path, {"f0": "train.py"}), source_root=None)
+    jsonschema.validate(doc, SCHEMA_DOC)
+    marks = doc["redactable"]
+    assert marks["jane.doe@example.com"] == ["email"]
+    assert "path" in marks["load /home/jdoe/secret-project/data.bin"]
+    assert marks["ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"] == ["token"]
+    assert set(marks) <= set(doc["names"]) | {t["label"] for t in doc["tracks"]} | set(doc["files"].values())
+    # Stepscope's labels, operators, kernels and the step are never marked
+    for name in ("ss:f0:11", "ss:f0:10:next", "aten::mm", "void add_kernel<float>()", "cudaLaunchKernel",
+                 "fn@example.com"):
+        assert name in doc["names"] and name not in marks, name
+    # a range at a finer level carries its own marks, from the same decisions
+    part = summarize(build_spans(trace, links, find_steps(trace, links), file_table=FileTable(tmp_path, {"f0": "train.py"})),
+                     300, 400)
+    from stepscope.analysis.panel import with_redactable
+
+    assert with_redactable(part)["redactable"] == {k: v for k, v in marks.items() if k in part["names"]}

@@ -90,7 +90,10 @@ _MODULES_SEEN = Path(os.environ.get("TMPDIR", "/tmp")) / f"stepscope-server-modu
 async def recorded_server(lsp_client: LanguageClient, tmp_path: Path):
     _MODULES_SEEN.unlink(missing_ok=True)
     await _initialize(lsp_client, tmp_path, {"interpreter": sys.executable})
+    lsp_client.shut_down = False
     yield  # the test shuts the server down itself, to read what it imported
+    if not lsp_client.shut_down:  # the test failed before it could: never leave the server running
+        await lsp_client.shutdown_session()
 
 
 @pytest.mark.torch
@@ -111,6 +114,7 @@ async def test_the_language_server_profiles_and_serves_timelines_without_ever_lo
     # the range comes back at the timeline's resolution (ns, 3 decimals of a µs)
     assert whole.steps and part.range.end_us == pytest.approx(whole.window.duration_us / 2, abs=1e-3)
     await client.shutdown_session()  # the server has exited: its atexit record is written
+    client.shut_down = True
     seen = _MODULES_SEEN.read_text().split()
     _MODULES_SEEN.unlink()
     assert "stepscope.lsp.server" in seen  # the record is the server's

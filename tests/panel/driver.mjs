@@ -357,7 +357,33 @@ async function brokenScenario(s) {
   return r;
 }
 
-const run = { main: mainScenario, hostile: hostileScenario, reduced: reducedScenario, broken: brokenScenario };
+async function redactScenario(s) {
+  // strings sharing would change are marked, by kind; the panel's button asks the host to share
+  const r = {};
+  const { page, context, seen } = await open(s.name, { theme: s.theme });
+  await load(page, s.state);
+  r.shareBefore = await page.evaluate(() => document.querySelector(".actions button.share").disabled);
+  await tab(page, "timeline");
+  const p = await page.evaluate((i) => window.stepscopePanel.timeline.pointOf(i), s.hoverSpan);
+  r.hoverPoint = p;
+  if (p) {
+    await page.mouse.move(p.x, p.y);
+    await page.waitForTimeout(80);
+    r.tooltip = await page.evaluate(() => {
+      const t = document.querySelector(".tooltip");
+      return t.hidden ? null : t.innerText;
+    });
+    r.screens = [await shot(page, `${s.name}-timeline-mark`)];
+  }
+  await page.click(".actions button.share");
+  r.sharePosted = await lastPosted(page);
+  r.text = await page.evaluate(() => document.body.innerText);
+  r.errors = seen.errors;
+  await context.close();
+  return r;
+}
+
+const run = { main: mainScenario, redact: redactScenario, hostile: hostileScenario, reduced: reducedScenario, broken: brokenScenario };
 try {
   for (const s of config.scenarios) {
     try {

@@ -40,6 +40,9 @@ HOSTILE = [
 ]
 
 
+SECRET = "jane.doe@example.com"
+
+
 def training_trace(names: list[str] | None = None) -> Synth:
     """Four 2 ms steps: regions on lines of two files, operators launching kernels and copies, a host
     sync, and an autograd thread; `names` (hostile strings) name operators, kernels and regions."""
@@ -135,6 +138,16 @@ def seen(panel_build: str) -> dict:
         path.write_text(json.dumps(hostile))
         scenarios.append({"name": f"hostile-{theme}", "kind": "hostile", "theme": theme, "state": str(path),
                           "hoverSpans": hover[:12]})
+
+    names = ["aten::linear", "sm90_xmma_gemm_f32f32_tn", "aten::relu", "relu_kernel", SECRET, "aten::add", "add_kernel"]
+    marked = state(work / "redact", training_trace(names), files={"f0": "train.py", "f1": "model/net.py"},
+                   run_id="20261201T101500Z-train-5e5e", title="train.py:10 — secrets")
+    doc = marked["timeline"]
+    secret_span = next(i for i, n in enumerate(doc["spans"]["name"]) if doc["names"][n] == SECRET)
+    expected["redact"] = {"doc": doc}
+    (work / "redact.json").write_text(json.dumps(marked))
+    scenarios.append({"name": "redact", "kind": "redact", "theme": "dark", "state": str(work / "redact.json"),
+                      "hoverSpan": secret_span})
 
     busy = Synth()
     busy.step(1, 0, 60_000)
@@ -327,3 +340,19 @@ def test_a_broken_state_or_message_is_refused_with_its_reason(seen: dict) -> Non
     assert "unknown message type" in r["bannerAfter"] and r["pwned"] is None
     assert any(m["type"] == "log" and m["level"] == "error" for m in r["posted"])
     assert r["errors"] == []
+
+
+def test_strings_sharing_would_change_are_marked_by_kind_and_share_asks_the_host(seen: dict) -> None:
+    r = seen["results"]["redact"]
+    doc = seen["expected"]["redact"]["doc"]
+    # the server marked the label and the thread named with an address; no name of work
+    assert doc["redactable"][SECRET] == ["email"]
+    assert not {"aten::linear", "aten::relu", "relu_kernel", "add_kernel"} & set(doc["redactable"])
+    assert r["hoverPoint"], "the labelled span is not in view"
+    tip = r["tooltip"].splitlines()
+    assert "⚑ name would be redacted as email" in tip and "⚑ thread would be redacted as email" in tip, tip
+    # the replacement never reaches the page; the secret itself is shown (it is the user's own trace)
+    assert "<email" not in r["text"] and "redacted as" not in r["text"].replace(r["tooltip"], "")
+    assert r["shareBefore"] is False  # enabled once a run is shown
+    assert r["sharePosted"] == {"type": "shareTrace", "runId": "20261201T101500Z-train-5e5e"}
+    assert not r["errors"]

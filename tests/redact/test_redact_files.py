@@ -114,8 +114,26 @@ def test_redact_beside_is_one_call(tmp_path: Path):
     planted = write_trace(tmp_path, seed=5)
     result = redact_beside(planted.path)
     assert result.output == beside(planted.path).resolve() and result.output.name == "trace.redacted.json.gz"
-    with pytest.raises(Exception, match="refusing to overwrite"):
-        redact_beside(planted.path)
+    first = result.output.read_bytes()
+    again = redact_beside(planted.path)  # an earlier copy is kept: the next free name is taken
+    assert again.output.name == "trace.redacted-2.json.gz" and result.output.read_bytes() == first
+    assert gzip.decompress(again.output.read_bytes()) == gzip.decompress(first)  # the same decisions
+
+
+def test_cli_beside_writes_next_to_the_trace_and_never_over_a_copy(tmp_path: Path):
+    planted = write_trace(tmp_path, seed=8)
+    r = run_stepscope("redact", str(planted.path), "--beside", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["output"] == str((tmp_path / "trace.redacted.json.gz").resolve()) and doc["counts"]
+    (tmp_path / "trace.redacted-2.json.gz").write_text("mine")
+    r = run_stepscope("redact", str(planted.path), "--beside", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "trace.redacted-2.json.gz").read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "trace.json.gz", "trace.redacted-2.json.gz", "trace.redacted-3.json.gz", "trace.redacted.json.gz"]
+    r = run_stepscope("redact", str(tmp_path / "trace.redacted-3.json.gz"), "--check", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout  # the copy is clean
 
 
 # ---------------------------------------------------------------- the command
@@ -167,6 +185,9 @@ def test_cli_check_json_shape(tmp_path: Path):
     (lambda d: (d / "sub").mkdir(), ["sub", "-o", "o.json"], "not a folder"),
     (lambda d: (d / "x.json").write_text("{}"), ["x.json"], "-o OUT"),
     (lambda d: (d / "t.json").write_text("{}"), ["t.json", "--check", "-o", "o.json"], "--check writes nothing"),
+    (lambda d: (d / "t.json").write_text("{}"), ["t.json", "--check", "--beside"], "--check writes nothing"),
+    (lambda d: (d / "t.json").write_text("{}"), ["t.json", "-o", "o.json", "--beside"], "give one"),
+    (lambda d: (d / "t.json").write_text("{}"), ["t.json", "--beside"], "not a profiler trace"),
     (lambda d: (d / "t.json").write_text("{}"), ["t.json", "-o", "o.txt"], ".json or .json.gz"),
     (lambda d: (d / "t.json").write_text("{}"), ["t.json", "-o", "nowhere/o.json"], "no such folder"),
 ])

@@ -517,6 +517,12 @@ async function panelRestrictedScenario(page) {
   result.lineRows = await tableRows(frame, "lines");
   result.rowLanded = await clickLineRow(page, frame, config.file, config.rowLine);
   await shot(page, "panel-restricted");
+
+  step("Share Trace… from the panel's button: the redacted copy is written and said in one line");
+  const sharing = await panelFrame(page);
+  await sharing.locator(".actions button.share").click();
+  result.shared = await toast(page, "the Share Trace summary", (t) => t.includes("redacted copy written"), 120_000);
+  await shot(page, "panel-restricted-shared");
 }
 
 function setWorkspaceInterpreter(interpreter) {

@@ -226,6 +226,12 @@ def test_restricted_mode_shows_the_trace_panel_of_an_earlier_run(code_server, wo
     assert result["panelState"]["runId"] == run.name and result["panelState"]["spans"] > 100
     assert result["rowLanded"] == {"tab": EXAMPLE.name, "line": backward}, result["rowLanded"]
     assert [p.name for p in (workspace / ".stepscope" / "runs").iterdir()] == [run.name], "restricted mode ran the program"
+    # Share Trace… from the panel, in restricted mode too: the copy beside the trace, the original kept
+    assert "redacted copy written: trace.redacted.json" in result["shared"], result["shared"]
+    assert (run / "trace.redacted.json").is_file() and (run / "trace.json").is_file()
+    check = subprocess.run([str(TORCH_PYTHON), "-m", "stepscope", "redact", str(run / "trace.redacted.json"), "--check"],
+                           cwd=workspace, capture_output=True, text=True, timeout=300)
+    assert check.returncode == 0, check.stdout[-2000:]  # nothing left to redact in the copy
 
 
 def test_restricted_mode_checks_code_but_does_not_run_it(code_server, workspace: Path) -> None:

@@ -8,7 +8,8 @@
 //   again. Opening a line puts its editor beside the panel, so the panel usually stays in view.
 // - Every message from the webview goes through the shared validator (panel/src/messages.ts) and is
 //   dropped, with one line in the log, when it does not match. `openSource` opens only a file of the
-//   run's own file table that lies, really (symbolic links resolved), inside a workspace folder.
+//   run's own file table that lies, really (symbolic links resolved), inside a workspace folder;
+//   `shareTrace` runs Share Trace… on the run the panel shows, no other.
 // - Nothing here runs the user's code: the panel works in restricted mode.
 import * as fs from "fs";
 import * as vscode from "vscode";
@@ -23,6 +24,7 @@ import { panelState, runRoot, tabTitle } from "./state";
 import { parsePanelTarget } from "./target";
 
 export const OPEN_PANEL_COMMAND = "stepscope.openPanel";
+const SHARE_TRACE_COMMAND = "stepscope.shareTrace";
 const VIEW_TYPE = "stepscope.tracePanel";
 const REPORT_REQUEST = "stepscope/report";
 const TIMELINE_REQUEST = "stepscope/timeline";
@@ -248,6 +250,14 @@ export class TracePanel implements vscode.Disposable {
         if (this.shown && message.runId === this.shown.runId) {
           this.nextRange = message;  // only the latest range asked for is worth computing
           void this.serveRanges();
+        }
+        break;
+      case "shareTrace":
+        // only the run the panel shows: a message cannot make the host share another one
+        if (this.shown && message.runId === this.shown.runId) {
+          void vscode.commands.executeCommand(SHARE_TRACE_COMMAND, message.runId);
+        } else {
+          this.log.warn(`Trace panel: not sharing run ${message.runId}: the panel does not show it.`);
         }
         break;
       case "log":

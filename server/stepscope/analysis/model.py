@@ -230,7 +230,7 @@ class NodeEntry(TypedDict):
     host: str | None
     ranks: list[int | None]
     ms_per_step: Ms | None
-    slowest_rank: int | None
+    longest_step_rank: int | None  # whose ms/step `ms_per_step` is (the report's slowest_rank is another answer)
     late_ms: Ms | None
     clock_offset_us: float | None
 
@@ -379,6 +379,16 @@ class Unprofiled(TypedDict, total=False):
     warmup_note: str | None  # why the warm-up after the window is longer than the window's
 
 
+class RedactedCopy(TypedDict):
+    """A trace's redacted copy, written by `profile --redact`: where it is and how many distinct
+    secrets of each kind it replaced (never the secrets); `copy` is null, with `problem`, when none
+    could be written."""
+    trace: AbsolutePath
+    copy: AbsolutePath | None
+    counts: dict[str, Count]
+    problem: str | None
+
+
 class _ReportRequired(TypedDict):
     schema_version: Annotated[int, msgspec.Meta(ge=1)]
     traces: Annotated[list[AbsolutePath], msgspec.Meta(min_length=1)]
@@ -413,6 +423,7 @@ class Report(_ReportRequired, total=False):
     distortion: Annotated[float, msgspec.Meta(gt=0)] | None  # profiled / unprofiled ms/step
     nodes: list[NodeEntry]
     clocks: Clocks
+    redacted: list[RedactedCopy]  # `profile --redact` only
 
 
 class InvalidReport(UsageError):

@@ -11,8 +11,8 @@ folder is, each rank's clock and lateness (clocks.py), and each node's figures.
   one host share theirs.
 
 Invariants:
-- Every figure of a node is one of its ranks' own: `ms_per_step` is its slowest rank's (named in
-  `slowest_rank`), `late_ms` its latest rank's; nothing is summed or averaged across ranks.
+- Every figure of a node is one of its ranks' own: `ms_per_step` is that of its rank with the longest
+  step (named in `longest_step_rank`; not the report's `slowest_rank`, the rank the others wait for), `late_ms` its latest rank's; nothing is summed or averaged across ranks.
 - Nodes are listed in the order of their lowest rank; `nodes` is absent when no rank's node or host
   is known.
 """
@@ -92,7 +92,7 @@ def summarize_nodes(reports: list[dict[str, Any]], entries: list[dict[str, Any]]
         nodes.append({
             "node": node, "host": members[0]["host"], "ranks": [e["rank"] for e in members],
             "ms_per_step": slowest["ms_per_step"] if slowest else None,
-            "slowest_rank": slowest["rank"] if slowest else None,
+            "longest_step_rank": slowest["rank"] if slowest else None,
             "late_ms": max(lates) if len(lates) == len(members) else None,
             "clock_offset_us": members[0]["clock_offset_us"],
         })

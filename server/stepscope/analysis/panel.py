@@ -52,6 +52,41 @@ def document_of(spans: SpanTable, *, cap: int = DEFAULT_CAP) -> dict:
     doc["kernels"] = {"rows": kernels, "left_out": kernels_left}
     used = set(doc["lines"]["file"]) | {r["file"] for r in operators + kernels if r["file"] is not None}
     doc["files"] = {fid: rel for fid, rel in spans.files.items() if fid in used}
+    return with_redactable(doc)
+
+
+#: the categories of spans whose names the user wrote (labels): looked at as strictly as sharing does
+_LABEL_CATEGORIES = frozenset({"region", "batch_read", "annotation", "gpu_annotation"})
+#: neither labels nor names of work: Python frames (file paths) and merged spans
+_NOT_WORK = frozenset({"python", "mixed"})
+
+
+def with_redactable(doc: dict) -> dict:
+    """`doc["redactable"]`: each string of the document that sharing the trace would change (span
+    names, thread labels, file paths), with the kinds it would be redacted as (`["email"]`,
+    `["path", "user"]`). Decided once per distinct string, as `stepscope redact` decides it: labels
+    strictly, names of work (operators, kernels, runtime calls) never. Never the replacement: the
+    panel shows a mark and the kind. A trace's metadata (its host and user names) is not seen here,
+    so a bare host or user name in a label is replaced in the copy but not marked."""
+    from ..redact.redactor import Redactor
+
+    categories = doc.get("categories", [])
+    names = doc.get("names", [])
+    spans = doc.get("spans", {})
+    by_role: dict[bool, set[str]] = {True: set(), False: set()}
+    for name, cat in zip(spans.get("name", []), spans.get("category", [])):
+        if 0 <= name < len(names) and 0 <= cat < len(categories) and categories[cat] not in _NOT_WORK:
+            by_role[categories[cat] in _LABEL_CATEGORIES].add(names[name])
+    labels = by_role[True]
+    work = by_role[False] | {r["name"] for key in ("operators", "kernels") for r in (doc.get(key) or {}).get("rows", [])}
+    strings = {*names, *(t["label"] for t in doc.get("tracks", [])), *doc.get("files", {}).values()}
+    redactor = Redactor(labels=labels, work_names=work)
+    marks: dict[str, list[str]] = {}
+    for text in sorted(strings):
+        kinds = sorted({hit.kind for hit in redactor.hits(text)})
+        if kinds and redactor.redact(text) is not None:
+            marks[text] = kinds
+    doc["redactable"] = marks
     return doc
 
 

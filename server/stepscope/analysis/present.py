@@ -202,9 +202,10 @@ def distortion_text(report: dict[str, Any]) -> str | None:
 
 
 def profiler_cost_text(line: dict[str, Any]) -> str | None:
-    """A line's estimated share of the profiler's cost, said as an estimate."""
+    """A line's estimated share of the profiler's cost, said as an estimate; nothing where it would
+    read 0.00 ms (a figure that says nothing is left out, not printed as zero)."""
     estimate = line.get("profiler_ms_estimate")
-    if estimate is None:
+    if estimate is None or estimate < 0.005:
         return None
     return f"~{ms_short(estimate)} ms of it is the profiler's own cost (an estimate from its operators and kernels)"
 

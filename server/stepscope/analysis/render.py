@@ -55,8 +55,8 @@ def render_ranks(report: dict) -> list[str]:
 
 
 def render_nodes(report: dict) -> list[str]:
-    """Where the ranks ran (nothing for one node or one trace): each node's ranks, its slowest rank's
-    ms/step, how late its latest rank starts the collectives the ranks share, and its clock's offset;
+    """Where the ranks ran (nothing for one node or one trace): each node's ranks, the ms/step of its
+    rank with the longest step, how late its latest rank starts the collectives the ranks share, and its clock's offset;
     then one line on the clocks."""
     nodes = report.get("nodes") or []
     out = []

@@ -27,6 +27,8 @@ class RunOptions:
                             setting="timeout", minimum=0, unit="seconds", zero="no limit")
     nproc: int = option(1, "start N processes on this machine with torchrun (`torchrun --standalone "
                         "--nproc-per-node N`), one trace per rank", flag="--nproc", setting="nproc", minimum=1)
+    redact: bool = option(False, "at the end of the run, write a redacted copy of each trace beside it, safe to "
+                                 "share (as `stepscope redact --beside`)", flag="--redact")
 
     def __post_init__(self) -> None:
         check_options(self)

@@ -82,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
     if not result.traces:
         record_in_history(root, result.run_dir)
         raise errors.StepscopeError(f"{result.reason} (run folder: {result.run_dir})", result.exit_code)
-    report = _analyse_run(result)
+    redacted = _redact_traces(result.traces) if run_options.redact else None
+    report = _analyse_run(result, redacted)
     record_in_history(root, result.run_dir)
     if args.json:
         from ..jsonio import dumps
@@ -93,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
 
         sys.stdout.write(render_text(report))
         sys.stdout.write(f"\nrun folder: {result.run_dir}\n")
+        for copy in redacted or []:
+            sys.stdout.write(_redacted_line(copy))
     if not result.ok:
         sys.stderr.write(f"stepscope: {result.reason}; the report covers the steps recorded before that\n")
     return result.exit_code
@@ -145,7 +148,33 @@ def record_in_history(root: Path, run_dir: Path) -> None:
         sys.stderr.write(f"stepscope: note: the run was not recorded in the history: {e}\n")
 
 
-def _analyse_run(result) -> dict:
+def _redact_traces(traces) -> list[dict]:
+    """`--redact`: each trace's redacted copy beside it. A copy that cannot be made costs a note and
+    its entry's `problem`, never the run or its report."""
+    from ..redact.trace_file import counts, redact_beside
+
+    copies = []
+    for trace in traces:
+        trace = Path(trace).resolve()
+        try:
+            result = redact_beside(trace)
+        except errors.StepscopeError as e:
+            sys.stderr.write(f"stepscope: note: no redacted copy of {trace.name}: {e}\n")
+            copies.append({"trace": str(trace), "copy": None, "counts": {}, "problem": str(e)})
+        else:
+            copies.append({"trace": str(trace), "copy": str(result.output), "counts": counts(result),
+                           "problem": None})
+    return copies
+
+
+def _redacted_line(copy: dict) -> str:
+    if copy["copy"] is None:
+        return f"redacted copy: none ({copy['problem']})\n"
+    replaced = ", ".join(f"{n} {kind}" for kind, n in sorted(copy["counts"].items())) or "nothing"
+    return f"redacted copy: {copy['copy']} (replaced: {replaced})\n"
+
+
+def _analyse_run(result, redacted: list[dict] | None = None) -> dict:
     from .. import jsonio
     from ..agent.protocol import REPORT
     from ..analysis.panel import write_timelines
@@ -153,6 +182,8 @@ def _analyse_run(result) -> dict:
 
     timelines: dict = {}
     report = analyze(result.traces, run_dir=result.run_dir, timelines=timelines)
+    if redacted is not None:
+        report["redacted"] = redacted
     jsonio.write_json(result.run_dir / REPORT, report, replace=False)
     for problem in write_timelines(result.run_dir, timelines):  # the trace panel's; the report stands without
         print(f"stepscope: {problem}", file=sys.stderr)

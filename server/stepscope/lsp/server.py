@@ -15,6 +15,7 @@ program within a poll.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
 from pathlib import Path
@@ -29,7 +30,7 @@ from pygls.protocol.language_server import lsp_method
 
 from .. import __version__, errors
 from ..analysis import present
-from . import documents, panel, profiling, results
+from . import documents, panel, profiling, results, share
 from .runs import RunRegistry
 
 log = logging.getLogger("stepscope.lsp")
@@ -45,6 +46,7 @@ DELETE_REQUEST = "stepscope/deleteRun"  # {runId} → {deleted}
 RESOLVE_STEP_REQUEST = "stepscope/resolveStep"  # {uri, position} → the loop a profile would time
 FIGURES_CHANGED = "stepscope/figuresChanged"  # server → client: {uris}: ask for their figures again
 # stepscope/timeline {runId, rank?, startUs?, endUs?, maxSpans?} → a timeline document (panel.py)
+# stepscope/shareTrace {runId} → {runId, folder, copies: [{trace, copy, counts, occurrences}], summary} (share.py)
 
 
 class StepscopeProtocol(LanguageServerProtocol):
@@ -172,6 +174,15 @@ def _param(params: Any, name: str) -> Any:
     """A field of a custom request's params, as plain JSON values (pygls hands unknown params over
     as named tuples)."""
     return _plain(params.get(name) if isinstance(params, dict) else getattr(params, name, None))
+
+
+@server.feature(share.SHARE_REQUEST)
+async def share_trace(ls: StepscopeServer, params: Any) -> dict[str, Any]:
+    try:
+        run_dir = ls.runs.folder_of(_param(params, "runId"), ls.roots())
+        return await asyncio.get_running_loop().run_in_executor(None, share.share_run, run_dir)
+    except errors.StepscopeError as e:
+        raise _refused(e) from None
 
 
 def _plain(value: Any) -> Any:

@@ -189,7 +189,7 @@ def serve() -> None:
 
 
 def _answer(request: Any, table: list) -> dict:
-    from ..analysis.panel import document_of, write_timelines
+    from ..analysis.panel import document_of, with_redactable, write_timelines
     from ..analysis.report import timeline_spans
     from ..analysis.timeline import summarize
 
@@ -212,4 +212,4 @@ def _answer(request: Any, table: list) -> dict:
             problems = write_timelines(trace.parent, {trace: jsonio.dumps(doc)})
             doc["notes"] = [*doc.get("notes", []), *problems]
         return doc
-    return summarize(spans, request.get("start_us"), request.get("end_us"), cap=cap)
+    return with_redactable(summarize(spans, request.get("start_us"), request.get("end_us"), cap=cap))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .trace_file import Result
+from .trace_file import Result, counts
 
 
 def where(f) -> str:
@@ -17,9 +17,6 @@ def where(f) -> str:
 
 
 def as_json(result: Result, *, check: bool) -> dict[str, Any]:
-    counts: dict[str, int] = {}
-    for f in result.found:
-        counts[f.kind] = counts.get(f.kind, 0) + 1
     return {
         "trace": str(result.trace),
         "output": None if result.output is None else str(result.output),
@@ -27,7 +24,7 @@ def as_json(result: Result, *, check: bool) -> dict[str, Any]:
         "unsafe": result.unsafe,
         "workspace": result.workspace,
         "json_bytes": result.json_bytes,
-        "counts": counts,
+        "counts": counts(result),
         "occurrences": sum(f.occurrences for f in result.found),
         "secrets": [{"kind": f.kind, "placeholder": f.placeholder, "what": f.what, "masked": f.masked,
                      "strings": f.strings, "occurrences": f.occurrences,

@@ -356,19 +356,34 @@ def redact_trace(path: Path, out: Path, *, workspace: str | None = None) -> Resu
     return _run(Path(path), out, workspace)
 
 
-def beside(path: Path) -> Path:
-    """Where `stepscope profile --redact` puts a trace's redacted copy: `trace.redacted.json(.gz)`."""
+def beside(path: Path, n: int = 1) -> Path:
+    """The name of a trace's redacted copy beside it: `trace.redacted.json(.gz)`, and with `n` > 1
+    `trace.redacted-N.json(.gz)` (a copy made earlier is kept). None is a name of the run contract,
+    so a run folder's analysis never reads a copy as one of its traces."""
     path = Path(path)
     name = path.name
+    tag = ".redacted" if n == 1 else f".redacted-{n}"
     for suffix in (".json.gz", ".json"):
         if name.endswith(suffix):
-            return path.with_name(name[: -len(suffix)] + ".redacted" + suffix)
-    return path.with_name(name + ".redacted.json")
+            return path.with_name(name[: -len(suffix)] + tag + suffix)
+    return path.with_name(name + tag + ".json")
 
 
 def redact_beside(path: Path, *, workspace: str | None = None) -> Result:
-    """The redacted copy beside the trace (one call for `profile --redact` and "Share Trace…")."""
-    return redact_trace(Path(path), beside(path), workspace=workspace)
+    """The redacted copy beside the trace (one call for `profile --redact` and "Share Trace…"):
+    the first free name of `beside`, so an earlier copy is never overwritten."""
+    n = 1
+    while beside(path, n).exists() or beside(path, n).is_symlink():
+        n += 1
+    return redact_trace(Path(path), beside(path, n), workspace=workspace)
 
 
-__all__ = ["Found", "Result", "beside", "check_trace", "inventory", "redact_beside", "redact_trace", "workspace_of"]
+def counts(result: Result) -> dict[str, int]:
+    """How many distinct secrets of each kind the result replaced (or would replace)."""
+    out: dict[str, int] = {}
+    for f in result.found:
+        out[f.kind] = out.get(f.kind, 0) + 1
+    return out
+
+
+__all__ = ["Found", "Result", "beside", "check_trace", "counts", "inventory", "redact_beside", "redact_trace", "workspace_of"]
