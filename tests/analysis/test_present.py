@@ -221,3 +221,11 @@ def test_a_lines_profiler_cost_is_said_only_where_it_reads_as_more_than_zero() -
     assert profiler_cost_text({"profiler_ms_estimate": None}) is None
     assert profiler_cost_text({}) is None
     assert profiler_cost_text({"profiler_ms_estimate": 0.42}).startswith("~0.42 ms of it is the profiler's own cost")
+
+
+def test_steps_timed_without_the_profiler_are_said_even_where_no_ratio_can_be_given() -> None:
+    report = {"ms_per_step": 0.0, "distortion": None, "steps": [{"ms": 0.0}],
+              "unprofiled": {"ms_per_step": 1.0, "passes": 1, "iqr_ms": 0.0, "raw_ms": [1.0]}}
+    text = present.distortion_text(report)
+    assert text.startswith("without the profiler: 1.00 ms/step (median of 1 passes") and "no distortion" in text
+    assert "not timed" not in text

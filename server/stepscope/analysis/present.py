@@ -195,6 +195,10 @@ def distortion_text(report: dict[str, Any]) -> str | None:
         return (f"without the profiler: {ms_short(unprofiled['ms_per_step'])} ms/step (median of "
                 f"{unprofiled['passes']} passes after the window, IQR {ms_short(unprofiled['iqr_ms'])} ms, same "
                 f"process): {effect} (distortion {d:.2f})")
+    if unprofiled:  # timed, but no ratio: the profiled median step is 0 ms (a step's GPU work ran past the next)
+        return (f"without the profiler: {ms_short(unprofiled['ms_per_step'])} ms/step (median of "
+                f"{unprofiled['passes']} passes after the window, IQR {ms_short(unprofiled['iqr_ms'])} ms, same "
+                "process); no distortion: the profiled median step is 0 ms")
     if ((report.get("scenario") or {}).get("step") or {}).get("file") and report.get("ms_per_step") is not None:
         return ("without the profiler: not timed (the loop ended with the window): the profiler's distortion is "
                 "unknown; `stepscope measure` times the step without it")
