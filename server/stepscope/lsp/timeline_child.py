@@ -17,7 +17,9 @@ Invariants:
   `{"error": "one line"}`; whatever the analysis might print goes to its stderr. A request it
   cannot answer (a bad range, an unreadable trace) does not end it.
 - A child that ends without answering, or takes longer than `LIMIT_S`, is killed with its process
-  group: `TimelineUnavailable` with one line; the next request starts a new child.
+  group: `TimelineUnavailable` with one line; the next request starts a new child. A child started
+  for an earlier request that ends before it answers (killed while idle) says nothing about this
+  request: the request goes once to a new child.
 - The child ends by itself when its stdin closes (the server has ended) or after `IDLE_S` without
   a request, so a span table is never held longer than the panel needs it.
 - With `write`, a whole-window document is written into the run folder as the analysis names it,
@@ -52,6 +54,14 @@ class TimelineUnavailable(errors.StepscopeError):
     """No timeline could be made (its reason in one line)."""
 
 
+class _ChildEnded(Exception):
+    """The child closed its output before it answered."""
+
+
+class _ReusedChildEnded(Exception):
+    """A child started for an earlier request ended before it answered this one."""
+
+
 class TimelineChild:
     def __init__(self, limit_s: float = LIMIT_S):
         self.limit_s = limit_s
@@ -61,6 +71,7 @@ class TimelineChild:
         self._last_code: int | None = None  # how the last child ended
         self._drainer: threading.Thread | None = None
         self._last_used = 0.0  # when the child last answered (monotonic)
+        self._fresh = False  # whether the child of the current request was started for it
 
     @property
     def pid(self) -> int | None:
@@ -69,14 +80,12 @@ class TimelineChild:
     def ask(self, request: dict[str, Any]) -> dict[str, Any]:
         """The child's document for `request`; `TimelineUnavailable` with one line otherwise."""
         with self._lock:
-            process = self._running()
             try:
-                process.stdin.write(jsonio.dumps(request) + b"\n")
-                process.stdin.flush()
-            except OSError:
-                self._kill()
-                raise TimelineUnavailable(self._ended_reason()) from None
-            line = self._read_line(process)
+                line = self._exchange(request)
+            except _ReusedChildEnded:
+                # the child this request went to had ended while idle (killed, or ending as it was
+                # asked): that says nothing about the request, so it goes once to a fresh child
+                line = self._exchange(request)
             self._last_used = time.monotonic()
         try:
             answer = jsonio.loads(line)
@@ -91,11 +100,28 @@ class TimelineChild:
         with self._lock:
             self._kill()
 
+    def _exchange(self, request: dict[str, Any]) -> bytes:
+        """One request and its answer line. A child that was already running and ends before it
+        answers raises `_ReusedChildEnded`; a fresh one, `TimelineUnavailable` with its reason."""
+        process = self._running()
+        reused = not self._fresh
+        try:
+            process.stdin.write(jsonio.dumps(request) + b"\n")
+            process.stdin.flush()
+            return self._read_line(process)
+        except (OSError, _ChildEnded):
+            self._kill()
+            if reused:
+                raise _ReusedChildEnded() from None
+            raise TimelineUnavailable(self._ended_reason()) from None
+
     def _running(self) -> subprocess.Popen:
         # a child about to end for idleness is not trusted with a request: start a fresh one
         fresh_enough = time.monotonic() - self._last_used < 0.9 * IDLE_S
         if self._process is not None and self._process.poll() is None and fresh_enough:
+            self._fresh = False
             return self._process
+        self._fresh = True
         self._kill()
         self._stderr.clear()
         entry = _ENTRY.format(sep=os.pathsep)
@@ -127,8 +153,7 @@ class TimelineChild:
                 continue
             chunk = os.read(fd, 1 << 20)
             if not chunk:
-                self._kill()
-                raise TimelineUnavailable(self._ended_reason())
+                raise _ChildEnded()
             end = chunk.find(b"\n")
             if end >= 0:
                 chunks.append(chunk[:end])
