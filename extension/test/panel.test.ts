@@ -42,12 +42,12 @@ describe("parsePanelTarget", () => {
 });
 
 describe("resolveSource", () => {
-  const root = "/work/my project ü";
+  const root = "/srv/my project ü";
   const files = { f0: "train.py", f1: "model/net.py", x0: "../outside.py", x1: "/etc/passwd", x2: "C:/win.py", x3: "a/../../b.py" };
 
   it("joins a file id's path to the run's root when it lies in a workspace folder", () => {
-    assert.deepEqual(resolveSource("f1", files, root, [root]), { path: "/work/my project ü/model/net.py" });
-    assert.deepEqual(resolveSource("f0", files, root, ["/work"]), { path: "/work/my project ü/train.py" });
+    assert.deepEqual(resolveSource("f1", files, root, [root]), { path: "/srv/my project ü/model/net.py" });
+    assert.deepEqual(resolveSource("f0", files, root, ["/srv"]), { path: "/srv/my project ü/train.py" });
   });
 
   it("refuses ids not in the table, paths that leave the root, and roots outside the workspace", () => {
@@ -67,9 +67,9 @@ describe("resolveSource", () => {
   });
 
   it("tells a folder from a sibling that starts with its name", () => {
-    assert.equal(isInside("/work/project-old/train.py", "/work/project"), false);
-    assert.equal(isInside("/work/project/train.py", "/work/project"), true);
-    assert.equal(isInside("/work/project", "/work/project"), true);
+    assert.equal(isInside("/srv/project-old/train.py", "/srv/project"), false);
+    assert.equal(isInside("/srv/project/train.py", "/srv/project"), true);
+    assert.equal(isInside("/srv/project", "/srv/project"), true);
   });
 
   it("works with Windows paths", () => {
@@ -81,8 +81,8 @@ describe("resolveSource", () => {
 
 describe("the panel's title", () => {
   const report = {
-    source_root: "/work/proj",
-    scenario: { step: { file: "/work/proj/src/train.py", line: 69, function: null, kind: "loop" } },
+    source_root: "/srv/proj",
+    scenario: { step: { file: "/srv/proj/src/train.py", line: 69, function: null, kind: "loop" } },
   };
 
   it("names the script relative to the workspace and the loop's line", () => {
@@ -92,7 +92,7 @@ describe("the panel's title", () => {
   });
 
   it("names a function step by its function, and a run without a scenario by its id", () => {
-    const fn = { ...report, scenario: { step: { file: "/work/proj/train.py", line: 3, function: "train_step", kind: "function" } } };
+    const fn = { ...report, scenario: { step: { file: "/srv/proj/train.py", line: 3, function: "train_step", kind: "function" } } };
     assert.equal(stepWords(fn), "train.py, each call of train_step");
     assert.equal(panelTitle(RUN, { lines: [] }), `Run ${RUN}`);
     assert.equal(tabTitle(null), "Stepscope Trace");
