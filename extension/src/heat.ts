@@ -69,7 +69,7 @@ export function heatBucket(fraction: number): number {
   return bucket;
 }
 
-/** Whether a line gets an inline label: its share of the step reaches the threshold (setting). */
+/** Whether a line gets an inline label: its heat (the larger of its CPU wall and GPU time as a share of the step) reaches the threshold (setting). */
 export function worthALabel(fraction: number, minShare: number): boolean {
   return !(fraction < minShare);
 }

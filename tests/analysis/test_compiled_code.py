@@ -320,3 +320,20 @@ def test_a_reduce_overhead_block_on_the_h200_puts_its_replayed_kernels_on_the_ca
     # the calling line holds the whole compiled call; the model's lines are parts of it
     caller = lines[("compiled_block.py", 61)]
     assert all(lines[("compiled_block.py", n)]["gpu_ms"] <= caller["gpu_ms"] for n in (*attention, *block))
+
+
+def test_lines_whose_kernels_are_replayed_from_a_cuda_graph_are_labelled_by_their_gpu_time():
+    # under reduce-overhead the model's lines launch nothing on the CPU (wall 0): their GPU time,
+    # forward and backward, is what the editor must show
+    from stepscope.analysis.present import heat, line_hover, line_label, worth_a_label
+
+    report = analyze([H200 / "h200_block_reduce_overhead"])
+    lines = by_line(report)
+    residual = lines[("compiled_block.py", 43)]  # x = x + self.attn(self.norm1(x)): ~10% of the GPU's step
+    assert residual["wall_ms"] == 0.0 and residual["gpu_ms"] > 0.05 * report["window"]["mean_step_ms"]
+    assert worth_a_label(residual, report, 0.01)
+    assert heat(residual, report) == pytest.approx(residual["gpu_ms"] / report["window"]["mean_step_ms"])
+    assert f"GPU {residual['gpu_ms']:.2f} ms" in line_label(residual, report)
+    assert f"- backward: GPU {residual['backward_gpu_ms']:.2f} ms" in line_hover(residual, report)
+    mask = lines[("compiled_block.py", 26)]  # torch.triu(torch.ones(...)): a microsecond of GPU time
+    assert not worth_a_label(mask, report, 0.01)

@@ -139,7 +139,7 @@ def test_without_gpu_events_the_hover_gives_no_kernel_list() -> None:
 
 
 def test_a_line_below_the_threshold_gets_no_label_and_without_a_basis_every_line_gets_one() -> None:
-    tiny = {**LINE, "wall_ms": 0.02}
+    tiny = {**LINE, "wall_ms": 0.02, "gpu_ms": 0.01}
     assert not present.worth_a_label(tiny, STEPPED, 0.01)
     assert present.worth_a_label(LINE, STEPPED, 0.01)
     assert present.worth_a_label(tiny, STEPPED, 0.0)

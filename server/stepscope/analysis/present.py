@@ -75,11 +75,20 @@ def share_of(ms: float | None, report: dict[str, Any]) -> float | None:
     return ms / basis
 
 
+def busiest_share(line: dict[str, Any], report: dict[str, Any]) -> float | None:
+    """The larger of the line's CPU wall and its GPU time as a share of the mean step (`share_of`):
+    a line whose kernels are replayed from a CUDA graph has no CPU time of its own, yet may keep the
+    GPU busy for a tenth of the step. None when no share can be taken."""
+    shares = [s for s in (share_of(line.get("wall_ms"), report), share_of(line.get("gpu_ms"), report))
+              if s is not None]
+    return max(shares) if shares else None
+
+
 def worth_a_label(line: dict[str, Any], report: dict[str, Any], min_share: float) -> bool:
-    """Whether a line gets an inline label: its share (`share_of`: of the mean step, or of the
-    window) is at least `min_share` (lines below it are noise at a glance; their hover still has
-    the figures). Where no share can be taken, every line."""
-    share = share_of(line.get("wall_ms"), report)
+    """Whether a line gets an inline label: its CPU wall or its GPU time is at least `min_share` of
+    the mean step (or of the window; `busiest_share`). Lines below it are noise at a glance; their
+    hover still has the figures. Where no share can be taken, every line."""
+    share = busiest_share(line, report)
     return share is None or share >= min_share
 
 
@@ -301,9 +310,11 @@ def line_label(line: dict[str, Any], report: dict[str, Any]) -> str:
 
 
 def heat(line: dict[str, Any], report: dict[str, Any]) -> float:
-    """How hot the inline label is painted: the line's share of the mean step, in 0..1 (a report
-    from before the mean step was recorded may hold a share a little above 1: painted as 1)."""
-    share = share_of(line["wall_ms"], report)
+    """How hot the inline label is painted: the larger of the line's CPU wall and GPU time as a share
+    of the mean step (`busiest_share`), in 0..1 (a report from before the mean step was recorded may
+    hold a share a little above 1: painted as 1). Clients label the lines whose heat reaches
+    their threshold, as `worth_a_label` does."""
+    share = busiest_share(line, report)
     return 0.0 if share is None else min(1.0, share)
 
 
@@ -388,8 +399,11 @@ def line_hover(line: dict[str, Any], report: dict[str, Any], run_id: str | None 
     rows.append(f"- CPU self: {ms_short(line['cpu_self_ms'])} ms")
     gpu = line.get("gpu_ms")
     rows.append(f"- GPU: {'not observed' if gpu is None else ms_short(gpu) + ' ms'}")
-    if line.get("backward_ms"):
-        rows.append(f"- backward: {ms_short(line['backward_ms'])} ms (autograd's work for this line)")
+    backward = [f"{ms_short(line['backward_ms'])} ms"] if line.get("backward_ms") else []
+    if line.get("backward_gpu_ms"):  # all of it when the backward graph is replayed from a CUDA graph
+        backward.append(f"GPU {ms_short(line['backward_gpu_ms'])} ms")
+    if backward:
+        rows.append(f"- backward: {', '.join(backward)} (autograd's work for this line)")
     if line.get("kernels"):
         rows.append(f"- kernels: {line['kernels']}")
     copies = [f"{_COPY_WORDS.get(direction, direction)} {c['count']} ({bytes_text(c['bytes'])})"
