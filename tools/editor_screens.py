@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -35,7 +36,6 @@ from tests.vscode.codeserver import CodeServer, require_tools  # noqa: E402
 
 # The pictures the driver takes, and the names they are kept under.
 PICTURES = {"run-timings": "lines", "run-hover": "hover", "run-panel-lines": "panel"}
-RUN_STAMP = "20261201T000000Z"  # the folder name gives the run's start in the history; the figures are the run's
 
 
 def rebase(value, old: str, new: str):
@@ -65,7 +65,9 @@ def build_workspace(runs: Path, name: str, sources: Path, ws: Path) -> Path:
     for rel in table["files"].values():
         (ws / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(sources / rel, ws / rel)
-    run = ws / ".stepscope" / "runs" / f"{RUN_STAMP}-{name}"
+    # the history reads a run's start from its folder's name: the time its spec.json was written
+    started = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime((source / "spec.json").stat().st_mtime))
+    run = ws / ".stepscope" / "runs" / f"{started}-{name}"
     run.parent.mkdir(parents=True)
     shutil.copytree(source, run, ignore=shutil.ignore_patterns("report.json", "report.txt", "timeline.json"))
     (run / "files.json").write_text(json.dumps({**table, "root": str(ws)}, indent=2))

@@ -17,6 +17,9 @@
 //                  a finding through its code action, then profiles again (the panel follows).
 //   "panelRestricted": in restricted mode, opens the trace panel on a run made earlier by the CLI
 //                  from the command palette, and clicks a table row.
+//   "openRun":     shows a run from the runs view (one recorded elsewhere: no squiggle is waited
+//                  for), scrolls to a line, hovers a timed line and opens the trace panel from the
+//                  hover's link; the pictures of docs/compiled.md come from it (tools/editor_screens.py).
 //   "failures":    runs the command with an interpreter that has no torch (the server's error is
 //                  shown, and its Open Logs opens the log), then the workspace settings point
 //                  stepscope.interpreter at a missing file, and at a Python older than 3.10 when the
@@ -368,6 +371,45 @@ async function clickLineRow(page, frame, file, line) {
   return landedOn(page, file, line);
 }
 
+async function openRunScenario(page) {
+  step("the runs view lists the recorded run; a click on it shows it in the editor");
+  result.runs = await runsView(page);
+  await page.locator(".part.sidebar .monaco-list-row", { hasText: config.runLabel }).first().click();
+  await waitFor("the run's timings", async () => (await inlineTimings(page)).length > 0, 60_000);
+  await runCommand(page, "View: Toggle Primary Side Bar Visibility");  // the whole width for the labels
+  await page.locator(".monaco-editor .view-lines").first().click();
+  await goToLine(page, config.cursorLine);
+  await page.mouse.move(5, 5);
+  await page.waitForTimeout(1000);
+  result.timings = await inlineTimings(page);
+  await shot(page, "run-timings");
+
+  step(`hover the line holding ${config.hoverText}`);
+  await page.locator(".monaco-editor .view-line span", { hasText: config.hoverText }).last().hover();
+  const hover = page.locator(".monaco-hover:visible", { hasText: config.hoverExpect }).first();
+  await hover.waitFor({ timeout: 20_000 });
+  await page.waitForTimeout(500);
+  result.hover = await hover.innerText();
+  result.hoverLinks = await hover.locator("a").allInnerTexts();
+  await shot(page, "run-hover");
+
+  step("the hover's link opens the trace panel on the line");
+  await hover.locator("a", { hasText: "Open in the trace panel" }).first().click();
+  const frame = await panelFrame(page);
+  result.panelState = await frame.evaluate(() => {
+    const s = window.stepscopePanel.state();
+    return { runId: s.runId, title: s.title, stale: s.stale, lines: s.report ? s.report.lines.length : null };
+  });
+  result.panelLines = await tableRows(frame, "lines");
+  await page.mouse.move(5, 5);
+  await page.waitForTimeout(800);
+  await shot(page, "run-panel-lines");
+  await panelTab(frame, "overview");
+  await page.waitForTimeout(500);
+  result.overview = await frame.locator("#panel-overview").innerText();
+  await shot(page, "run-panel-overview");
+}
+
 async function panelScenario(page) {
   step("run Stepscope: Profile This Step from the command palette, confirming the first real run");
   await goToLine(page, config.cursorLine);
@@ -584,7 +626,7 @@ async function main() {
   const context = await chromium.launchPersistentContext(config.profileDir, {
     executablePath: config.chromium,
     headless: true,
-    viewport: { width: 1440, height: 960 },
+    viewport: config.viewport ?? { width: 1440, height: 960 },
     args: [
       "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
       "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -606,20 +648,22 @@ async function main() {
     await openFile(page, config.file);
     // Squiggles render only for visible lines: bring the loop into view first.
     await goToLine(page, config.cursorLine);
-    step("wait for the Stepscope squiggle");
-    await page
-      .locator(".monaco-editor .squiggly-warning, .monaco-editor .squiggly-error, .monaco-editor .squiggly-info")
-      .first()
-      .waitFor({ timeout: 120_000 });
-    result.problems = await problems(page);
+    if (config.squiggle !== false) {
+      step("wait for the Stepscope squiggle");
+      await page
+        .locator(".monaco-editor .squiggly-warning, .monaco-editor .squiggly-error, .monaco-editor .squiggly-info")
+        .first()
+        .waitFor({ timeout: 120_000 });
+      result.problems = await problems(page);
+      // The Problems view took the focus; put the cursor back in the loop.
+      await goToLine(page, config.cursorLine);
+    }
     result.restrictedIndicator = (await statusTexts(page)).some((t) => t.includes("Restricted Mode"));
-    // The Problems view took the focus; put the cursor back in the loop.
-    await goToLine(page, config.cursorLine);
     await shot(page, "diagnostics");
 
     const scenarios = {
       profile: profileScenario, restricted: restrictedScenario, failures: failuresScenario,
-      panel: panelScenario, panelRestricted: panelRestrictedScenario,
+      panel: panelScenario, panelRestricted: panelRestrictedScenario, openRun: openRunScenario,
     };
     if (config.scenario in scenarios) {
       await scenarios[config.scenario](page);
