@@ -48,6 +48,7 @@ class Panel {
   private state: PanelState | null = null;
   private current: Tab = "overview";
   private readonly pending = new Map<Tab, () => HTMLElement | null>();
+  private pendingTimeline: (() => void) | null = null;
   private lines: DataTable<LineRow> | null = null;
   private fileIds: FileIds | null = null;
   readonly posted: WebviewMessage[] = [];
@@ -113,6 +114,11 @@ class Panel {
 
   private show(tab: Tab): void {
     this.current = tab;
+    if (tab === "timeline" && this.pendingTimeline) {
+      const build = this.pendingTimeline;
+      this.pendingTimeline = null;
+      build();
+    }
     const build = this.pending.get(tab);
     if (build) {
       this.pending.delete(tab);
@@ -184,9 +190,13 @@ class Panel {
     let t = performance.now();
     renderOverview(this.panels.get("overview")!, { title: state.title, stale: state.stale, report, timeline, measure, fileIds, onOpen: open });
     phase("overview", t);
-    t = performance.now();
-    this.timeline.setModel(timeline ? new TimelineModel(timeline) : null);
-    phase("timeline model", t);
+    // the timeline is indexed when its tab is shown: a panel opened on another tab is ready sooner
+    this.pendingTimeline = () => {
+      const since = performance.now();
+      this.timeline.setModel(timeline ? new TimelineModel(timeline) : null);
+      phase("timeline model", since);
+    };
+    this.timeline.setModel(null);
     t = performance.now();
     if (!timeline) {
       const p = this.panels.get("timeline")!;
