@@ -1,7 +1,7 @@
 // The browser half of benchmarks/panel_interactive.py: time to interactive, and frame times of
 // scripted pan and zoom, for the trace panel served alone as the host serves it. Usage:
 //   node benchmarks/panel_frames.mjs CONFIG.json
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
@@ -12,9 +12,6 @@ const config = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const require = createRequire(import.meta.url);
 const { chromium } = require(config.playwrightCore);
 const { panelHtml, makeNonce } = await import(pathToFileURL(config.htmlModule).href);
-// the host of a checkout that packs its timelines (panel/src/timeline-doc.ts) does so before posting
-const packer = join(dirname(config.htmlModule), "timeline-doc.mjs");
-const { packTimeline } = existsSync(packer) ? await import(pathToFileURL(packer).href) : {};
 const { serializeWebviewMessage } = await import(pathToFileURL(join(dirname(config.harness), "webview-message.mjs")).href);
 
 const files = {
@@ -58,13 +55,11 @@ try {
     await page.addInitScript(() => {
       window.__harnessInitialState = { tab: "timeline" }; // the panel reopens on the timeline, as a user left it
     });
-    // the analysis has finished: its files are on disk. The host reads and parses them, packs the
-    // timeline (where its checkout does), VS Code serialises the message (JSON text and buffers),
-    // and it answers the panel's `ready`
+    // the analysis has finished: its files are on disk. The host reads and parses them, VS Code
+    // serialises the message (JSON text, typed arrays apart as buffers), and it answers the panel's `ready`
     const t0 = performance.now();
     const report = JSON.parse(readFileSync(config.report, "utf8"));
-    const parsed = JSON.parse(readFileSync(config.timeline, "utf8"));
-    const timeline = packTimeline ? packTimeline(parsed) : parsed;
+    const timeline = JSON.parse(readFileSync(config.timeline, "utf8"));
     const message = serializeWebviewMessage({ type: "state", state: { runId: "bench", title: "benchmark", report, timeline, measure: null, stale: false } });
     out.host.push(performance.now() - t0);
     state_js = `window.__pendingMessage = ${JSON.stringify(message)};`;

@@ -29,14 +29,12 @@ await esbuild.build({
 });
 
 if (process.argv.includes("--tests")) {
-  // the unit tests, and for the browser tests' driver and the benchmark the page template and the
-  // packing of a timeline as the host posts it
+  // the unit tests, and the page template for the browser tests' driver
   const tests = readdirSync(join(here, "test")).filter((f) => f.endsWith(".test.ts"));
   await esbuild.build({
     entryPoints: Object.fromEntries([
       ...tests.map((f) => [f.replace(/\.ts$/, ""), join(here, "test", f)]),
       ["html", join(here, "src", "html.ts")],
-      ["timeline-doc", join(here, "src", "timeline-doc.ts")],
     ]),
     outdir: join(here, "..", ".cache", "panel-tests"),
     outExtension: { ".js": ".mjs" },

@@ -48,9 +48,6 @@ export interface KernelRow {
   line: number | null;
 }
 
-/** A column of numbers, read by index only. */
-export type Column = ArrayLike<number>;
-
 export interface TimelineDoc {
   schema_version: number;
   window: { duration_us: number; per: "step" | "window"; steps: number; gpu_observed: boolean };
@@ -65,15 +62,14 @@ export interface TimelineDoc {
   names: string[];
   files: Record<string, string>;
   lines: { file: string[]; line: number[] };
-  /** columns: lists as the JSON has them, typed arrays as the host posts them (packTimeline) */
   spans: {
-    track: Column;
-    start_us: Column;
-    dur_us: Column;
-    name: Column;
-    category: Column;
-    depth: Column;
-    line: Column;
+    track: number[];
+    start_us: number[];
+    dur_us: number[];
+    name: number[];
+    category: number[];
+    depth: number[];
+    line: number[];
   };
   merged: { span: number[]; count: number[]; busy_us: number[] };
   steps: StepBounds[];
@@ -105,7 +101,7 @@ function numbers(v: unknown, what: string, n: number | null, check: (x: number) 
 
 /** A column of `n` times or durations: finite numbers ≥ 0. */
 function times(v: unknown, what: string, n: number): string | null {
-  if (!isColumn(v)) return `${what} is not a list`;
+  if (!Array.isArray(v)) return `${what} is not a list`;
   if (v.length !== n) return `${what} has ${v.length} entries, not ${n}`;
   for (let i = 0; i < n; i++) {
     const x = v[i];
@@ -116,18 +112,13 @@ function times(v: unknown, what: string, n: number): string | null {
 
 /** A column of `n` indices in [lo, hi). */
 function indices(v: unknown, what: string, n: number, lo: number, hi: number): string | null {
-  if (!isColumn(v)) return `${what} is not a list`;
+  if (!Array.isArray(v)) return `${what} is not a list`;
   if (v.length !== n) return `${what} has ${v.length} entries, not ${n}`;
   for (let i = 0; i < n; i++) {
     const x = v[i];
     if (typeof x !== "number" || !Number.isInteger(x) || x < lo || x >= hi) return `${what}[${i}] is out of range`;
   }
   return null;
-}
-
-/** A list, or a typed array (a packed document's columns). */
-function isColumn(v: unknown): v is Column {
-  return Array.isArray(v) || (ArrayBuffer.isView(v) && !(v instanceof DataView));
 }
 
 function strings(v: unknown, what: string): string | null {
@@ -168,7 +159,7 @@ export function parseTimeline(value: unknown): ParsedDoc {
     redactableProblem(d.redactable) ??
     numbers(d.lines.line, "lines.line", d.lines.file.length, (x) => Number.isInteger(x) && x >= 0);
   if (problem) return { ok: false, reason: problem };
-  const n = isColumn(d.spans.start_us) ? d.spans.start_us.length : -1;
+  const n = Array.isArray(d.spans.start_us) ? d.spans.start_us.length : -1;
   const nLines = d.lines.file.length;
   const bad =
     times(d.spans.start_us, "spans.start_us", n) ??
@@ -192,37 +183,6 @@ export function parseTimeline(value: unknown): ParsedDoc {
     if (!(fid in d.files)) return { ok: false, reason: `line file id "${fid.slice(0, 20)}" is not in files` };
   }
   return { ok: true, doc: d };
-}
-
-/** The document as the host posts it to the webview: the span columns as typed arrays, which VS Code
- * carries as buffers beside the message's JSON (a few copies of memory instead of writing and parsing a
- * million numbers as text). It changes no value the webview's check would see: a column holding
- * anything but numbers stays a list, times stay 64-bit floats, and an index column becomes 32-bit
- * integers only when every value is one. */
-export function packTimeline(doc: TimelineDoc): TimelineDoc {
-  const spans: unknown = isObject(doc) ? doc.spans : null;
-  if (!isObject(spans)) return doc;
-  const packed: Record<string, unknown> = { ...spans };
-  for (const [key, value] of Object.entries(spans)) {
-    if (!Array.isArray(value) || !value.every((x) => typeof x === "number")) continue;
-    packed[key] = key === "start_us" || key === "dur_us" ? Float64Array.from(value) : packIndices(value);
-  }
-  return { ...doc, spans: packed as unknown as TimelineDoc["spans"] };
-}
-
-/** An index column in the narrowest integer array that holds every value exactly, else 64-bit floats. */
-function packIndices(values: number[]): Column {
-  let lo = 0;
-  let hi = 0;
-  for (const x of values) {
-    if ((x | 0) !== x) return Float64Array.from(values);
-    if (x < lo) lo = x;
-    if (x > hi) hi = x;
-  }
-  if (lo >= 0 && hi <= 0xff) return Uint8Array.from(values);
-  if (lo >= 0 && hi <= 0xffff) return Uint16Array.from(values);
-  if (lo >= -0x8000 && hi <= 0x7fff) return Int16Array.from(values);
-  return Int32Array.from(values);
 }
 
 /** Stepscope's region label (`ss:<file id>:<line>`, `:next` for a loop header's batch read: the run

@@ -10,7 +10,7 @@ import { MARK, marked, redactionNote } from "../src/redaction";
 import { FileIds } from "../src/report";
 import { filterRows, sortRows, type Column } from "../src/table-logic";
 import { BACKGROUND, contrast, palette, textOn } from "../src/theme";
-import { packTimeline, parseTimeline, TimelineModel, type Row, type TimelineDoc } from "../src/timeline-doc";
+import { parseTimeline, TimelineModel, type Row } from "../src/timeline-doc";
 import { smallDoc } from "./fixtures";
 
 test("unions never count a moment twice", () => {
@@ -155,35 +155,6 @@ test("a timeline document with an index out of place is refused", () => {
   const file = smallDoc();
   file.lines.file[0] = "f9";
   assert.equal(parseTimeline(file).ok, false);
-});
-
-test("a timeline packed as the host posts it reads as the same timeline, and packing makes nothing bad pass", () => {
-  const packed = packTimeline(smallDoc());
-  assert.ok(packed.spans.start_us instanceof Float64Array && packed.spans.track instanceof Uint8Array);
-  // what the webview gets: a structured clone, as VS Code's webview side posts it
-  const received = structuredClone(packed);
-  assert.ok(received.spans.line instanceof Int16Array); // -1: none
-  const check = parseTimeline(received);
-  assert.ok(check.ok);
-  const plain = new TimelineModel(smallDoc());
-  const model = new TimelineModel(received);
-  assert.deepEqual(model.rows, plain.rows);
-  assert.deepEqual([0, 1, 2, 3, 4, 5].map((i) => [model.label(i), model.source(i)]), [0, 1, 2, 3, 4, 5].map((i) => [plain.label(i), plain.source(i)]));
-  assert.deepEqual(selectionTotals(model, 25, 40), selectionTotals(plain, 25, 40));
-  // a value the check refuses is refused packed too: not a number, not an integer, not finite
-  const refused = (edit: (d: ReturnType<typeof smallDoc>) => void, what: RegExp) => {
-    const doc = smallDoc();
-    edit(doc);
-    const parsed = parseTimeline(structuredClone(packTimeline(doc)));
-    assert.ok(!parsed.ok && what.test(parsed.reason), parsed.ok ? "accepted" : parsed.reason);
-  };
-  refused((d) => { (d.spans.start_us as unknown[])[1] = null; }, /spans.start_us\[1\]/);
-  refused((d) => { d.spans.track[2] = 0.5; }, /spans.track\[2\]/);
-  refused((d) => { d.spans.dur_us[0] = Number.NaN; }, /spans.dur_us\[0\]/);
-  refused((d) => { d.spans.line[3] = 2 ** 40; }, /spans.line\[3\]/);
-  // a document without spans is left as it is, for the webview to refuse
-  const empty = { schema_version: 1 } as unknown as TimelineDoc;
-  assert.equal(packTimeline(empty), empty);
 });
 
 test("the model finds the span under a moment, row by row", () => {

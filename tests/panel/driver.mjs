@@ -12,8 +12,6 @@ const config = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const require = createRequire(import.meta.url);
 const { chromium } = require(config.playwrightCore);
 const { panelHtml, makeNonce } = await import(pathToFileURL(config.htmlModule).href);
-// the host packs a timeline's columns before posting it (panel/src/timeline-doc.ts)
-const { packTimeline } = await import(pathToFileURL(join(dirname(config.htmlModule), "timeline-doc.mjs")).href);
 const { serializeWebviewMessage } = await import(pathToFileURL(join(dirname(fileURLToPath(import.meta.url)), "webview-message.mjs")).href);
 
 /** Post `message` to the page as VS Code carries a webview message: JSON text and buffers. */
@@ -78,16 +76,9 @@ async function open(name, { theme = "dark", width = 1280, height = 900 } = {}) {
 }
 
 async function load(page, statePath) {
-  // as the host posts it (the timeline packed) and VS Code carries it: JSON text and buffers
-  const state = JSON.parse(readFileSync(statePath, "utf8"));
-  if (state && state.timeline) state.timeline = packTimeline(state.timeline);
-  await deliver(page, { type: "state", state });
+  // as VS Code carries a webview message: JSON text, parsed on the page's side
+  await deliver(page, { type: "state", state: JSON.parse(readFileSync(statePath, "utf8")) });
   await page.waitForSelector("#app[data-state=ready]");
-  const columns = await page.evaluate(() => {
-    const spans = window.stepscopePanel.state()?.timeline?.spans;
-    return spans ? Object.values(spans).map((c) => c.constructor.name) : [];
-  });
-  if (columns.some((c) => c === "Array")) throw new Error(`the panel was not given the packed columns: ${columns}`);
   await page.waitForTimeout(100);
 }
 
@@ -345,7 +336,7 @@ async function reducedScenario(s) {
   await page.evaluate(([a, b]) => window.stepscopePanel.timeline.setView(a, b), s.zoomTo);
   await page.waitForFunction(() => window.__harness.posted.some((m) => m.type === "requestRange"), null, { timeout: 10000 });
   r.request = (await posted(page)).find((m) => m.type === "requestRange");
-  await deliver(page, { type: "range", runId: r.request.runId, timeline: packTimeline(JSON.parse(readFileSync(s.range, "utf8"))) });
+  await deliver(page, { type: "range", runId: r.request.runId, timeline: JSON.parse(readFileSync(s.range, "utf8")) });
   await page.waitForFunction(() => document.querySelector(".timeline-status").textContent.includes("finer level"), null, { timeout: 10000 });
   r.statusFine = await page.textContent(".timeline-status");
   r.screens = [await shot(page, `${s.name}-finer`)];

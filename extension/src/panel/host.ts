@@ -17,7 +17,7 @@ import type { LanguageClient } from "vscode-languageclient/node";
 import { makeNonce, panelHtml } from "../../../panel/src/html";
 import { HostMessage, parseWebviewMessage } from "../../../panel/src/messages";
 import type { PanelReport } from "../../../panel/src/report";
-import { packTimeline, type TimelineDoc } from "../../../panel/src/timeline-doc";
+import type { TimelineDoc } from "../../../panel/src/timeline-doc";
 import { firstLine } from "../python";
 import { isInside, resolveSource } from "./sources";
 import { panelState, runRoot, tabTitle } from "./state";
@@ -279,7 +279,7 @@ export class TracePanel implements vscode.Disposable {
         if (!client) return;
         try {
           const timeline = await client.sendRequest<TimelineDoc>(TIMELINE_REQUEST, { runId, startUs, endUs, maxSpans });
-          if (this.shown?.runId === runId) this.post({ type: "range", runId, timeline: packTimeline(timeline) });
+          if (this.shown?.runId === runId) this.post({ type: "range", runId, timeline });
         } catch (error) {
           const reason = `A finer level of the timeline could not be made: ${firstLine(error)}`;
           this.log.warn(`Trace panel: ${reason}`);

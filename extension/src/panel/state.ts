@@ -3,7 +3,7 @@
 // report's and the timeline's as the server wrote them; the webview checks both again.
 import type { PanelState } from "../../../panel/src/messages";
 import type { PanelReport } from "../../../panel/src/report";
-import { packTimeline, type TimelineDoc } from "../../../panel/src/timeline-doc";
+import type { TimelineDoc } from "../../../panel/src/timeline-doc";
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
@@ -53,7 +53,7 @@ export function panelState(data: RunData): PanelState {
     runId: data.runId,
     title: panelTitle(data.runId, data.report),
     report: data.report,
-    timeline: data.timeline ? packTimeline(data.timeline) : null,  // its spans carried as buffers
+    timeline: data.timeline,
     measure: null,
     stale: data.stale,
   };
