@@ -48,6 +48,19 @@ export interface KernelRow {
   line: number | null;
 }
 
+/** A column of numbers, read by index only. */
+export type Column = ArrayLike<number>;
+
+export interface SpanColumns {
+  track: Column;
+  start_us: Column;
+  dur_us: Column;
+  name: Column;
+  category: Column;
+  depth: Column;
+  line: Column;
+}
+
 export interface TimelineDoc {
   schema_version: number;
   window: { duration_us: number; per: "step" | "window"; steps: number; gpu_observed: boolean };
@@ -62,15 +75,8 @@ export interface TimelineDoc {
   names: string[];
   files: Record<string, string>;
   lines: { file: string[]; line: number[] };
-  spans: {
-    track: number[];
-    start_us: number[];
-    dur_us: number[];
-    name: number[];
-    category: number[];
-    depth: number[];
-    line: number[];
-  };
+  /** columns: lists as the JSON has them, typed arrays as the host posts them (splitTimeline) */
+  spans: SpanColumns;
   merged: { span: number[]; count: number[]; busy_us: number[] };
   steps: StepBounds[];
   breakdown?: { parts: string[]; steps: BreakdownStep[] };
@@ -101,7 +107,7 @@ function numbers(v: unknown, what: string, n: number | null, check: (x: number) 
 
 /** A column of `n` times or durations: finite numbers ≥ 0. */
 function times(v: unknown, what: string, n: number): string | null {
-  if (!Array.isArray(v)) return `${what} is not a list`;
+  if (!isColumn(v)) return `${what} is not a list`;
   if (v.length !== n) return `${what} has ${v.length} entries, not ${n}`;
   for (let i = 0; i < n; i++) {
     const x = v[i];
@@ -112,13 +118,18 @@ function times(v: unknown, what: string, n: number): string | null {
 
 /** A column of `n` indices in [lo, hi). */
 function indices(v: unknown, what: string, n: number, lo: number, hi: number): string | null {
-  if (!Array.isArray(v)) return `${what} is not a list`;
+  if (!isColumn(v)) return `${what} is not a list`;
   if (v.length !== n) return `${what} has ${v.length} entries, not ${n}`;
   for (let i = 0; i < n; i++) {
     const x = v[i];
     if (typeof x !== "number" || !Number.isInteger(x) || x < lo || x >= hi) return `${what}[${i}] is out of range`;
   }
   return null;
+}
+
+/** A list, or a typed array (the columns as the host posts them). */
+function isColumn(v: unknown): v is Column {
+  return Array.isArray(v) || (ArrayBuffer.isView(v) && !(v instanceof DataView));
 }
 
 function strings(v: unknown, what: string): string | null {
@@ -159,7 +170,7 @@ export function parseTimeline(value: unknown): ParsedDoc {
     redactableProblem(d.redactable) ??
     numbers(d.lines.line, "lines.line", d.lines.file.length, (x) => Number.isInteger(x) && x >= 0);
   if (problem) return { ok: false, reason: problem };
-  const n = Array.isArray(d.spans.start_us) ? d.spans.start_us.length : -1;
+  const n = isColumn(d.spans.start_us) ? d.spans.start_us.length : -1;
   const nLines = d.lines.file.length;
   const bad =
     times(d.spans.start_us, "spans.start_us", n) ??
@@ -183,6 +194,50 @@ export function parseTimeline(value: unknown): ParsedDoc {
     if (!(fid in d.files)) return { ok: false, reason: `line file id "${fid.slice(0, 20)}" is not in files` };
   }
   return { ok: true, doc: d };
+}
+
+/** The document as the host posts it: all but the span columns, as JSON (`spans: null`), and the span
+ * columns as typed arrays, posted in a message of their own (`spans`, messages.ts). VS Code carries
+ * typed arrays as buffers beside a message's JSON, but then revives that message value by value: kept
+ * apart, the million numbers of a large timeline are neither written as text by the host nor parsed
+ * by the webview, and the rest travels as plain JSON. Packing changes no value the webview's check
+ * sees: a column holding anything but numbers stays a list, times stay 64-bit floats, and an index
+ * column takes the narrowest integer array that holds every value exactly. A document without span
+ * columns is not split (null). */
+export function splitTimeline(doc: TimelineDoc): { rest: TimelineDoc; spans: Record<string, unknown> } | null {
+  const spans: unknown = isObject(doc) ? doc.spans : null;
+  if (!isObject(spans)) return null; // nothing to split: posted as it is, for the webview to refuse
+  const packed: Record<string, unknown> = { ...spans };
+  for (const [key, value] of Object.entries(spans)) {
+    if (!Array.isArray(value) || !value.every((x) => typeof x === "number")) continue;
+    packed[key] = key === "start_us" || key === "dur_us" ? Float64Array.from(value) : packIndices(value);
+  }
+  return { rest: { ...doc, spans: null as unknown as SpanColumns }, spans: packed };
+}
+
+/** The document again from `splitTimeline`'s two parts, as received (checked by `parseTimeline`). */
+export function joinTimeline(rest: unknown, spans: unknown): unknown {
+  return isObject(rest) ? { ...rest, spans } : rest;
+}
+
+/** Whether `timeline` is the first part of a split document, its spans to follow. */
+export function awaitsSpans(timeline: unknown): boolean {
+  return isObject(timeline) && timeline.spans === null;
+}
+
+/** An index column in the narrowest integer array that holds every value exactly, else 64-bit floats. */
+function packIndices(values: number[]): Column {
+  let lo = 0;
+  let hi = 0;
+  for (const x of values) {
+    if ((x | 0) !== x) return Float64Array.from(values);
+    if (x < lo) lo = x;
+    if (x > hi) hi = x;
+  }
+  if (lo >= 0 && hi <= 0xff) return Uint8Array.from(values);
+  if (lo >= 0 && hi <= 0xffff) return Uint16Array.from(values);
+  if (lo >= -0x8000 && hi <= 0x7fff) return Int16Array.from(values);
+  return Int32Array.from(values);
 }
 
 /** Stepscope's region label (`ss:<file id>:<line>`, `:next` for a loop header's batch read: the run

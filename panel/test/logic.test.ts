@@ -10,7 +10,7 @@ import { MARK, marked, redactionNote } from "../src/redaction";
 import { FileIds } from "../src/report";
 import { filterRows, sortRows, type Column } from "../src/table-logic";
 import { BACKGROUND, contrast, palette, textOn } from "../src/theme";
-import { parseTimeline, TimelineModel, type Row } from "../src/timeline-doc";
+import { awaitsSpans, joinTimeline, parseTimeline, splitTimeline, TimelineModel, type Row, type TimelineDoc } from "../src/timeline-doc";
 import { smallDoc } from "./fixtures";
 
 test("unions never count a moment twice", () => {
@@ -155,6 +155,38 @@ test("a timeline document with an index out of place is refused", () => {
   const file = smallDoc();
   file.lines.file[0] = "f9";
   assert.equal(parseTimeline(file).ok, false);
+});
+
+test("a timeline split as the host posts it reads, joined again, as the same timeline; splitting lets nothing bad pass", () => {
+  const { rest, spans } = splitTimeline(smallDoc())!;
+  assert.ok(awaitsSpans(rest) && !awaitsSpans(smallDoc()));
+  // what the webview gets: structured clones, as VS Code's webview side posts each message
+  const joined = joinTimeline(structuredClone(rest), structuredClone(spans)) as TimelineDoc;
+  assert.ok(joined.spans.start_us instanceof Float64Array && joined.spans.track instanceof Uint8Array);
+  assert.ok(joined.spans.line instanceof Int16Array); // -1: none
+  const check = parseTimeline(joined);
+  assert.ok(check.ok, check.ok ? "" : check.reason);
+  const plain = new TimelineModel(smallDoc());
+  const model = new TimelineModel(joined);
+  assert.deepEqual(model.rows, plain.rows);
+  const every = [0, 1, 2, 3, 4, 5];
+  assert.deepEqual(every.map((i) => [model.label(i), model.source(i)]), every.map((i) => [plain.label(i), plain.source(i)]));
+  assert.deepEqual(selectionTotals(model, 25, 40), selectionTotals(plain, 25, 40));
+  // a value the check refuses is refused after the split too: not a number, not an integer, not finite
+  const refused = (edit: (d: ReturnType<typeof smallDoc>) => void, what: RegExp) => {
+    const doc = smallDoc();
+    edit(doc);
+    const parts = splitTimeline(doc)!;
+    const parsed = parseTimeline(joinTimeline(structuredClone(parts.rest), structuredClone(parts.spans)));
+    assert.ok(!parsed.ok && what.test(parsed.reason), parsed.ok ? "accepted" : parsed.reason);
+  };
+  refused((d) => { (d.spans.start_us as unknown[])[1] = null; }, /spans.start_us\[1\]/);
+  refused((d) => { d.spans.track[2] = 0.5; }, /spans.track\[2\]/);
+  refused((d) => { d.spans.dur_us[0] = Number.NaN; }, /spans.dur_us\[0\]/);
+  refused((d) => { d.spans.line[3] = 2 ** 40; }, /spans.line\[3\]/);
+  refused((d) => { d.spans.name[0] = -1; }, /spans.name\[0\]/);
+  // a document without columns is not split: posted as it is, for the webview to refuse
+  assert.equal(splitTimeline({ schema_version: 1 } as unknown as TimelineDoc), null);
 });
 
 test("the model finds the span under a moment, row by row", () => {

@@ -17,7 +17,6 @@
 
   /** A message serialised by webview-message.mjs, read back (typed arrays restored) and posted. */
   function deliver(text, buffers) {
-    const started = performance.now();
     const message = buffers.length
       ? JSON.parse(text, (_key, value) => {
           if (value && value.$$vscode_array_buffer_reference$$ === true) return new TYPED[value.view.type](bytes(buffers[value.index]));
@@ -25,8 +24,6 @@
         })
       : JSON.parse(text);
     window.postMessage(message, "*");
-    // VS Code's part on the page (the benchmark prints it apart from the panel's)
-    performance.measure("stepscope delivery", { start: started, end: performance.now() });
   }
 
   window.__harness = { posted, violations: [], deliver };
@@ -38,10 +35,15 @@
       postMessage: (message) => {
         posted.push(JSON.parse(JSON.stringify(message)));
         // the host's side of the handshake, when its answer was loaded beside the page (the benchmark's)
-        if (message.type === "ready" && window.__pendingMessage !== undefined) {
-          const pending = window.__pendingMessage;
-          window.__pendingMessage = undefined;
-          setTimeout(() => deliver(pending.text, pending.buffers), 0);
+        if (message.type === "ready" && window.__pendingMessages !== undefined) {
+          const pending = window.__pendingMessages;
+          window.__pendingMessages = undefined;
+          setTimeout(() => {
+            const started = performance.now();
+            for (const m of pending) deliver(m.text, m.buffers);
+            // VS Code's part on the page (the benchmark prints it apart from the panel's)
+            performance.measure("stepscope delivery", { start: started, end: performance.now() });
+          }, 0);
         }
       },
       getState: () => (state === undefined ? window.__harnessInitialState : state),
