@@ -275,3 +275,48 @@ def test_a_frame_inside_a_statement_spread_over_lines_lands_on_the_statements_fi
     doc["graphs"][0]["kernels"]["triton_poi_fused_gelu_sigmoid_0:1"] = [stack(root, (15, "forward", "h)"))]
     lines = by_line(report_of(tmp_path, compiled_step(), doc))
     assert lines[("model.py", 14)]["gpu_ms"] == 0.05 and ("model.py", 15) not in lines
+
+
+# Real captures on the H200 (torch 2.11.0+cu130, Inductor's provenance on): benchmarks/gpu_cases/compiled_mlp.py
+# eager and compiled, compiled_block.py with mode="reduce-overhead" (benchmarks/gpu_cases/record_compiled.sh).
+H200 = Path(__file__).resolve().parents[1] / "data" / "compiled"
+
+
+def _gpu_shares(report: dict, lines: range) -> dict[int, float]:
+    busy = report["evidence"]["kernels"]["gpu_busy_ms"]
+    return {n: x["gpu_ms"] / busy for (name, n), x in by_line(report).items() if n in lines and name.startswith("compiled_")}
+
+
+def test_a_compiled_mlp_on_the_h200_has_every_generated_kernel_on_the_model_lines_as_eager_does():
+    compiled, eager = analyze([H200 / "h200_mlp_compiled"]), analyze([H200 / "h200_mlp_eager"])
+    summary = compiled["compiled_code"]
+    assert summary["source"] == "inductor provenance" and summary["torch"] == "2.11.0+cu130"
+    assert summary["kernel_calls_per_step"] == summary["kernel_calls_attributed_per_step"] == 46
+    lines = by_line(compiled)
+    model = range(17, 22)  # Block.forward: norm, up, gelu * sigmoid, down, residual
+    assert {n for (name, n), x in lines.items() if x["precision"] == "compiled"} == {*model, 32, 33}
+    # the backward graph's kernels on their forward lines, as in eager mode
+    assert all(lines[("compiled_mlp.py", n)]["backward_gpu_ms"] > 0 for n in model)
+    # the same lines carry comparable shares of the GPU's busy time: the two matmuls lead in both
+    c, e = _gpu_shares(compiled, model), _gpu_shares(eager, model)
+    assert sorted(c, key=c.get)[-2:] == sorted(e, key=e.get)[-2:] == [18, 20]
+    assert all(abs(c[n] - e[n]) < 0.06 for n in model)
+    # a fused kernel is shown on each of its lines as shared, never added twice to the step
+    assert [f["line"] for f in lines[("compiled_mlp.py", 17)]["compiled"]["fused_with"]] == [20, 21]
+    for x in compiled["lines"]:
+        assert x["cpu_self_ms"] <= x["wall_ms"] <= compiled["window"]["mean_step_ms"]
+
+
+def test_a_reduce_overhead_block_on_the_h200_puts_its_replayed_kernels_on_the_captured_lines():
+    report = analyze([H200 / "h200_block_reduce_overhead"])
+    summary = report["compiled_code"]
+    assert summary["replayed_kernels_per_step"] == summary["replayed_kernels_attributed_per_step"] == 47
+    kernels = report["evidence"]["kernels"]
+    assert kernels["graph_launches"] == 2 and kernels["graph_kernels"] == 47
+    assert "small-launches" not in [f["kind"] for f in report["findings"]]
+    lines = by_line(report)
+    attention, block = range(21, 31), (43, 44, 45)
+    assert all(lines[("compiled_block.py", n)]["precision"] == "compiled" for n in (*attention, *block))
+    # the calling line holds the whole compiled call; the model's lines are parts of it
+    caller = lines[("compiled_block.py", 61)]
+    assert all(lines[("compiled_block.py", n)]["gpu_ms"] <= caller["gpu_ms"] for n in (*attention, *block))

@@ -130,7 +130,8 @@ def test_a_dominant_operator_says_its_calls_and_time_at_its_own_line(ws: Path) -
     assert f["figures"]["op"] == "aten::mm" and (Path(f["file"]).name, f["line"]) == ("mm.py", mm_line)
     # 6 calls per step at its line, as the code says; the 7th of the step runs on another line, said apart
     assert f["figures"]["count"] == 6 and f["figures"]["all_lines_count"] == 7
-    assert "in 6 call(s) per step at" in f["observation"]
+    # the line by its name in the workspace, not the machine's absolute path (the finding's location has that)
+    assert f"in 6 call(s) per step at mm.py:{mm_line};" in f["observation"] and str(ws) not in f["observation"]
     assert "on other lines it runs 1 more time(s) per step" in f["observation"]
     line = next(x for x in report["lines"] if x["line"] == mm_line)
     assert f["figures"]["self_ms"] <= line["wall_ms"] + 1e-4  # its time at the line fits in the line
@@ -183,6 +184,7 @@ def test_gloo_ranks_name_the_rank_the_others_wait_for_and_its_lines(ws: Path) ->
 
 CONST = REPO / "benchmarks" / "gpu_cases" / "const_copy.py"
 SYNCS = REPO / "benchmarks" / "gpu_cases" / "sync_every_step.py"
+READ = REPO / "benchmarks" / "gpu_cases" / "read_in_step.py"
 
 
 def _case(name: str, tmp_path: Path) -> dict:
@@ -228,3 +230,17 @@ def test_a_loop_line_is_never_more_than_the_whole_step(tmp_path: Path) -> None:
     loop = max(report["lines"], key=lambda x: x["wall_ms"])  # the line that calls step(i)
     assert loop["wall_ms"] > report["ms_per_step"]  # above the median ...
     assert loop["wall_ms"] <= report["window"]["mean_step_ms"]  # ... within the mean step the shares are of
+
+
+def test_a_batch_read_inside_the_function_the_loop_calls_is_input_bound_on_the_next_line(tmp_path: Path) -> None:
+    # step() reads `x, y = next(it)` under the user's own `read_batch` label, from storage slower than the step
+    report = _case("read_slow", tmp_path)
+    f = _only(report, "input-bound")
+    read = _line(READ, "x, y = next(it)")
+    assert (Path(f["file"]).name, f["line"]) == ("read_in_step.py", read)  # not the loop header, which reads nothing
+    assert "(read_batch)" in f["observation"] and "ss:f" not in f["observation"]
+    assert "the GPU is idle" in f["observation"]
+    assert f["figures"]["read_ms"] > 25  # time.sleep(0.03) per batch
+    prepared = _case("read_prepared", tmp_path)  # the same step fed from batches prepared in advance
+    assert "input-bound" not in _kinds(prepared)
+    assert prepared["ms_per_step"] < report["ms_per_step"] / 5

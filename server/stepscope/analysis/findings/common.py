@@ -8,6 +8,7 @@ from; a hypothesis is a possible reading, never a conclusion; no finding claims 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..present import machine_words  # noqa: F401  (the machine in a finding's words: present.py)
 from ..present import share_basis
@@ -51,9 +52,23 @@ def precision_words(precision: str | None, evidence: dict) -> str:
     return " No source line could be named for it."
 
 
-def where_words(item: dict) -> str:
+def short_place(item: dict, root: str | None) -> str:
+    """`train.py:63`: a line as a message names it, relative to the source root (its file name when
+    outside it) — never the machine's absolute path, which the finding's own location already holds."""
+    path = item.get("file")
+    if not path:
+        return "no line named"
+    try:
+        shown = Path(path).relative_to(root).as_posix() if root else Path(path).name
+    except ValueError:
+        shown = Path(path).name
+    return f"{shown}:{item.get('line')}"
+
+
+def where_words(item: dict, root: str | None) -> str:
+    """` at train.py:63`, or nothing for an item without a line."""
     if item.get("file") and item.get("line"):
-        return f" at {item['file']}:{item['line']}"
+        return f" at {short_place(item, root)}"
     return ""
 
 

@@ -18,9 +18,7 @@ Invariants:
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from .common import Anchor, basis, finding, machine_words, placed
+from .common import Anchor, basis, finding, machine_words, placed, short_place
 from .distorted import measure_check
 from .thresholds import Thresholds
 from .work import window_words
@@ -79,17 +77,6 @@ def repeated_copy(report: dict, t: Thresholds, anchor: Anchor) -> list[dict]:
     return out
 
 
-def _where_short(entry: dict, root: str | None) -> str:
-    path = entry.get("file")
-    if not path:
-        return "no line named"
-    try:
-        shown = Path(path).relative_to(root).as_posix() if root else Path(path).name
-    except ValueError:
-        shown = Path(path).name
-    return f"{shown}:{entry.get('line')}"
-
-
 def _without_uploads(entry: dict) -> dict:
     """A line's waits less its uploads from pageable memory (a constant's copy, said by repeated-copy)."""
     kinds = dict(entry.get("kinds") or {})
@@ -144,7 +131,7 @@ def sync_in_step(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
     root = report.get("source_root")
     shown = lines[:3] if lines else [syncs]
     if any(e.get("file") for e in shown):
-        places = " at " + "; ".join(f"{_where_short(e, root)} ({e.get('count', 0):g} per {on.per}: "
+        places = " at " + "; ".join(f"{short_place(e, root)} ({e.get('count', 0):g} per {on.per}: "
                                     f"{', '.join(e.get('calls') or [])})" for e in shown)
     else:
         places = f" ({', '.join(syncs.get('calls') or [])})"

@@ -95,7 +95,7 @@ def dominant_op(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
     where, precision = placed(top, (None, None), evidence)
     return finding(
         "dominant-op", where,
-        f"{shorten(top['name'])} holds {which}, in {calls:g} call(s) per {on.per}{where_words(top)}{elsewhere} "
+        f"{shorten(top['name'])} holds {which}, in {calls:g} call(s) per {on.per}{where_words(top, report.get('source_root'))}{elsewhere} "
         f"({machine_words(report)})." + precision + window_words(on.per),
         "A decisive shape or algorithm choice for this operator sets the step's time; the call count may also be "
         "higher than intended.",
