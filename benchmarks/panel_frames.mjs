@@ -1,10 +1,10 @@
 // The browser half of benchmarks/panel_interactive.py: time to interactive, and frame times of
 // scripted pan and zoom, for the trace panel served alone as the host serves it. Usage:
 //   node benchmarks/panel_frames.mjs CONFIG.json
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { createRequire } from "node:module";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
 
@@ -12,6 +12,10 @@ const config = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const require = createRequire(import.meta.url);
 const { chromium } = require(config.playwrightCore);
 const { panelHtml, makeNonce } = await import(pathToFileURL(config.htmlModule).href);
+// the host of a checkout that posts a timeline's span columns apart (panel/src/timeline-doc.ts) does so
+const splitter = join(dirname(config.htmlModule), "timeline-doc.mjs");
+const { splitTimeline } = existsSync(splitter) ? await import(pathToFileURL(splitter).href) : {};
+const { serializeWebviewMessage } = await import(pathToFileURL(join(dirname(config.harness), "webview-message.mjs")).href);
 
 const files = {
   "/panel.js": [join(config.dist, "panel.js"), "text/javascript"],
@@ -54,13 +58,21 @@ try {
     await page.addInitScript(() => {
       window.__harnessInitialState = { tab: "timeline" }; // the panel reopens on the timeline, as a user left it
     });
-    // the analysis has finished: its files are on disk. The host reads and parses them, serialises
-    // its message (VS Code carries a webview message as JSON text), and answers the panel's `ready`
+    // the analysis has finished: its files are on disk. The host reads and parses them, posts the
+    // state (with the span columns in a message of their own where its checkout does so), VS Code
+    // serialises each message (JSON text, typed arrays apart as buffers), and the panel gets them
+    // when it says `ready`
     const t0 = performance.now();
     const report = JSON.parse(readFileSync(config.report, "utf8"));
     const timeline = JSON.parse(readFileSync(config.timeline, "utf8"));
-    state_js = `window.__pendingState = ${JSON.stringify({ runId: "bench", title: "benchmark", report, timeline, measure: null, stale: false })};`;
+    const state = { runId: "bench", title: "benchmark", report, timeline, measure: null, stale: false };
+    const split = splitTimeline ? splitTimeline(timeline) : null;
+    const messages = split
+      ? [{ type: "state", state: { ...state, timeline: split.rest } }, { type: "spans", runId: "bench", of: "state", spans: split.spans }]
+      : [{ type: "state", state }];
+    const serialised = messages.map(serializeWebviewMessage);
     out.host.push(performance.now() - t0);
+    state_js = `window.__pendingMessages = ${JSON.stringify(serialised)};`;
     page_html = panelHtml({ cspSource: origin, nonce: makeNonce(), scripts: [`${origin}/state.js`, `${origin}/harness.js`, `${origin}/panel.js`], style: `${origin}/panel.css` });
     await page.goto(`${origin}/panel.html`);
     await page.waitForFunction(() => document.querySelector("#app").dataset.state === "ready" && window.stepscopePanel.timeline.frameTimes.length > 0 && window.stepscopePanel.timeline.lastVisited > 0, null, { polling: 10 });
@@ -74,7 +86,7 @@ try {
     out.transfer.push(inPage.page);
     out.panel.push(inPage.panel);
     out.phases.push(await page.evaluate(() => Object.fromEntries(performance.getEntriesByType("measure").map((m) => [m.name.replace("stepscope ", ""), Math.round(m.duration)]))));
-    if (run === config.runs - 1) {
+    if (config.frames ?? run === config.runs - 1) {
       // scripted pan and zoom, each frame drawn as the panel draws it
       const frames = await page.evaluate(() => {
         const tl = window.stepscopePanel.timeline;

@@ -4,6 +4,11 @@ Chromium with 100k+ spans in view.
 
     PYTHONPATH=server python benchmarks/panel_interactive.py TRACE [--repeat 5] [--tools DIR]
     PYTHONPATH=server python benchmarks/panel_interactive.py --generate [--size-mb 148]
+    ... [--against OTHER_CHECKOUT] [--repeat 0]
+
+With `--against`, the panel of another checkout of Stepscope (built there, e.g. `git worktree add
+../stepscope-main main`) is measured on the same files, its runs interleaved with this one's, and
+both are printed side by side. `--repeat 0` leaves out the analysis's timings (part 1).
 
 TRACE is a trace file (the 148 MB one of docs/trace-engine.md: `trace_record_gpu.py OUT --big-active
 40` on a GPU machine, or `--generate`, which replicates tests/data/traces/h200_async with
@@ -102,47 +107,7 @@ def summary(values: list[float]) -> str:
             f"({len(values)} frames)")
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("trace", nargs="?", type=Path)
-    p.add_argument("--generate", action="store_true", help="make the large trace from tests/data (148 MB)")
-    p.add_argument("--size-mb", type=float, default=148.0)
-    p.add_argument("--repeat", type=int, default=5)
-    p.add_argument("--tools", type=Path, default=Path(os.environ.get("STEPSCOPE_TOOLS", REPO / ".cache" / "tools")))
-    args = p.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="panel-bench-"))
-    trace = generate(args.size_mb, work) if args.generate else args.trace
-    if trace is None or not trace.exists():
-        p.error("give a TRACE, or --generate")
-    print(f"machine: {machine()}; load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} (other work slows every figure)")
-    print(f"trace: {trace} ({trace.stat().st_size / 1e6:.1f} MB on disk)")
-
-    times = analysis_times(trace, args.repeat)
-    for label, pick in (("medians", statistics.median), ("fastest", min)):
-        base, both = pick(times["report only"]), pick(times["report + timeline"])
-        print(f"analysis, {args.repeat} interleaved runs each ({label}): report only {base:.3f} s, report + timeline "
-              f"{both:.3f} s: the timeline adds {both - base:+.3f} s ({(both / base - 1) * 100:+.0f}%)")
-    print(f"  report only: {', '.join(f'{t:.3f}' for t in times['report only'])}")
-    print(f"  report + timeline: {', '.join(f'{t:.3f}' for t in times['report + timeline'])}")
-
-    report_path, timeline_path, doc = write_outputs(trace, work)
-    print(f"timeline.json: {timeline_path.stat().st_size / 1e6:.1f} MB, {len(doc['spans']['start_us'])} spans shown of "
-          f"{doc['spans_in_range']} (resolution {doc['resolution_us']} µs), {len(doc['steps'])} steps")
-
-    node = args.tools / "node24" / "node_modules" / ".bin" / "node"
-    playwright = args.tools / "drivers" / "node_modules" / "playwright-core"
-    if not node.exists() or not playwright.exists() or not Path("/usr/bin/chromium").exists():
-        print("browser part skipped: Node 24, playwright-core (tools/setup-tools.sh) or /usr/bin/chromium missing")
-        return 0
-    subprocess.run([str(node), str(REPO / "panel" / "build.mjs"), "--production", "--tests"], cwd=REPO, check=True)
-    config = {"playwrightCore": str(playwright), "chromium": "/usr/bin/chromium",
-              "htmlModule": str(REPO / ".cache" / "panel-tests" / "html.mjs"), "dist": str(REPO / "panel" / "dist"),
-              "harness": str(REPO / "tests" / "panel" / "harness.js"), "report": str(report_path),
-              "timeline": str(timeline_path), "out": str(work / "frames.json"), "runs": 3}
-    (work / "config.json").write_text(json.dumps(config))
-    started = time.perf_counter()
-    subprocess.run([str(node), str(REPO / "benchmarks" / "panel_frames.mjs"), str(work / "config.json")], check=True)
-    seen = json.loads((work / "frames.json").read_text())
+def report_frames(seen: dict) -> None:
     print(f"time to interactive after the analysis (the host reads and parses both files, a fresh page, the state "
           f"posted, the panel shows the timeline's first frame), {len(seen['interactive'])} runs: "
           + ", ".join(f"{t:.0f} ms" for t in seen["interactive"]) + " — target < 2000 ms")
@@ -153,6 +118,77 @@ def main() -> int:
     print(f"spans in view while scripted: min {min(seen['inView'])}, max {max(seen['inView'])}")
     print(f"frame drawing: {summary(seen['draw'])} — target < 50 ms")
     print(f"animation frames while panning and zooming (rAF intervals): {summary(seen['raf'])}")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("trace", nargs="?", type=Path)
+    p.add_argument("--generate", action="store_true", help="make the large trace from tests/data (148 MB)")
+    p.add_argument("--size-mb", type=float, default=148.0)
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--against", type=Path, help="another checkout whose panel is measured beside this one's")
+    p.add_argument("--outputs", type=Path, help="a folder with the report.json and timeline.json of an earlier "
+                   "run of this benchmark: measure the panel on them, without analysing again")
+    p.add_argument("--runs", type=int, default=3, help="fresh pages per panel")
+    p.add_argument("--tools", type=Path, default=Path(os.environ.get("STEPSCOPE_TOOLS", REPO / ".cache" / "tools")))
+    args = p.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="panel-bench-"))
+    trace = None if args.outputs else generate(args.size_mb, work) if args.generate else args.trace
+    if not args.outputs and (trace is None or not trace.exists()):
+        p.error("give a TRACE, or --generate, or --outputs")
+    print(f"machine: {machine()}; load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} (other work slows every figure)")
+    if trace:
+        print(f"trace: {trace} ({trace.stat().st_size / 1e6:.1f} MB on disk)")
+
+    if trace and args.repeat > 0:
+        times = analysis_times(trace, args.repeat)
+        for label, pick in (("medians", statistics.median), ("fastest", min)):
+            base, both = pick(times["report only"]), pick(times["report + timeline"])
+            print(f"analysis, {args.repeat} interleaved runs each ({label}): report only {base:.3f} s, report + timeline "
+                  f"{both:.3f} s: the timeline adds {both - base:+.3f} s ({(both / base - 1) * 100:+.0f}%)")
+        print(f"  report only: {', '.join(f'{t:.3f}' for t in times['report only'])}")
+        print(f"  report + timeline: {', '.join(f'{t:.3f}' for t in times['report + timeline'])}")
+
+    if args.outputs:
+        report_path, timeline_path = args.outputs / "report.json", args.outputs / "timeline.json"
+        doc = json.loads(timeline_path.read_bytes())
+    else:
+        report_path, timeline_path, doc = write_outputs(trace, work)
+    print(f"timeline.json: {timeline_path.stat().st_size / 1e6:.1f} MB, {len(doc['spans']['start_us'])} spans shown of "
+          f"{doc['spans_in_range']} (resolution {doc['resolution_us']} µs), {len(doc['steps'])} steps")
+
+    node = args.tools / "node24" / "node_modules" / ".bin" / "node"
+    playwright = args.tools / "drivers" / "node_modules" / "playwright-core"
+    if not node.exists() or not playwright.exists() or not Path("/usr/bin/chromium").exists():
+        print("browser part skipped: Node 24, playwright-core (tools/setup-tools.sh) or /usr/bin/chromium missing")
+        return 0
+    checkouts = [("this checkout", REPO)] + ([(f"against {args.against}", args.against.resolve())] if args.against else [])
+    seen: dict[str, dict] = {label: {} for label, _ in checkouts}
+    for _, root in checkouts:
+        subprocess.run([str(node), str(root / "panel" / "build.mjs"), "--production", "--tests"], cwd=root, check=True)
+    started = time.perf_counter()
+    for run in range(args.runs):  # one fresh page per checkout in turn: the machine's load falls on both alike
+        for label, root in checkouts:
+            config = {"playwrightCore": str(playwright), "chromium": "/usr/bin/chromium",
+                      "htmlModule": str(root / ".cache" / "panel-tests" / "html.mjs"), "dist": str(root / "panel" / "dist"),
+                      "harness": str(REPO / "tests" / "panel" / "harness.js"), "report": str(report_path),
+                      "timeline": str(timeline_path), "out": str(work / "frames.json"), "runs": 1,
+                      "frames": run == args.runs - 1}
+            (work / "config.json").write_text(json.dumps(config))
+            subprocess.run([str(node), str(REPO / "benchmarks" / "panel_frames.mjs"), str(work / "config.json")], check=True)
+            one = json.loads((work / "frames.json").read_text())
+            for key, values in one.items():
+                seen[label].setdefault(key, []).extend(values)
+    for label, _ in checkouts:
+        print(f"== {label}")
+        report_frames(seen[label])
+    if args.against:
+        mine, other = seen[checkouts[0][0]], seen[checkouts[1][0]]
+        print("== side by side (this checkout / the other; below 1 is faster)")
+        for what, key in (("time to interactive", "interactive"), ("the panel's part of it", "panel"),
+                          ("frame drawing", "draw"), ("animation-frame interval", "raf")):
+            a, b = statistics.median(mine[key]), statistics.median(other[key])
+            print(f"  {what}, medians: {a:.1f} ms / {b:.1f} ms = {a / b:.2f}")
     print(f"(browser part took {time.perf_counter() - started:.1f} s; files in {work})")
     return 0
 

@@ -29,12 +29,14 @@ await esbuild.build({
 });
 
 if (process.argv.includes("--tests")) {
-  // the unit tests, and the page template for the browser tests' driver
+  // the unit tests, and for the browser tests' driver and the benchmark the page template and the
+  // timeline split as the host posts it
   const tests = readdirSync(join(here, "test")).filter((f) => f.endsWith(".test.ts"));
   await esbuild.build({
     entryPoints: Object.fromEntries([
       ...tests.map((f) => [f.replace(/\.ts$/, ""), join(here, "test", f)]),
       ["html", join(here, "src", "html.ts")],
+      ["timeline-doc", join(here, "src", "timeline-doc.ts")],
     ]),
     outdir: join(here, "..", ".cache", "panel-tests"),
     outExtension: { ".js": ".mjs" },

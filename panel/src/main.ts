@@ -10,7 +10,7 @@ import { PART_LABELS, renderOverview } from "./overview";
 import { FileIds, LineRow, PanelReport, reportProblem } from "./report";
 import { DataTable } from "./table-view";
 import type { Column } from "./table-logic";
-import { BreakdownStep, KernelRow, OperatorRow, parseTimeline, TimelineDoc, TimelineModel } from "./timeline-doc";
+import { awaitsSpans, BreakdownStep, joinTimeline, KernelRow, OperatorRow, parseTimeline, TimelineDoc, TimelineModel } from "./timeline-doc";
 import { TimelineView } from "./timeline-view";
 
 interface VsCodeApi {
@@ -48,6 +48,9 @@ class Panel {
   private state: PanelState | null = null;
   private current: Tab = "overview";
   private readonly pending = new Map<Tab, () => HTMLElement | null>();
+  private pendingTimeline: (() => void) | null = null;
+  /** what waits for its span columns (a `spans` message), and a reveal of that run meanwhile */
+  private awaiting: { state?: PanelState; range?: { runId: string; timeline: unknown }; reveal?: { runId: string; fileId: string; line: number } } = {};
   private lines: DataTable<LineRow> | null = null;
   private fileIds: FileIds | null = null;
   readonly posted: WebviewMessage[] = [];
@@ -113,6 +116,11 @@ class Panel {
 
   private show(tab: Tab): void {
     this.current = tab;
+    if (tab === "timeline" && this.pendingTimeline) {
+      const build = this.pendingTimeline;
+      this.pendingTimeline = null;
+      build();
+    }
     const build = this.pending.get(tab);
     if (build) {
       this.pending.delete(tab);
@@ -146,13 +154,33 @@ class Panel {
     }
     const message: HostMessage = parsed.message;
     if (message.type === "error") this.error(message.message);
-    else if (message.type === "state") this.load(message.state);
-    else if (message.type === "reveal" && this.state && message.runId === this.state.runId) this.reveal(message.fileId, message.line);
-    else if (message.type === "range" && this.state && message.runId === this.state.runId) {
-      const doc = parseTimeline(message.timeline);
-      if (doc.ok) this.timeline.setDetail(new TimelineModel(doc.doc));
-      else this.error(`A finer level of the timeline was refused: ${doc.reason}`);
+    else if (message.type === "state") {
+      // a timeline whose span columns follow in a `spans` message is shown with them
+      this.awaiting = { ...this.awaiting, state: awaitsSpans(message.state.timeline) ? message.state : undefined };
+      if (!this.awaiting.state) this.load(message.state);
+    } else if (message.type === "reveal" && this.state && message.runId === this.state.runId) this.reveal(message.fileId, message.line);
+    else if (message.type === "reveal" && this.awaiting.state?.runId === message.runId) this.awaiting.reveal = message;
+    else if (message.type === "range") {
+      this.awaiting = { ...this.awaiting, range: awaitsSpans(message.timeline) ? message : undefined };
+      if (!this.awaiting.range) this.showRange(message.runId, message.timeline);
+    } else if (message.type === "spans") {
+      const { state, range, reveal } = this.awaiting;
+      if (message.of === "state" && state && state.runId === message.runId) {
+        this.awaiting = {};
+        this.load({ ...state, timeline: joinTimeline(state.timeline, message.spans) as TimelineDoc });
+        if (reveal && this.state?.runId === reveal.runId) this.reveal(reveal.fileId, reveal.line);
+      } else if (message.of === "range" && range && range.runId === message.runId) {
+        this.awaiting = { ...this.awaiting, range: undefined };
+        this.showRange(range.runId, joinTimeline(range.timeline, message.spans));
+      }
     }
+  }
+
+  private showRange(runId: string, timeline: unknown): void {
+    if (!this.state || runId !== this.state.runId) return;
+    const doc = parseTimeline(timeline);
+    if (doc.ok) this.timeline.setDetail(new TimelineModel(doc.doc));
+    else this.error(`A finer level of the timeline was refused: ${doc.reason}`);
   }
 
   private load(state: PanelState): void {
@@ -184,9 +212,13 @@ class Panel {
     let t = performance.now();
     renderOverview(this.panels.get("overview")!, { title: state.title, stale: state.stale, report, timeline, measure, fileIds, onOpen: open });
     phase("overview", t);
-    t = performance.now();
-    this.timeline.setModel(timeline ? new TimelineModel(timeline) : null);
-    phase("timeline model", t);
+    // the timeline is indexed when its tab is shown: a panel opened on another tab is ready sooner
+    this.pendingTimeline = () => {
+      const since = performance.now();
+      this.timeline.setModel(timeline ? new TimelineModel(timeline) : null);
+      phase("timeline model", since);
+    };
+    this.timeline.setModel(null);
     t = performance.now();
     if (!timeline) {
       const p = this.panels.get("timeline")!;

@@ -8,6 +8,8 @@
 // Handshake (as austin-vscode's): the webview sends `ready` once its script runs; the host answers
 // with `state`, and posts `state` again whenever the run it follows changes. `reveal` (after a
 // `state` of the same run) brings a source line's row into view: the panel opened on a line.
+// A timeline's span columns follow its `state` or `range` in a `spans` message of their own, as typed
+// arrays (timeline-doc.ts, `splitTimeline`: that message's timeline has `spans: null`).
 // `shareTrace` asks the host to write the shown run's redacted copies (Stepscope: Share Trace…).
 
 import type { PanelReport } from "./report";
@@ -29,6 +31,7 @@ export interface PanelState {
 export type HostMessage =
   | { type: "state"; state: PanelState }
   | { type: "range"; runId: string; timeline: TimelineDoc }
+  | { type: "spans"; runId: string; of: "state" | "range"; spans: unknown }
   | { type: "reveal"; runId: string; fileId: string; line: number }
   | { type: "error"; message: string };
 
@@ -142,6 +145,11 @@ export function parseHostMessage(value: unknown): Parsed<HostMessage> {
     case "range":
       if (typeof value.runId !== "string" || !isObject(value.timeline)) return { ok: false, reason: "range: no timeline" };
       return { ok: true, message: value as HostMessage };
+    case "spans":
+      if (typeof value.runId !== "string" || (value.of !== "state" && value.of !== "range") || !isObject(value.spans)) {
+        return { ok: false, reason: "spans: no run, part or columns" };
+      }
+      return { ok: true, message: { type: "spans", runId: value.runId, of: value.of, spans: value.spans } };
     case "reveal":
       if (typeof value.runId !== "string" || typeof value.fileId !== "string" || !FILE_ID.test(value.fileId)
           || !Number.isInteger(value.line) || (value.line as number) < 1) {

@@ -48,6 +48,19 @@ export interface KernelRow {
   line: number | null;
 }
 
+/** A column of numbers, read by index only. */
+export type Column = ArrayLike<number>;
+
+export interface SpanColumns {
+  track: Column;
+  start_us: Column;
+  dur_us: Column;
+  name: Column;
+  category: Column;
+  depth: Column;
+  line: Column;
+}
+
 export interface TimelineDoc {
   schema_version: number;
   window: { duration_us: number; per: "step" | "window"; steps: number; gpu_observed: boolean };
@@ -62,15 +75,8 @@ export interface TimelineDoc {
   names: string[];
   files: Record<string, string>;
   lines: { file: string[]; line: number[] };
-  spans: {
-    track: number[];
-    start_us: number[];
-    dur_us: number[];
-    name: number[];
-    category: number[];
-    depth: number[];
-    line: number[];
-  };
+  /** columns: lists as the JSON has them, typed arrays as the host posts them (splitTimeline) */
+  spans: SpanColumns;
   merged: { span: number[]; count: number[]; busy_us: number[] };
   steps: StepBounds[];
   breakdown?: { parts: string[]; steps: BreakdownStep[] };
@@ -94,6 +100,36 @@ function numbers(v: unknown, what: string, n: number | null, check: (x: number) 
     if (typeof x !== "number" || !Number.isFinite(x) || !check(x)) return `${what}[${i}] is out of range`;
   }
   return null;
+}
+
+// The span columns are checked by loops of their own (a shared loop calling a check per value costs
+// several times more on a document of 200 000 spans).
+
+/** A column of `n` times or durations: finite numbers ≥ 0. */
+function times(v: unknown, what: string, n: number): string | null {
+  if (!isColumn(v)) return `${what} is not a list`;
+  if (v.length !== n) return `${what} has ${v.length} entries, not ${n}`;
+  for (let i = 0; i < n; i++) {
+    const x = v[i];
+    if (typeof x !== "number" || !(x >= 0) || x === Infinity) return `${what}[${i}] is out of range`;
+  }
+  return null;
+}
+
+/** A column of `n` indices in [lo, hi). */
+function indices(v: unknown, what: string, n: number, lo: number, hi: number): string | null {
+  if (!isColumn(v)) return `${what} is not a list`;
+  if (v.length !== n) return `${what} has ${v.length} entries, not ${n}`;
+  for (let i = 0; i < n; i++) {
+    const x = v[i];
+    if (typeof x !== "number" || !Number.isInteger(x) || x < lo || x >= hi) return `${what}[${i}] is out of range`;
+  }
+  return null;
+}
+
+/** A list, or a typed array (the columns as the host posts them). */
+function isColumn(v: unknown): v is Column {
+  return Array.isArray(v) || (ArrayBuffer.isView(v) && !(v instanceof DataView));
 }
 
 function strings(v: unknown, what: string): string | null {
@@ -134,21 +170,17 @@ export function parseTimeline(value: unknown): ParsedDoc {
     redactableProblem(d.redactable) ??
     numbers(d.lines.line, "lines.line", d.lines.file.length, (x) => Number.isInteger(x) && x >= 0);
   if (problem) return { ok: false, reason: problem };
-  const n = Array.isArray(d.spans.start_us) ? d.spans.start_us.length : -1;
+  const n = isColumn(d.spans.start_us) ? d.spans.start_us.length : -1;
   const nLines = d.lines.file.length;
-  const columns: [unknown, string, (x: number) => boolean][] = [
-    [d.spans.start_us, "spans.start_us", (x) => x >= 0],
-    [d.spans.dur_us, "spans.dur_us", (x) => x >= 0],
-    [d.spans.track, "spans.track", (x) => Number.isInteger(x) && x >= 0 && x < d.tracks.length],
-    [d.spans.name, "spans.name", (x) => Number.isInteger(x) && x >= 0 && x < d.names.length],
-    [d.spans.category, "spans.category", (x) => Number.isInteger(x) && x >= 0 && x < d.categories.length],
-    [d.spans.depth, "spans.depth", (x) => Number.isInteger(x) && x >= 0],
-    [d.spans.line, "spans.line", (x) => Number.isInteger(x) && x >= -1 && x < nLines],
-  ];
-  for (const [col, what, check] of columns) {
-    const bad = numbers(col, what, n, check);
-    if (bad) return { ok: false, reason: bad };
-  }
+  const bad =
+    times(d.spans.start_us, "spans.start_us", n) ??
+    times(d.spans.dur_us, "spans.dur_us", n) ??
+    indices(d.spans.track, "spans.track", n, 0, d.tracks.length) ??
+    indices(d.spans.name, "spans.name", n, 0, d.names.length) ??
+    indices(d.spans.category, "spans.category", n, 0, d.categories.length) ??
+    indices(d.spans.depth, "spans.depth", n, 0, Number.MAX_SAFE_INTEGER) ??
+    indices(d.spans.line, "spans.line", n, -1, nLines);
+  if (bad) return { ok: false, reason: bad };
   for (let i = 0; i < n; i++) {
     if (d.spans.depth[i] >= d.tracks[d.spans.track[i]].rows) return { ok: false, reason: `spans.depth[${i}] is below its track` };
   }
@@ -162,6 +194,64 @@ export function parseTimeline(value: unknown): ParsedDoc {
     if (!(fid in d.files)) return { ok: false, reason: `line file id "${fid.slice(0, 20)}" is not in files` };
   }
   return { ok: true, doc: d };
+}
+
+/** The document as the host posts it: all but the span columns, as JSON (`spans: null`), and the span
+ * columns as typed arrays, posted in a message of their own (`spans`, messages.ts). VS Code carries
+ * typed arrays as buffers beside a message's JSON, but then revives that message value by value: kept
+ * apart, the million numbers of a large timeline are neither written as text by the host nor parsed
+ * by the webview, and the rest travels as plain JSON. Packing changes no value the webview's check
+ * sees: a column holding anything but numbers stays a list, times stay 64-bit floats, and an index
+ * column takes the narrowest integer array that holds every value exactly. A document without span
+ * columns is not split (null). */
+export function splitTimeline(doc: TimelineDoc): { rest: TimelineDoc; spans: Record<string, unknown> } | null {
+  const spans: unknown = isObject(doc) ? doc.spans : null;
+  if (!isObject(spans)) return null; // nothing to split: posted as it is, for the webview to refuse
+  const packed: Record<string, unknown> = { ...spans };
+  for (const [key, value] of Object.entries(spans)) {
+    if (!Array.isArray(value) || !value.every((x) => typeof x === "number")) continue;
+    packed[key] = key === "start_us" || key === "dur_us" ? Float64Array.from(value) : packIndices(value);
+  }
+  return { rest: { ...doc, spans: null as unknown as SpanColumns }, spans: packed };
+}
+
+/** The document again from `splitTimeline`'s two parts, as received (checked by `parseTimeline`). */
+export function joinTimeline(rest: unknown, spans: unknown): unknown {
+  return isObject(rest) ? { ...rest, spans } : rest;
+}
+
+/** Whether `timeline` is the first part of a split document, its spans to follow. */
+export function awaitsSpans(timeline: unknown): boolean {
+  return isObject(timeline) && timeline.spans === null;
+}
+
+/** An index column in the narrowest integer array that holds every value exactly, else 64-bit floats. */
+function packIndices(values: number[]): Column {
+  let lo = 0;
+  let hi = 0;
+  for (const x of values) {
+    if ((x | 0) !== x) return Float64Array.from(values);
+    if (x < lo) lo = x;
+    if (x > hi) hi = x;
+  }
+  if (lo >= 0 && hi <= 0xff) return Uint8Array.from(values);
+  if (lo >= 0 && hi <= 0xffff) return Uint16Array.from(values);
+  if (lo >= -0x8000 && hi <= 0x7fff) return Int16Array.from(values);
+  return Int32Array.from(values);
+}
+
+/** Stepscope's region label (`ss:<file id>:<line>`, `:next` for a loop header's batch read: the run
+ * contract's grammar, agent/protocol.py). */
+const SS_LABEL = /^ss:[A-Za-z0-9_]+:(\d+)(:next)?$/;
+
+/** Whether the spans `idx` are in start order, ties by index (the order the model keeps). */
+function inStartOrder(idx: number[], start: Float64Array): boolean {
+  for (let j = 1; j < idx.length; j++) {
+    const a = idx[j - 1];
+    const b = idx[j];
+    if (start[a] > start[b] || (start[a] === start[b] && a > b)) return false;
+  }
+  return true;
 }
 
 /** One row of a track (a nesting depth): its spans' indices, in start order (they never overlap). */
@@ -207,15 +297,16 @@ export class TimelineModel {
       this.trackRow.push(this.rows.length);
       for (let depth = 0; depth < Math.max(1, t.rows); depth++) {
         const idx = byRow[offsets[k] + depth];
-        idx.sort((a, b) => this.start[a] - this.start[b] || a - b);
+        // the analysis writes each row in start order: sort only a document that is not
+        if (!inStartOrder(idx, this.start)) idx.sort((a, b) => this.start[a] - this.start[b] || a - b);
         const spans = Int32Array.from(idx);
-        this.rows.push({
-          track: k,
-          depth,
-          spans,
-          starts: Float64Array.from(idx, (i) => this.start[i]),
-          ends: Float64Array.from(idx, (i) => this.end[i]),
-        });
+        const starts = new Float64Array(spans.length);
+        const ends = new Float64Array(spans.length);
+        for (let j = 0; j < spans.length; j++) {
+          starts[j] = this.start[spans[j]];
+          ends[j] = this.end[spans[j]];
+        }
+        this.rows.push({ track: k, depth, spans, starts, ends });
       }
     });
     this.mergedCount = new Map();
@@ -235,14 +326,14 @@ export class TimelineModel {
   }
 
   /** What a person reads for a span: a Stepscope region as the line it times (`train.py:12`, and
-   * `train.py:10 batch fetch` for a loop header's), anything else by its own name. */
+   * `train.py:10 (batch read)` for a loop header's: the words of the server's `present.region_name`,
+   * which the CLI, findings and hover use), anything else by its own name. */
   label(i: number): string {
     const name = this.name(i);
-    if (name.startsWith("ss:")) {
-      const src = this.source(i);
-      if (src) return `${src.path.split("/").pop()}:${src.line}${name.endsWith(":next") ? " batch fetch" : ""}`;
-    }
-    return name;
+    const ss = SS_LABEL.exec(name);
+    if (!ss) return name;
+    const src = this.source(i);
+    return `${src ? `${src.path}:${src.line}` : `line ${ss[1]}`}${ss[2] ? " (batch read)" : ""}`;
   }
 
   categoryName(i: number): string {

@@ -9,7 +9,7 @@
 // ↑/↓ move between rows, [ and ] (or Tab/Shift+Tab inside a row) move between spans, Enter opens the
 // focused span's line, Esc clears the selection.
 
-import { binRow } from "./binning";
+import { inView, ITEM, Level, WIDE } from "./binning";
 import { clear, h, shorten } from "./dom";
 import { MARK, marked, redactionNote } from "./redaction";
 import { fmtUs } from "./format";
@@ -108,6 +108,8 @@ export class TimelineView {
   private colors = { background: BACKGROUND.dark, foreground: "#cccccc", muted: "#9d9d9d", grid: "#3c3c3c", accent: "#3794ff" };
   private readonly textCache = new Map<number, [number, string]>();
   private batchArrays: number[][] = [];
+  private readonly labels: number[] = [];
+  private level: Level | null = null;
 
   constructor(options: TimelineViewOptions) {
     this.options = options;
@@ -154,6 +156,7 @@ export class TimelineView {
   setModel(model: TimelineModel | null): void {
     this.model = model;
     this.detail = null;
+    this.level = null;
     this.requested = null;
     this.textCache.clear();
     this.selection = null;
@@ -267,24 +270,53 @@ export class TimelineView {
     // rectangles are gathered per category and painted with one fill style each: setting a fill
     // style costs more than the rectangle itself
     const batches = this.batches(source.doc.categories.length);
-    const labels: [number, number, number, number, number][] = [];
+    const labels = this.labels;
+    labels.length = 0;
+    const level = this.levelFor(source, plotW);
+    const scale = plotW / (this.t1 - this.t0);
     for (let r = 0; r < source.rows.length; r++) {
       const y = this.layout.rowY[r] - this.scrollY + RULER;
       if (y + ROW < RULER || y > this.height) continue;
-      visited += binRow(source.rows[r], source.category, this.t0, this.t1, plotW, (x0, x1, c, span, several) => {
-        const left = this.gutter + x0;
-        const w = Math.max(1, x1 - x0 - (x1 - x0 > 3 ? 1 : 0));
-        const batch = batches[c];
-        batch.push(left, y + 1, w);
-        if (!several && w >= LABEL_MIN_PX) labels.push([left, w, span, c, y]);
-      });
+      visited += inView(source.rows[r], this.t0, this.t1);
+      const items = level.row(r);
+      // the first item that ends at or after the view's start
+      let lo = 0;
+      let hi = items.length / ITEM;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (items[mid * ITEM + 1] < this.t0) lo = mid + 1;
+        else hi = mid;
+      }
+      for (let k = lo * ITEM; k < items.length && items[k] <= this.t1; k += ITEM) {
+        const x0 = (items[k] - this.t0) * scale;
+        const x1 = (items[k + 1] - this.t0) * scale;
+        const c = items[k + 2];
+        const span = items[k + 3];
+        if (items[k + 4] === WIDE) {
+          // a span of its own, cut to the view, a pixel's gap after it when it is wide enough
+          const a = Math.max(x0, -1);
+          const b = Math.min(x1, plotW + 1);
+          const w = Math.max(1, b - a - (b - a > 3 ? 1 : 0));
+          batches[c].push(this.gutter + a, y + 1, w);
+          if (w >= LABEL_MIN_PX) labels.push(this.gutter + a, w, span, c, y);
+        } else {
+          // pixel columns: on whole pixels, so neighbouring runs neither overlap nor leave a seam
+          const a = Math.round(x0);
+          batches[c].push(this.gutter + a, y + 1, Math.max(1, Math.round(x1) - a));
+        }
+      }
     }
     batches.forEach((batch, c) => {
       if (!batch.length) return;
       ctx.fillStyle = colorOf(this.theme, source.doc.categories[c] ?? "mixed");
       for (let k = 0; k < batch.length; k += 3) ctx.fillRect(batch[k], batch[k + 1], batch[k + 2], ROW - 2);
     });
-    for (const [left, w, span, c, y] of labels) {
+    for (let k = 0; k < labels.length; k += 5) {
+      const left = labels[k];
+      const w = labels[k + 1];
+      const span = labels[k + 2];
+      const c = labels[k + 3];
+      const y = labels[k + 4];
       ctx.fillStyle = textOn(colorOf(this.theme, source.doc.categories[c] ?? "mixed"));
       const x = Math.max(left, this.gutter) + 3;
       const room = Math.min(left + w, this.width) - x - 3;
@@ -349,6 +381,23 @@ export class TimelineView {
     while (this.batchArrays.length < n) this.batchArrays.push([]);
     for (const b of this.batchArrays) b.length = 0;
     return this.batchArrays;
+  }
+
+  /** The binned rows for this zoom level, over an extent holding the view: kept while the view pans
+   * at one zoom (the extent then reaches a view beyond each side), made anew when the zoom changes. */
+  private levelFor(source: TimelineModel, plotW: number): Level {
+    const binUs = (this.t1 - this.t0) / plotW;
+    const old = this.level;
+    const sameZoom = !!old && old.source === source && Math.abs(old.binUs - binUs) <= binUs * 1e-9;
+    if (old && sameZoom && this.t0 >= old.from && this.t1 <= old.to) return old;
+    const pad = sameZoom ? this.t1 - this.t0 : 0;
+    const origin = source.doc.range.start_us;
+    const step = sameZoom ? old!.binUs : binUs;
+    // columns on one grid from the range's start, so a panned view meets the same columns
+    const from = origin + Math.floor((this.t0 - pad - origin) / step) * step;
+    const columns = Math.ceil((this.t1 + pad - from) / step - 1e-9);
+    this.level = new Level(source, step, from, columns);
+    return this.level;
   }
 
   private fitted(model: TimelineModel, span: number, room: number, charW: number): string {

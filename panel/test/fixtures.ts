@@ -1,7 +1,10 @@
 // A small timeline document for the unit tests: two tracks, nested spans, one merged span.
 import type { TimelineDoc } from "../src/timeline-doc";
 
-export function smallDoc(): TimelineDoc {
+/** A document as the JSON has it: its span columns are lists (the tests edit them). */
+export type ListDoc = TimelineDoc & { spans: { [K in keyof TimelineDoc["spans"]]: number[] } };
+
+export function smallDoc(): ListDoc {
   return {
     schema_version: 1,
     window: { duration_us: 100, per: "step", steps: 2, gpu_observed: true },

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
-import { binRow } from "../src/binning";
+import { binRow, inView, ITEM, Level, WIDE } from "../src/binning";
 import { fmtBytes, fmtMs, fmtPercent, fmtUs } from "../src/format";
 import { contentSecurityPolicy, escapeHtml, makeNonce, panelHtml } from "../src/html";
 import { mergeIntervals, selectionTotals, unionLength } from "../src/intervals";
@@ -10,7 +10,7 @@ import { MARK, marked, redactionNote } from "../src/redaction";
 import { FileIds } from "../src/report";
 import { filterRows, sortRows, type Column } from "../src/table-logic";
 import { BACKGROUND, contrast, palette, textOn } from "../src/theme";
-import { parseTimeline, TimelineModel, type Row } from "../src/timeline-doc";
+import { awaitsSpans, joinTimeline, parseTimeline, splitTimeline, TimelineModel, type Row, type TimelineDoc } from "../src/timeline-doc";
 import { smallDoc } from "./fixtures";
 
 test("unions never count a moment twice", () => {
@@ -54,10 +54,87 @@ test("binning draws at most about one rectangle per pixel column", () => {
   assert.ok(rects.every(([, , , several]) => several));
   // every column holds 14-15 short spans and 2 long ones (6 µs vs 2 µs): the operators win 12×2 > 2×6
   assert.ok(rects.every(([, , c]) => c === 3));
+  // ... so the row's thousand columns, all of one category and none empty, are one rectangle
+  assert.deepEqual(rects.map(([x0, x1]) => [x0, x1]), [[0, 1000]]);
   // zoomed in, each span is its own rectangle, with its own category
   const close: number[] = [];
   binRow(row, category, 0, 100, 1000, (_x0, _x1, c) => close.push(c));
   assert.deepEqual(close, [8, 3, 3, 3, 3, 3, 3, 8, 3, 3, 3]);
+});
+
+/** A row of `n` spans with gaps of several sizes, categories cycling through three. */
+function gappyRow(n: number): { row: Row; category: Uint8Array } {
+  const starts = new Float64Array(n);
+  const ends = new Float64Array(n);
+  const spans = new Int32Array(n);
+  const category = new Uint8Array(n);
+  let t = 0;
+  for (let i = 0; i < n; i++) {
+    t += i % 97 === 0 ? 400 : i % 13 === 0 ? 25 : 1;
+    starts[i] = t;
+    t += i % 211 === 0 ? 300 : 0.5 + (i % 5) * 0.3;
+    ends[i] = t;
+    spans[i] = i;
+    category[i] = Math.floor(i / 50) % 3;
+  }
+  return { row: { track: 0, depth: 0, spans, starts, ends }, category };
+}
+
+test("neighbouring columns of one category are one rectangle, and cover the columns they covered apart", () => {
+  const { row, category } = gappyRow(20000);
+  const t1 = row.ends[row.ends.length - 1];
+  const width = 1500;
+  const rects: [number, number, number, boolean][] = [];
+  binRow(row, category, 0, t1, width, (x0, x1, c, _s, several) => rects.push([x0, x1, c, several]));
+  // the columns each span would fill on its own: its start's column, or the pixels it spans
+  const expected = new Set<number>();
+  const scale = width / t1;
+  for (let k = 0; k < row.starts.length; k++) {
+    const x0 = row.starts[k] * scale;
+    const x1 = row.ends[k] * scale;
+    if (x1 - x0 >= 1) for (let p = Math.max(0, Math.floor(x0)); p < Math.min(width, Math.ceil(x1)); p++) expected.add(p);
+    else expected.add(Math.floor(Math.max(0, Math.min(width - 1, x0))));
+  }
+  const covered = new Set<number>();
+  for (const [x0, x1] of rects) for (let p = Math.max(0, Math.floor(x0)); p < Math.min(width, Math.ceil(x1)); p++) covered.add(p);
+  assert.deepEqual([...covered].sort((a, b) => a - b), [...expected].sort((a, b) => a - b));
+  // fewer rectangles than columns covered: runs of one category are merged
+  assert.ok(rects.length < covered.size * 0.8, `${rects.length} rectangles for ${covered.size} columns`);
+  // they come in order, and two column runs never share a column
+  for (let k = 1; k < rects.length; k++) {
+    assert.ok(rects[k][0] >= rects[k - 1][0], `rectangle ${k} out of order`);
+    if (rects[k][3] && rects[k - 1][3]) assert.ok(rects[k][0] >= rects[k - 1][1], `runs ${k - 1} and ${k} share a column`);
+  }
+});
+
+test("a zoom level keeps every span of its extent, in order, and counts the spans in view exactly", () => {
+  const { row, category } = gappyRow(5000);
+  const t1 = row.ends[row.ends.length - 1];
+  const n = row.spans.length;
+  const start = new Float64Array(n);
+  const end = new Float64Array(n);
+  for (let k = 0; k < n; k++) {
+    start[row.spans[k]] = row.starts[k];
+    end[row.spans[k]] = row.ends[k];
+  }
+  const source = { rows: [row], category, start, end } as unknown as TimelineModel;
+  const binUs = t1 / 700;
+  const level = new Level(source, binUs, 0, 1000);
+  const items = level.row(0);
+  assert.equal(level.row(0), items); // binned once
+  for (let k = ITEM; k < items.length; k += ITEM) assert.ok(items[k + 1] >= items[k + 1 - ITEM], "items in order of their ends");
+  // every span lies in an item of its category or in a column run that holds it
+  let j = 0;
+  for (let k = 0; k < n; k++) {
+    while (j < items.length && items[j + 1] < row.starts[k]) j += ITEM;
+    assert.ok(j < items.length && items[j] <= row.starts[k] + 1e-9, `span ${k} at ${row.starts[k]} is drawn`);
+    if (items[j + 4] === WIDE) assert.equal(items[j + 3], row.spans[k]);
+  }
+  for (const [a, b] of [[0, t1], [100, 900], [t1 / 3, t1 / 2], [t1 + 1, t1 + 5]]) {
+    let brute = 0;
+    for (let k = 0; k < n; k++) if (row.ends[k] >= a && row.starts[k] <= b) brute++;
+    assert.equal(inView(row, a, b), brute);
+  }
 });
 
 test("a timeline document with an index out of place is refused", () => {
@@ -80,6 +157,38 @@ test("a timeline document with an index out of place is refused", () => {
   assert.equal(parseTimeline(file).ok, false);
 });
 
+test("a timeline split as the host posts it reads, joined again, as the same timeline; splitting lets nothing bad pass", () => {
+  const { rest, spans } = splitTimeline(smallDoc())!;
+  assert.ok(awaitsSpans(rest) && !awaitsSpans(smallDoc()));
+  // what the webview gets: structured clones, as VS Code's webview side posts each message
+  const joined = joinTimeline(structuredClone(rest), structuredClone(spans)) as TimelineDoc;
+  assert.ok(joined.spans.start_us instanceof Float64Array && joined.spans.track instanceof Uint8Array);
+  assert.ok(joined.spans.line instanceof Int16Array); // -1: none
+  const check = parseTimeline(joined);
+  assert.ok(check.ok, check.ok ? "" : check.reason);
+  const plain = new TimelineModel(smallDoc());
+  const model = new TimelineModel(joined);
+  assert.deepEqual(model.rows, plain.rows);
+  const every = [0, 1, 2, 3, 4, 5];
+  assert.deepEqual(every.map((i) => [model.label(i), model.source(i)]), every.map((i) => [plain.label(i), plain.source(i)]));
+  assert.deepEqual(selectionTotals(model, 25, 40), selectionTotals(plain, 25, 40));
+  // a value the check refuses is refused after the split too: not a number, not an integer, not finite
+  const refused = (edit: (d: ReturnType<typeof smallDoc>) => void, what: RegExp) => {
+    const doc = smallDoc();
+    edit(doc);
+    const parts = splitTimeline(doc)!;
+    const parsed = parseTimeline(joinTimeline(structuredClone(parts.rest), structuredClone(parts.spans)));
+    assert.ok(!parsed.ok && what.test(parsed.reason), parsed.ok ? "accepted" : parsed.reason);
+  };
+  refused((d) => { (d.spans.start_us as unknown[])[1] = null; }, /spans.start_us\[1\]/);
+  refused((d) => { d.spans.track[2] = 0.5; }, /spans.track\[2\]/);
+  refused((d) => { d.spans.dur_us[0] = Number.NaN; }, /spans.dur_us\[0\]/);
+  refused((d) => { d.spans.line[3] = 2 ** 40; }, /spans.line\[3\]/);
+  refused((d) => { d.spans.name[0] = -1; }, /spans.name\[0\]/);
+  // a document without columns is not split: posted as it is, for the webview to refuse
+  assert.equal(splitTimeline({ schema_version: 1 } as unknown as TimelineDoc), null);
+});
+
 test("the model finds the span under a moment, row by row", () => {
   const model = new TimelineModel(smallDoc());
   assert.equal(model.rows.length, 3);
@@ -89,6 +198,19 @@ test("the model finds the span under a moment, row by row", () => {
   assert.equal(model.spanAt(1, 36), 2);
   assert.deepEqual(model.source(1), { fileId: "f0", line: 3, path: "train.py" });
   assert.equal(model.source(5), null);
+});
+
+test("a Stepscope region reads as its line, never as its label; other names as written", () => {
+  const doc = smallDoc();
+  doc.names.push("ss:f0:7:next", "ss:f0:9");
+  doc.spans.name[3] = 4; // the second region: a loop header's batch read
+  doc.spans.name[4] = 5; // a region whose line is not known (line -1 below)
+  doc.spans.line[4] = -1;
+  const model = new TimelineModel(doc);
+  assert.equal(model.label(0), "train.py:3");
+  assert.equal(model.label(3), "train.py:3 (batch read)"); // its line is the header's: lines[0]
+  assert.equal(model.label(4), "line 9");
+  assert.equal(model.label(1), "aten::mm");
 });
 
 test("tables sort numbers and names, nulls last, and filter on every word", () => {

@@ -60,6 +60,20 @@ test("host messages are checked before the panel uses them", () => {
   assert.equal(parseHostMessage({ type: "eval", code: "alert(1)" }).ok, false);
 });
 
+test("a spans message names its run and which timeline it completes, or is refused", () => {
+  const spans = { start_us: new Float64Array(2) };
+  assert.deepEqual(parseHostMessage({ type: "spans", runId: "r1", of: "state", spans }), { ok: true, message: { type: "spans", runId: "r1", of: "state", spans } });
+  assert.equal(parseHostMessage({ type: "spans", runId: "r1", of: "range", spans }).ok, true);
+  for (const bad of [
+    { type: "spans", runId: "r1", of: "other", spans },
+    { type: "spans", of: "state", spans },
+    { type: "spans", runId: "r1", of: "state", spans: [1, 2] },
+    { type: "spans", runId: "r1", of: "state" },
+  ]) {
+    assert.equal(parseHostMessage(bad).ok, false, JSON.stringify(bad));
+  }
+});
+
 test("reveal names a run, a file id and a line, or is refused", () => {
   const runId = "20261201T101500Z-train-1a2b";
   assert.deepEqual(parseHostMessage({ type: "reveal", runId, fileId: "f0", line: 7 }), {

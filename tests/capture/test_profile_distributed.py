@@ -9,55 +9,22 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
 from ..conftest import REPO, run_stepscope
+from .ddp_program import RECORD_PIDS, write_ddp_program
 
 pytestmark = pytest.mark.torch
 
 FAST = ("--wait", "0", "--warmup", "1", "--active", "3")
 
-# A tiny DDP program: every rank records its pid (to check nothing survives) and prints the
-# environment a torchrun worker gets; `{fail}` is spliced into the step loop.
-DDP_PROGRAM = """\
-    import os
-    import sys
-    import time
-
-    import torch
-    import torch.distributed as dist
-    from torch import nn
-    from torch.nn.parallel import DistributedDataParallel
-
-    with open(os.environ["PIDS_FILE"], "a") as f:
-        f.write(f"{{os.getpid()}}\\n")
-    print("env", *(f"{{k}}={{os.environ.get(k)}}" for k in
-                   ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "STEPSCOPE_RUN")))
-    {before_init}
-    dist.init_process_group("gloo")
-    rank = dist.get_rank()
-    torch.manual_seed(0)
-    model = DistributedDataParallel(nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4)))
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    for i in range(30):
-        x = torch.randn(16, 32)
-        loss = model(x).square().mean()
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
-        {fail}
-    dist.destroy_process_group()
-"""
-
-
 def _ddp_program(ws: Path, name: str, *, fail: str = "pass", before_init: str = "pass") -> Path:
-    path = ws / name
-    path.write_text(textwrap.dedent(DDP_PROGRAM).format(fail=fail, before_init=before_init))
-    return path
+    """The DDP program whose ranks record their pids in $PIDS_FILE, `before_init` just before the
+    process group forms."""
+    return write_ddp_program(ws, name, prologue=f"{RECORD_PIDS}\n{before_init}", fail=fail)
 
 
 def _line_of(path: Path, text: str) -> int:

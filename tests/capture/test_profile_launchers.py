@@ -10,52 +10,18 @@ import os
 import socket
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from ..conftest import run_stepscope
+from .ddp_program import write_ddp_program
 
 pytestmark = pytest.mark.torch
 
 HERE = Path(__file__).resolve().parent
 TORCHRUN = str(Path(sys.executable).with_name("torchrun"))
 FAST = ("--wait", "0", "--warmup", "1", "--active", "3")
-
-# A DDP step; the process group is formed from the environment `{init}` reads (torchrun's by
-# default); `{fail}` is spliced into the step loop.
-PROGRAM = """\
-    import os
-    import signal
-    import time
-
-    import torch
-    import torch.distributed as dist
-    from torch import nn
-    from torch.nn.parallel import DistributedDataParallel
-
-    {init}
-    rank = dist.get_rank()
-    torch.manual_seed(0)
-    model = DistributedDataParallel(nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4)))
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    for i in range(30):
-        x = torch.randn(16, 32)
-        loss = model(x).square().mean()
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
-        {fail}
-    dist.destroy_process_group()
-"""
-
-
-def _program(ws: Path, name: str, *, init: str = 'dist.init_process_group("gloo")', fail: str = "pass") -> Path:
-    path = ws / name
-    path.write_text(textwrap.dedent(PROGRAM).format(init=init, fail=fail))
-    return path
-
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -64,7 +30,7 @@ def _free_port() -> int:
 
 
 def test_two_torchrun_nodes_joined_through_c10d_record_one_run_folder(workspace: Path):
-    _program(workspace, "ddp.py")
+    write_ddp_program(workspace, "ddp.py")
     launcher = (f"{TORCHRUN} --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d "
                 f"--rdzv-endpoint 127.0.0.1:{_free_port()} --rdzv-id stepscope-test")
     r = run_stepscope("profile", "ddp.py", "--prepare", "--launcher", launcher, "--json", *FAST, cwd=workspace)
@@ -110,7 +76,7 @@ SLURM_INIT = ('dist.init_process_group("gloo", init_method=os.environ["INIT_METH
 
 
 def test_tasks_with_sruns_environment_are_ranks_on_their_nodes(workspace: Path, monkeypatch: pytest.MonkeyPatch):
-    _program(workspace, "slurm_ddp.py", init=SLURM_INIT)
+    write_ddp_program(workspace, "slurm_ddp.py", init=SLURM_INIT)
     monkeypatch.setenv("INIT_METHOD", f"tcp://127.0.0.1:{_free_port()}")
     launcher = f"{sys.executable} {HERE / 'slurm_tasks.py'} -N 2 -n 2"
     r = run_stepscope("profile", "slurm_ddp.py", "--launcher", launcher, "--json", *FAST, cwd=workspace, timeout=300)
@@ -132,7 +98,7 @@ def test_tasks_with_sruns_environment_are_ranks_on_their_nodes(workspace: Path, 
 def test_a_group_torchrun_restarts_ends_the_run_and_keeps_what_was_recorded(workspace: Path):
     # rank 1 dies without a word (SIGKILL) in the second cycle, while rank 0 is busy outside collectives
     # (it would fail in its next one, and the run end on that); torchrun may restart the group once
-    _program(workspace, "dies.py",
+    write_ddp_program(workspace, "dies.py",
              fail="if i == 5: os.kill(os.getpid(), signal.SIGKILL) if rank == 1 else time.sleep(120)")
     r = run_stepscope("profile", "dies.py", "--launcher", f"{TORCHRUN} --nproc-per-node 2 --max-restarts 1",
                       "--repeat", "2", "--json", *FAST, cwd=workspace, timeout=300)

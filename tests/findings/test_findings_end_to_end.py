@@ -7,6 +7,7 @@ Also real traces Stepscope did not record: the public TensorBoard-plugin ResNet-
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -25,12 +26,16 @@ CORPUS = corpus.PUBLIC / "kineto" / "tb_plugin_samples"
 
 @pytest.mark.torch
 def test_profiling_the_input_bound_scenario_reports_input_bound_on_the_loop_header(tmp_path: Path) -> None:
-    script = REPO / "examples" / "scenarios" / "input_bound.py"
+    # a copy in a folder of its own: the run's history goes there, not into this repository
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    script = workspace / "input_bound.py"
+    shutil.copy(REPO / "examples" / "scenarios" / "input_bound.py", script)
     loop = line_of("input_bound.py", "in loader:")
     done = subprocess.run(
         [sys.executable, "-m", "stepscope", "profile", str(script), "--line", str(loop), "--out", str(tmp_path / "run"),
          "--json", "--timeout", "120"],
-        capture_output=True, text=True, cwd=REPO, timeout=180)
+        capture_output=True, text=True, cwd=workspace, timeout=180)
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(done.stdout)
     (f,) = [f for f in report["findings"] if f["kind"] == "input-bound"]

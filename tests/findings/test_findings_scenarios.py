@@ -148,7 +148,9 @@ def test_startup_cost_keeps_both_figures_and_leaves_out_the_profilers_own_start(
 def test_unsteady_window_names_the_slow_step_and_the_line_that_only_it_ran(scenario_report, name: str) -> None:
     (f,) = [f for f in scenario_report(name)["findings"] if f["kind"] == "unsteady-window"]
     assert f["figures"]["slowest"] == "ProfilerStep#5"  # step index 5: step % 3 == 2
-    assert f"line {line_of('unsteady_window.py', 'time.sleep')}" in f["observation"]
+    # the region named by its line, as every surface names it (present.region_name)
+    assert f"unsteady_window.py:{line_of('unsteady_window.py', 'time.sleep')} (from ProfilerStep#5)" in f["observation"]
+    assert "ss:" not in f["observation"]
 
 
 @pytest.mark.parametrize("name", ["missing_label", "gpu_missing_label"])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -213,6 +214,25 @@ async def test_the_hover_the_label_and_the_status_bar_say_what_the_cli_says(clie
     assert f"share of the mean step: {entry['label'].split(' · ')[1]}" in said
     assert result["runId"] in said and "host" in said
     assert await _hover(client, uri, 0) is None  # `import` lines were not timed
+
+    # Stepscope's regions are named by their lines everywhere a user reads them, never by their
+    # labels (`ss:f0:12:next`): the CLI text and its JSON findings, the hovers, the findings shown.
+    await _wait_for(lambda: "input-bound" in _codes(client, uri), "the run's finding")
+    as_json = json.loads(subprocess.run([sys.executable, "-m", "stepscope", "analyze", str(run_dir), "--json"],
+                                        capture_output=True, text=True, check=True).stdout)
+    (input_bound,) = [f for f in as_json["findings"] if f["kind"] == "input-bound"]
+    assert f"train_cpu.py:{loop_line + 1} (batch read)" in input_bound["observation"]
+    assert f"train_cpu.py:{loop_line + 1} (batch read)" in cli.stdout
+    hovers = [await _hover(client, uri, e["line"]) for e in result["lines"]]
+    read = {
+        "the CLI's text": cli.stdout,
+        "the JSON findings": json.dumps([{k: v for k, v in f.items() if k != "figures"} for f in as_json["findings"]]),
+        "the hovers": "\n".join(h.contents.value for h in hovers if h),
+        "the findings shown": "\n".join(d.message for d in client.diagnostics[uri]),
+        "the labels": "\n".join(e["label"] for e in result["lines"]) + result["summary"],
+    }
+    for where, words in read.items():
+        assert re.search(r"ss:\w+:\d", words) is None, f"{where} name a region by its label: {words}"
 
 
 @pytest.mark.torch

@@ -126,3 +126,71 @@ def test_a_revision_whose_program_fails_is_named_and_its_checkout_removed(worksp
     assert len(git(workspace, "worktree", "list").splitlines()) == 1
     assert not any((workspace / ".stepscope" / "worktrees").iterdir())
     assert _state(workspace) == before and (workspace / "sleepy.py").read_text() == SLEEPY
+
+
+# A step function in a module of the workspace, called by the entry script's loop.
+STEP_MODULE = '''import time
+
+import torch
+
+
+def step(model, opt, x, y, pause):
+    loss = ((model(x) - y) ** 2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    time.sleep(pause)
+    return loss
+'''
+
+STEP_ENTRY = '''import argparse
+
+import torch
+
+from training.steps import step
+
+p = argparse.ArgumentParser()
+p.add_argument("--steps", type=int, default=40)
+args = p.parse_args()
+torch.manual_seed(0)
+model = torch.nn.Linear(16, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+x = torch.randn(32, 16)
+y = torch.randn(32, 1)
+for i in range(args.steps):
+    step(model, opt, x, y, 0.004)
+'''
+
+
+@pytest.mark.parametrize("name", ["step", "training.steps:step", "training/steps.py:step"])
+def test_a_step_function_of_another_module_is_found_at_the_revision_too(workspace: Path, name: str):
+    (workspace / "training").mkdir()
+    write(workspace, "training/__init__.py", "")
+    write(workspace, "training/steps.py", STEP_MODULE)
+    write(workspace, "train.py", STEP_ENTRY)
+    commit(workspace, "a step function in its own module")
+    # the working tree's change, in the step's module only: ten times the pause, and a line
+    # above the function that moves its definition
+    write(workspace, "training/steps.py",
+          STEP_MODULE.replace("time.sleep(pause)", "time.sleep(pause * 10)").replace(
+              "import torch\n", "import torch\n\nSCALE = 1\n"))
+    before = _state(workspace)
+    r = run_stepscope("measure", "train.py", "--function", name, "--against", "HEAD", "--warmup", "2",
+                      "--passes", "20", "--json", cwd=workspace, timeout=900)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["verdict"] == "slower" and doc["ratio"] > 3
+    assert doc["against"]["commit"] == git(workspace, "rev-parse", "HEAD").strip()
+    assert _state(workspace) == before
+    assert len(git(workspace, "worktree", "list").splitlines()) == 1
+    # each side measured the function in its own tree, at its own definition line
+    def_line = lambda text: text.splitlines().index("def step(model, opt, x, y, pause):") + 1  # noqa: E731
+    assert doc["scope"]["script"] == "training/steps.py"
+    assert doc["scope"]["step"]["function"] == "step"
+    assert doc["scope"]["step"]["line"] == def_line((workspace / "training/steps.py").read_text()) == 8
+    old = json.loads((Path(doc["baseline"]["run_dir"]) / "measure.json").read_text())
+    assert old["scope"]["step"]["function"] == "step"
+    assert old["scope"]["step"]["line"] == def_line(STEP_MODULE) == 6
+    assert old["revision"]["commit"] == doc["against"]["commit"]
+    with History.open(workspace) as h:
+        assert h.get(Path(doc["run_dir"]).name)["verdict"] == "slower"

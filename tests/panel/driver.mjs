@@ -5,13 +5,22 @@
 import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import { createServer } from "node:http";
 import { createRequire } from "node:module";
-import { join } from "node:path";
-import { pathToFileURL } from "node:url";
+import { dirname, join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 const config = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const require = createRequire(import.meta.url);
 const { chromium } = require(config.playwrightCore);
 const { panelHtml, makeNonce } = await import(pathToFileURL(config.htmlModule).href);
+// the host posts a timeline's span columns apart, as typed arrays (panel/src/timeline-doc.ts)
+const { splitTimeline } = await import(pathToFileURL(join(dirname(config.htmlModule), "timeline-doc.mjs")).href);
+const { serializeWebviewMessage } = await import(pathToFileURL(join(dirname(fileURLToPath(import.meta.url)), "webview-message.mjs")).href);
+
+/** Post `message` to the page as VS Code carries a webview message: JSON text and buffers. */
+async function deliver(page, message) {
+  const { text, buffers } = serializeWebviewMessage(message);
+  await page.evaluate(([t, b]) => window.__harness.deliver(t, b), [text, buffers]);
+}
 mkdirSync(config.screenshots, { recursive: true });
 
 // ---------------------------------------------------------------- a local server for the page
@@ -69,10 +78,17 @@ async function open(name, { theme = "dark", width = 1280, height = 900 } = {}) {
 }
 
 async function load(page, statePath) {
-  // as VS Code carries a webview message: JSON text, parsed on the page's side
-  const text = JSON.stringify({ type: "state", state: JSON.parse(readFileSync(statePath, "utf8")) });
-  await page.evaluate((t) => window.postMessage(JSON.parse(t), "*"), text);
+  // as the host posts it (the span columns apart) and VS Code carries it (JSON text and buffers)
+  const state = JSON.parse(readFileSync(statePath, "utf8"));
+  const split = state && state.timeline ? splitTimeline(state.timeline) : null;
+  await deliver(page, { type: "state", state: split ? { ...state, timeline: split.rest } : state });
+  if (split) await deliver(page, { type: "spans", runId: state.runId, of: "state", spans: split.spans });
   await page.waitForSelector("#app[data-state=ready]");
+  const columns = await page.evaluate(() => {
+    const spans = window.stepscopePanel.state()?.timeline?.spans;
+    return spans ? Object.values(spans).map((c) => c.constructor.name) : [];
+  });
+  if (columns.includes("Array")) throw new Error(`the panel was not given the span columns as the host posts them: ${columns}`);
   await page.waitForTimeout(100);
 }
 
@@ -330,8 +346,10 @@ async function reducedScenario(s) {
   await page.evaluate(([a, b]) => window.stepscopePanel.timeline.setView(a, b), s.zoomTo);
   await page.waitForFunction(() => window.__harness.posted.some((m) => m.type === "requestRange"), null, { timeout: 10000 });
   r.request = (await posted(page)).find((m) => m.type === "requestRange");
-  const text = JSON.stringify({ type: "range", runId: r.request.runId, timeline: JSON.parse(readFileSync(s.range, "utf8")) });
-  await page.evaluate((t) => window.postMessage(JSON.parse(t), "*"), text);
+  const finer = JSON.parse(readFileSync(s.range, "utf8"));
+  const range = splitTimeline(finer);
+  await deliver(page, { type: "range", runId: r.request.runId, timeline: range ? range.rest : finer });
+  if (range) await deliver(page, { type: "spans", runId: r.request.runId, of: "range", spans: range.spans });
   await page.waitForFunction(() => document.querySelector(".timeline-status").textContent.includes("finer level"), null, { timeout: 10000 });
   r.statusFine = await page.textContent(".timeline-status");
   r.screens = [await shot(page, `${s.name}-finer`)];

@@ -3,7 +3,7 @@ and what stays silent (docs/rules/README.md, "Precision on public code")."""
 
 from __future__ import annotations
 
-from .helpers import found
+from .helpers import check, found
 
 
 def test_ss403_reports_warmup_zero_before_a_training_window():
@@ -803,3 +803,124 @@ def test_ss101_a_short_inner_loop_repeats_with_its_outer_step_loop():
     assert found(text, "SS101") == [(8, "output.mean().item()")]
     once = text.replace("for epoch in range(num_epochs):", "if num_epochs:")
     assert found(once, "SS101") == []
+
+
+# SS406: asking for CUDA activities matters only in a program that can run without CUDA. Public
+# code that profiles CUDA is almost always CUDA-only (benchmarks, kernels, trainers that assert a
+# GPU): it fails loudly where CUDA is missing, before a CPU-only trace could pass for a GPU one.
+def test_ss406_a_script_with_a_cpu_fallback_that_always_asks_for_cuda():
+    # a profiling script of a research project: the device falls back to the CPU, the profiler
+    # asks for CUDA whatever the device
+    script = """
+        import torch
+        import torch.nn as nn
+        import torch.profiler
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        net = nn.Linear(8, 4).to(device)
+        batch = torch.randn(16, 8).to(device)
+        with torch.profiler.profile(
+            activities=[torch.profiler.ProfilerActivity.CPU,
+                        torch.profiler.ProfilerActivity.CUDA],
+            record_shapes=True,
+        ) as prof:
+            net(batch)
+    """
+    assert [line for line, _ in found(script, "SS406")] == [8]
+    # a benchmark whose device is an option (nanoGPT's bench.py: `device = 'cuda'`, overridden
+    # from the command line, and a CPU branch for autocast)
+    configurable = """
+        import torch
+        device = 'cuda'
+        exec(open('configurator.py').read())
+        device_type = 'cuda' if 'cuda' in device else 'cpu'
+        with torch.profiler.profile(
+            activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA],
+            schedule=torch.profiler.schedule(wait=5, warmup=5, active=5),
+        ) as prof:
+            for k in range(20):
+                step()
+                prof.step()
+    """
+    assert [line for line, _ in found(configurable, "SS406")] == [6]
+    # the device from a `--device` option that offers the CPU, then a helper ending in "cpu"
+    option = """
+        import argparse
+        import torch
+        from torch.profiler import profile, ProfilerActivity
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--device", default="cuda", choices=["cpu", "cuda"])
+        args = parser.parse_args()
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            torch.zeros(10, device=args.device)
+    """
+    assert [line for line, _ in found(option, "SS406")] == [7]
+    helper = """
+        import torch
+        from torch.profiler import profile, ProfilerActivity
+        def pick_device():
+            if torch.cuda.is_available():
+                return torch.device("cuda")
+            return torch.device("cpu")
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            model(x.to(pick_device()))
+    """
+    assert [line for line, _ in found(helper, "SS406")] == [7]
+
+
+def test_ss406_leaves_cuda_only_programs_and_conditional_activities_alone():
+    # a CPU-only fall-back map_location and a `.cpu()` of results: still a CUDA-only program
+    cuda_only = """
+        import torch
+        from torch.profiler import profile, ProfilerActivity
+        state = torch.load("ckpt.pt", map_location="cpu")
+        x = torch.randn(1024, 1024, device="cuda")
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            y = x @ x
+        print(y.to("cpu"))
+    """
+    assert found(cuda_only, "SS406") == []
+    # a record-run training script that asserts a GPU before choosing anything
+    asserts_gpu = """
+        import torch
+        from torch.profiler import profile, ProfilerActivity
+        assert torch.cuda.is_available()
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            train_step()
+    """
+    assert found(asserts_gpu, "SS406") == []
+    # activities chosen with the device (a library profiler, an MNIST example)
+    appended = """
+        import torch
+        from torch.profiler import profile, ProfilerActivity
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        activities = [ProfilerActivity.CPU]
+        if torch.cuda.is_available():
+            activities.append(ProfilerActivity.CUDA)
+        with profile(activities=activities) as prof:
+            run()
+    """
+    assert found(appended, "SS406") == []
+    by_expression = """
+        import torch
+        from torch.profiler import profile, ProfilerActivity
+        device = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+        cuda = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+        with profile(activities=cuda if device.type == "cuda" else [ProfilerActivity.CPU]) as prof:
+            run()
+    """
+    assert found(by_expression, "SS406") == []
+
+
+def test_ss406_leaves_tests_alone():
+    text = """
+        import torch
+        from torch.profiler import profile, ProfilerActivity
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        def test_profiles_kernels():
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                run(device)
+    """
+    assert [d.line for d in check(text) if d.code == "SS406"] == [5]
+    for path in ("/project/tests/test_profiler.py", "/project/test_profiler.py"):
+        assert [d for d in check(text, path=path) if d.code == "SS406"] == []

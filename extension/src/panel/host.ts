@@ -17,7 +17,7 @@ import type { LanguageClient } from "vscode-languageclient/node";
 import { makeNonce, panelHtml } from "../../../panel/src/html";
 import { HostMessage, parseWebviewMessage } from "../../../panel/src/messages";
 import type { PanelReport } from "../../../panel/src/report";
-import type { TimelineDoc } from "../../../panel/src/timeline-doc";
+import { splitTimeline, type TimelineDoc } from "../../../panel/src/timeline-doc";
 import { firstLine } from "../python";
 import { isInside, resolveSource } from "./sources";
 import { panelState, runRoot, tabTitle } from "./state";
@@ -222,7 +222,11 @@ export class TracePanel implements vscode.Disposable {
   private postState(): void {
     const shown = this.shown;
     if (!shown || !this.ready) return;  // posted when the webview says it is ready
-    this.post({ type: "state", state: panelState(shown) });
+    // the span columns in a message of their own, as typed arrays (timeline-doc.ts, splitTimeline)
+    const state = panelState(shown);
+    const split = state.timeline ? splitTimeline(state.timeline) : null;
+    this.post({ type: "state", state: split ? { ...state, timeline: split.rest } : state });
+    if (split) this.post({ type: "spans", runId: shown.runId, of: "state", spans: split.spans });
     if (shown.problem) this.post({ type: "error", message: shown.problem });
     if (shown.reveal) this.post({ type: "reveal", runId: shown.runId, ...shown.reveal });
   }
@@ -279,7 +283,11 @@ export class TracePanel implements vscode.Disposable {
         if (!client) return;
         try {
           const timeline = await client.sendRequest<TimelineDoc>(TIMELINE_REQUEST, { runId, startUs, endUs, maxSpans });
-          if (this.shown?.runId === runId) this.post({ type: "range", runId, timeline });
+          if (this.shown?.runId === runId) {
+            const split = splitTimeline(timeline);
+            this.post({ type: "range", runId, timeline: split ? split.rest : timeline });
+            if (split) this.post({ type: "spans", runId, of: "range", spans: split.spans });
+          }
         } catch (error) {
           const reason = `A finer level of the timeline could not be made: ${firstLine(error)}`;
           this.log.warn(`Trace panel: ${reason}`);

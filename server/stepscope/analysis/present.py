@@ -30,6 +30,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..agent.protocol import parse_label
+
 NOT_OBSERVED = "n/o"  # a figure whose events were not observed (never shown as 0)
 
 
@@ -148,6 +150,17 @@ def machine_build(machine: dict[str, Any] | None) -> str | None:
 def where(file: str | None, line: int | None, root: str | None) -> str:
     """`model/net.py:42`: a source line, relative to the report's source root when under it."""
     return f"{short_path(file, root)}:{line}"
+
+
+def region_name(label: str, file: str | None, line: int | None = None, root: str | None = None) -> str:
+    """A region as the reader knows it, on every surface: Stepscope's own (`ss:f0:69`) by the line it
+    times (`train.py:69`, the loop header's batch read as `train.py:69 (batch read)`; `line 69` when
+    the file is not known), the program's own labels as written. Never Stepscope's raw label."""
+    ss = parse_label(label)
+    if ss is None:
+        return label
+    place = f"{short_path(file, root)}:{ss.line}" if file else f"line {line if line is not None else ss.line}"
+    return place + (" (batch read)" if ss.is_next else "")
 
 
 def short_path(path: str | None, root: str | None) -> str:

@@ -12,7 +12,6 @@ present.py, which the editor's surfaces use too.
 
 from __future__ import annotations
 
-from ..agent.protocol import parse_label
 from ..textsafe import printable
 from . import present
 
@@ -293,9 +292,4 @@ def _op_text(op: dict) -> str:
 
 
 def _region_name(region: dict, root: str | None) -> str:
-    """A region as the reader knows it: Stepscope's own by the line it times (`train.py:69`, the
-    loop's batch read as `train.py:69 (batch read)`), the program's own labels as written."""
-    label = parse_label(region["label"])
-    if label is None or not region.get("file") or region.get("line") is None:
-        return region["label"]
-    return f"{_short(region['file'], root)}:{region['line']}" + (" (batch read)" if label.is_next else "")
+    return present.region_name(region["label"], region.get("file"), region.get("line"), root)

@@ -16,6 +16,7 @@ from typing import Iterator
 from ..source.loops import is_range_like, terminal_name
 from .context import SHORT_LOOP, FunctionFacts, ModuleContext, Scope
 from .model import Diagnostic, Edit, Fix, make_diagnostic
+from .sync import is_test_path
 
 _COSTLY_OPTIONS = {
     "record_shapes": "recording shapes adds overhead and can keep tensors alive",
@@ -522,11 +523,45 @@ def checks_supported_activities(text: str) -> bool:
     return "supported_activities(" in text
 
 
+# A device chosen at run time with a CPU fallback: `"cuda" if torch.cuda.is_available() else
+# "cpu"` (any test, over several lines, `torch.device(...)` around the names or not), an `else:`
+# that sets a name to "cpu", a helper that ends in `return "cpu"`, a name set to "cpu" and then to
+# "cuda" or "mps" (`device = "cpu"` / `if ...: device = "cuda"`), or a `--device` option that
+# offers "cpu".
+_CPU_STRING = r"""(?:torch\.device\(\s*)?["']cpu["']"""
+_ACCELERATOR_STRING = r"""(?:torch\.device\(\s*)?["'](?:cuda|mps|xpu)[^"'\n]*["']"""
+_CPU_FALLBACK = re.compile(
+    _ACCELERATOR_STRING + r"""\s*\)?\s+if\s+[^:;]{1,200}?\s+else\s+""" + _CPU_STRING
+    + "|" + _CPU_STRING + r"""\s*\)?\s+if\s+[^:;]{1,200}?\s+else\s+""" + _ACCELERATOR_STRING
+    + r"""|is_available\(\)\s+else\s+""" + _CPU_STRING
+    + r"""|^[ \t]*else\s*:\s*(?:\n[ \t]*)?[\w.]+\s*=\s*""" + _CPU_STRING
+    + r"""|add_argument\(\s*["']--device["'][^()]*?["']cpu["']""",
+    re.MULTILINE)
+_RETURNS_CPU = re.compile(r"""^[ \t]*return\s+""" + _CPU_STRING + r"""\s*\)?[ \t]*(?:#.*)?$""", re.MULTILINE)
+_SETS_CPU = re.compile(r"""^[ \t]*([\w.]+)\s*=\s*""" + _CPU_STRING + r"""\s*\)?[ \t]*(?:#.*)?$""", re.MULTILINE)
+
+
+def _cpu_fallback(text: str) -> bool:
+    if _CPU_FALLBACK.search(text):
+        return True
+    if "is_available()" in text and _RETURNS_CPU.search(text):
+        return True
+    return any(re.search(rf"""^[ \t]*{re.escape(name)}\s*=\s*{_ACCELERATOR_STRING}""", text, re.MULTILINE)
+               for name in set(_SETS_CPU.findall(text)))
+
+
+# A program that stops without CUDA: it cannot be run where GPU collection is missing unnoticed.
+_NEEDS_CUDA = re.compile(
+    r"""^[ \t]*assert\s+torch\.cuda\.is_available\(\)"""
+    r"""|^[ \t]*if\s+not\s+torch\.cuda\.is_available\(\)\s*:\s*(?:\n[ \t]*)?(?:raise|sys\.exit|exit|return)\b""",
+    re.MULTILINE)
+
+
 def chooses_device(text: str) -> bool:
-    """Code that can run without CUDA (it chooses a device) is where a CPU-only trace can pass
-    for a GPU one; CUDA-only code fails loudly elsewhere first."""
-    return ("is_available()" in text or "device.type" in text or "'cpu'" in text
-            or '"cpu"' in text)
+    """The program is meant to run without CUDA too: it picks its device at run time with a CPU
+    fallback, and nothing stops it when CUDA is missing. A CUDA-only program fails loudly before
+    a CPU-only trace could pass for a GPU one, so only these programs are worth the warning."""
+    return _NEEDS_CUDA.search(text) is None and _cpu_fallback(text)
 
 
 def _unique_name_fix(target: ast.Constant, ctx: ModuleContext) -> Fix | None:
@@ -568,6 +603,11 @@ def _first_code_line(ctx: ModuleContext) -> int:
 
 
 def check_ss406(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
+    """CUDA activities asked for unconditionally by a program with a CPU fallback (see
+    `chooses_device`) that never checks `supported_activities()`; or CPU activities only in a
+    program that moves its work to CUDA. Tests are left alone: they profile what they test."""
+    if is_test_path(path):
+        return
     checks_support = checks_supported_activities(ctx.text)
     may_run_on_cpu = chooses_device(ctx.text)
     for call, _scope in ctx.calls:
@@ -580,9 +620,10 @@ def check_ss406(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
         if "CUDA" in kinds and not checks_support and may_run_on_cpu:
             yield make_diagnostic(
                 "SS406",
-                "CUDA activities requested without checking supported_activities(): when GPU "
-                "collection is unavailable the trace silently has no GPU events; check and "
-                "refuse (or say so) first",
+                "CUDA activities requested whatever the device, in a program that falls back to "
+                "the CPU, without checking supported_activities(): a run without GPU collection "
+                "gives a trace with no GPU events and no error; ask for CUDA only when the device "
+                "is CUDA and supported_activities() has it",
                 path, ctx.span(kw))
         elif kinds and kinds <= {"CPU"} and _moves_to_cuda(ctx):
             yield make_diagnostic(

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..present import machine_words  # noqa: F401  (the machine in a finding's words: present.py)
-from ..present import share_basis
+from ..present import share_basis, short_path
 
 Anchor = tuple[str | None, int | None]
 
@@ -53,15 +53,15 @@ def precision_words(precision: str | None, evidence: dict) -> str:
 
 
 def short_place(item: dict, root: str | None) -> str:
-    """`train.py:63`: a line as a message names it, relative to the source root (its file name when
-    outside it) — never the machine's absolute path, which the finding's own location already holds."""
+    """`train.py:63`: a line as a message names it — relative to the source root as every table names
+    it (present.short_path), and by its file name alone outside the root: the finding's own location
+    already holds the machine's absolute path, a sentence need not repeat it."""
     path = item.get("file")
     if not path:
         return "no line named"
-    try:
-        shown = Path(path).relative_to(root).as_posix() if root else Path(path).name
-    except ValueError:
-        shown = Path(path).name
+    shown = short_path(path, root)
+    if Path(shown).is_absolute():
+        shown = Path(shown).name
     return f"{shown}:{item.get('line')}"
 
 

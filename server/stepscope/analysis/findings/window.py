@@ -12,10 +12,10 @@ Invariants:
 
 from __future__ import annotations
 
-from pathlib import Path
 from statistics import median
 
 from ...textsafe import shorten
+from ..present import region_name
 from .common import Anchor, finding, machine_words
 from .distorted import measure_command
 from .thresholds import Thresholds
@@ -85,7 +85,7 @@ def unsteady_window(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
     slowest = 1 + max(range(len(rest)), key=rest.__getitem__)
     new = ""
     if new_names:
-        shown = ", ".join(f"{_name_words(n)} (from {n['step']})" for n in new_names[:4])
+        shown = ", ".join(f"{_name_words(n, report.get('source_root'))} (from {n['step']})" for n in new_names[:4])
         new = f" Names absent from the first active step appear later: {shown}."
     return finding(
         "unsteady-window", anchor,
@@ -101,10 +101,8 @@ def unsteady_window(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
     )
 
 
-def _name_words(item: dict) -> str:
-    if item.get("line"):
-        return f"line {item['line']}" + (f" of {Path(item['file']).name}" if item.get("file") else "")
-    return shorten(str(item["name"]))
+def _name_words(item: dict, root: str | None) -> str:
+    return shorten(region_name(str(item["name"]), item.get("file"), item.get("line"), root))
 
 
 def startup_cost(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:

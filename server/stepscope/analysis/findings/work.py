@@ -18,6 +18,7 @@ Invariants:
 from __future__ import annotations
 
 from ...textsafe import shorten
+from ..present import region_name
 from .common import Anchor, basis, finding, machine_words, placed, where_words
 from .thresholds import Thresholds
 from .window import gpu_expected
@@ -28,6 +29,14 @@ def window_words(per: str) -> str:
     return " (The trace has no step markers: figures are per window.)" if per == "window" else ""
 
 
+def named_regions(report: dict, labels: list[str]) -> list[str]:
+    """Event names as the reader knows them: a Stepscope region by its line (present.region_name)."""
+    regions = {r.get("label"): r for r in report.get("regions") or []}
+    root = report.get("source_root")
+    return [region_name(label, (regions.get(label) or {}).get("file"), (regions.get(label) or {}).get("line"), root)
+            for label in labels]
+
+
 def input_bound(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
     evidence = report.get("evidence") or {}
     read = evidence.get("batch_read") or {}
@@ -36,7 +45,7 @@ def input_bound(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
     if on is None or read_ms <= 0:
         return None
     step = on.ms
-    signals = ", ".join(map(shorten, read.get("signals") or [])) or "batch-read events"
+    signals = ", ".join(shorten(name) for name in named_regions(report, read.get("signals") or [])) or "batch-read events"
     gpu_observed = (report.get("gpu") or {}).get("observed")
     where, precision = placed(read, anchor, evidence)
     figures = {"read_ms": read_ms, "step_ms": step, "per": on.per, "signals": read.get("signals") or []}
