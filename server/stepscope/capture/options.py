@@ -1,5 +1,5 @@
-"""The options as users give them: `stepscope profile` flags and the editor's `stepscope.profile.*`
-settings, both made from one declaration.
+"""The options as users give them: `stepscope profile` / `stepscope measure` flags and the editor's
+`stepscope.profile.*` / `stepscope.measure.*` settings, both made from one declaration.
 
 An options class is a frozen dataclass whose fields are declared with `protocol.option(...)`: the
 default, the minimum, the flag, the setting key and the help live on the field (a field that is
@@ -27,6 +27,7 @@ from ..agent.protocol import Option, OptionError, describe_rule
 from ..errors import UsageError
 
 SECTION = "stepscope.profile"
+MEASURE_SECTION = "stepscope.measure"  # Measure This Step's settings (MeasureOptions, MeasureRunOptions)
 
 
 class SettingError(ValueError):
@@ -126,7 +127,7 @@ def shown(value: Any) -> str:
     return repr(value) if isinstance(value, str) else json.dumps(value)
 
 
-def merge_settings(layers: Iterable[tuple[str, Any]]) -> dict[str, Any]:
+def merge_settings(layers: Iterable[tuple[str, Any]], section: str = SECTION) -> dict[str, Any]:
     """The settings of several sources, later ones over earlier ones: (where, value) pairs, where a
     value of None is an absent source."""
     merged: dict[str, Any] = {}
@@ -134,21 +135,22 @@ def merge_settings(layers: Iterable[tuple[str, Any]]) -> dict[str, Any]:
         if given is None:
             continue
         if not isinstance(given, dict):
-            raise SettingError(f"{where} must be an object of {SECTION} settings, got {shown(given)}")
+            raise SettingError(f"{where} must be an object of {section} settings, got {shown(given)}")
         merged.update(given)
     return merged
 
 
-def from_settings(settings: Mapping[str, Any], *classes: type) -> tuple[Any, ...]:
-    """One instance of each options class from the editor's settings (keys as under `SECTION`)."""
+def from_settings(settings: Mapping[str, Any], *classes: type, section: str = SECTION) -> tuple[Any, ...]:
+    """One instance of each options class from the editor's settings (keys as under `section`)."""
     offered = {d.option.setting: d for d in _all(classes) if d.option.setting}
     unknown = sorted(set(settings) - set(offered))
     if unknown:
-        raise SettingError(f"{SECTION}.{unknown[0]} is not a setting; the profile settings are " + ", ".join(offered))
+        kind = section.rsplit(".", 1)[-1]
+        raise SettingError(f"{section}.{unknown[0]} is not a setting; the {kind} settings are " + ", ".join(offered))
     given = {k: v for k, v in settings.items() if v is not None}  # null: the default, as if unset
     for key, value in given.items():
         d = offered[key]
         if not d.option.check(value, d.kind):
-            raise SettingError(f"{SECTION}.{key} must be {describe_rule(d.option, d.kind)}, got {shown(value)}")
+            raise SettingError(f"{section}.{key} must be {describe_rule(d.option, d.kind)}, got {shown(value)}")
     values = {d.dest: d.user_value(given[key]) for key, d in offered.items() if key in given}
     return tuple(_build(cls, lambda d: values.get(d.dest, d.default)) for cls in classes)

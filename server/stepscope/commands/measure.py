@@ -112,48 +112,76 @@ def run(args: argparse.Namespace) -> int:
 
 
 # -- measuring ---------------------------------------------------------------------------------------
-def _measure(req, measure_run) -> dict:
+class MeasureFailed(errors.StepscopeError):
+    """A measure run that ended before its passes were all timed: `reason` in one line (naming the
+    side and the process), and the run folder that says how it ended."""
+
+    def __init__(self, reason: str, exit_code: int, run_dir: Path):
+        super().__init__(f"{reason} (run folder: {run_dir})", exit_code)
+        self.reason, self.run_dir = reason, run_dir
+
+
+def measure_step(req, measure_run, *, output: Any = None, cancel: Any = None, on_event: Any = None,
+                 notes: Any = None) -> dict:
+    """Measure the step of `req` in `measure_run.runs` processes, one after the other, in one new run
+    folder: its measure document, written into the folder with its status and recorded in the
+    history. The one pipeline of `stepscope measure` and of the editor's Measure This Step. A cancel
+    (the `cancel` event set) raises capture.runner.Cancelled, a failed process MeasureFailed; either
+    way the folder says how the run ended. `notes` (a callable) receives each one-line note."""
     from ..capture.runner import prepare_run
 
     side = _Side(req, prepare_run(req), "working tree", req.root)
-    _run_sides([side], [(0, p) for p in range(measure_run.runs)])
-    return _finish_side(side, measure_run)
+    _run_sides([side], [(0, p) for p in range(measure_run.runs)], output=output, cancel=cancel, on_event=on_event,
+               notes=notes)
+    return _finish_side(side, measure_run, notes=notes)
 
 
-def _run_sides(sides: list[_Side], order: list[tuple[int, int]]) -> None:
+def _measure(req, measure_run) -> dict:
+    from .profile import _cancel_on_signals
+
+    with _cancel_on_signals() as cancel:
+        return measure_step(req, measure_run, output=sys.stderr, cancel=cancel)
+
+
+def _note_on_stderr(text: str) -> None:
+    sys.stderr.write(f"stepscope: note: {text}\n")
+
+
+def _run_sides(sides: list[_Side], order: list[tuple[int, int]], *, output: Any = None, cancel: Any = None,
+               on_event: Any = None, notes: Any = None) -> None:
     """Run process p of side s for each (s, p) in `order`; on the first failure, every side's
     folder says how the run ended and the failure is raised (one line, naming side and process)."""
     from ..capture.runner import Cancelled, finish_run, run_measure_process
-    from .profile import _cancel_on_signals
 
     total = {s: sum(1 for t, _ in order if t == s) for s in range(len(sides))}
-    with _cancel_on_signals() as cancel:
-        for s, process in order:
-            side = sides[s]
-            try:
-                result = run_measure_process(side.req, side.run, process, output=sys.stderr, cancel=cancel)
-            except Cancelled:
-                for other in sides:
-                    finish_run(other.run, "cancelled", 130, "cancelled")
-                    _record(other)
-                raise
-            if not result.ok:
-                where = f"process {process + 1} of {total[s]}" if total[s] > 1 else ""
-                if len(sides) > 1:
-                    where = f"the {side.label}'s {where}".strip()
-                reason = f"{where}: {result.reason}" if where else str(result.reason)
-                for other in sides:
-                    status = "timeout" if result.exit_code == errors.TIMEOUT else "failed"
-                    finish_run(other.run, status, result.exit_code,
-                               reason if other is side else f"not finished: {reason}")
-                    _record(other)
-                raise errors.StepscopeError(f"{reason} (run folder: {side.run.path})", result.exit_code)
-            from .. import jsonio
+    for s, process in order:
+        side = sides[s]
+        try:
+            result = run_measure_process(side.req, side.run, process, output=output, cancel=cancel,
+                                         on_event=(lambda event, p=process: on_event(p, event)) if on_event
+                                         else None)
+        except Cancelled as e:
+            for other in sides:
+                finish_run(other.run, "cancelled", 130, "cancelled")
+                _record(other, notes)
+            raise Cancelled(str(e), side.run.path) from None
+        if not result.ok:
+            where = f"process {process + 1} of {total[s]}" if total[s] > 1 else ""
+            if len(sides) > 1:
+                where = f"the {side.label}'s {where}".strip()
+            reason = f"{where}: {result.reason}" if where else str(result.reason)
+            for other in sides:
+                status = "timeout" if result.exit_code == errors.TIMEOUT else "failed"
+                finish_run(other.run, status, result.exit_code,
+                           reason if other is side else f"not finished: {reason}")
+                _record(other, notes)
+            raise MeasureFailed(reason, result.exit_code, side.run.path)
+        from .. import jsonio
 
-            side.processes.append(jsonio.read_json(result.timings))
+        side.processes.append(jsonio.read_json(result.timings))
 
 
-def _finish_side(side: _Side, measure_run, extra: dict | None = None) -> dict:
+def _finish_side(side: _Side, measure_run, extra: dict | None = None, notes: Any = None) -> dict:
     """The side's measure document, written into its folder with its status, and recorded."""
     from .. import jsonio
     from ..agent.protocol import MEASURE
@@ -169,7 +197,7 @@ def _finish_side(side: _Side, measure_run, extra: dict | None = None) -> dict:
     doc.update(extra or {})
     jsonio.write_json(side.run.file(MEASURE), doc, replace=False)
     finish_run(side.run, "complete", errors.OK, None)
-    _record(side)
+    _record(side, notes)
     return doc
 
 
@@ -212,14 +240,14 @@ def _scope(side: _Side, scenario: dict) -> dict:
     return scope
 
 
-def _record(side: _Side) -> None:
+def _record(side: _Side, notes: Any = None) -> None:
     """The side's row in the history; a history that cannot be written costs a note, not the run."""
     from ..history.index import record_run
 
     try:
         record_run(side.history_root, side.run.path)
     except errors.StepscopeError as e:
-        sys.stderr.write(f"stepscope: note: the run was not recorded in the history: {e}\n")
+        (notes or _note_on_stderr)(f"the run was not recorded in the history: {e}")
 
 
 # -- comparing ---------------------------------------------------------------------------------------
@@ -314,7 +342,10 @@ def _against(req, args, measure_run) -> dict:
         before = _Side(old_req, prepare_run(old_req, into=into), f"revision {short}", req.root)
         after = _Side(req, prepare_run(req), "working tree", req.root)
         order = [(0 if side == "A" else 1, pair) for side, pair in interleaved_order(measure_run.runs)]
-        _run_sides([before, after], order)
+        from .profile import _cancel_on_signals
+
+        with _cancel_on_signals() as cancel:
+            _run_sides([before, after], order, output=sys.stderr, cancel=cancel)
     a_doc = _finish_side(before, measure_run, {"revision": {"rev": args.against, "commit": checkout.commit}})
     b_doc = _finish_side(after, measure_run)
     comparison = _comparison(_side_of(a_doc), _side_of(b_doc), args, measure_run, paired=True)

@@ -125,21 +125,14 @@ def _show(history, root: Path, args: argparse.Namespace) -> int:
 
 
 def _compare(history, root: Path, args: argparse.Namespace) -> int:
-    from ..measurement.compare import DEFAULT_TOLERANCE, NotComparable, compare_sides
+    from ..measurement.compare import NotComparable
     from ..measurement.present import comparison_text
 
     baseline_id, candidate_id = (history.resolve(r) for r in args.runs)
-    if baseline_id == candidate_id:
-        raise errors.UsageError("compare takes two different runs")
-    baseline, candidate = history.side(baseline_id), history.side(candidate_id)
-    candidate_row = history.get(candidate_id)
-    paired = bool(candidate_row.get("interleaved") and candidate_row.get("baseline") == baseline_id
-                  and len(baseline.runs_ms) == len(candidate.runs_ms))
-    tolerance = DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance
-    if not tolerance >= 0:
+    if args.tolerance is not None and not args.tolerance >= 0:
         raise errors.UsageError(f"--tolerance must be a number >= 0 (got {args.tolerance})")
     try:
-        doc = compare_sides(baseline, candidate, paired=paired, tolerance=tolerance, force=args.force)
+        doc = history.compare(baseline_id, candidate_id, tolerance=args.tolerance, force=args.force)
     except NotComparable as e:
         raise errors.StepscopeError(f"the runs are not comparable, they differ in {e}; use --force to compare "
                                     "them anyway", errors.REFUSED) from None

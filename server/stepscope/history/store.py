@@ -162,6 +162,24 @@ class History:
                     values if any(v is not None for v in values) else None,
                     row.get("machine") or {}, row.get("scope") or {"kind": row["kind"]})
 
+    def compare(self, baseline_id: str, candidate_id: str, *, tolerance: float | None = None,
+                force: bool = False) -> dict:
+        """The comparison of two recorded runs (measurement.compare.compare_sides): paired when the
+        candidate was measured interleaved with this very baseline (`measure --against`). A profile
+        run's side is its steps timed without the profiler after its window. Raises NotComparable
+        when machine or scope differ and `force` is not set; UsageError for one run twice or a run
+        without timed passes."""
+        from ..measurement.compare import DEFAULT_TOLERANCE, compare_sides
+
+        if baseline_id == candidate_id:
+            raise UsageError("compare takes two different runs")
+        baseline, candidate = self.side(baseline_id), self.side(candidate_id)
+        candidate_row = self.get(candidate_id) or {}
+        paired = bool(candidate_row.get("interleaved") and candidate_row.get("baseline") == baseline_id
+                      and len(baseline.runs_ms) == len(candidate.runs_ms))
+        return compare_sides(baseline, candidate, paired=paired,
+                             tolerance=DEFAULT_TOLERANCE if tolerance is None else tolerance, force=force)
+
     def ids(self) -> list[str]:
         return [r[0] for r in self._conn.execute("SELECT id FROM runs")]
 

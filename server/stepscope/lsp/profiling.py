@@ -143,22 +143,7 @@ def _build_request(ls: "StepscopeServer", args: dict[str, Any]):
     from ..capture import options
     from ..capture.request import CaptureRequest, RunOptions
 
-    path = path_of(str(args.get("uri", "")))
-    if not path.is_file():
-        raise ProfileFailed(f"{path.name} is not a saved file; save it before profiling", errors.USAGE)
-    python = args.get("python") or ls.options.get("interpreter") or sys.executable
-    root = _root_for(ls, path)
-    function = args.get("function")
-    if function is not None and (not isinstance(function, str) or not function.strip()):
-        raise ProfileFailed(f"the command's function argument must be a function's name, got {options.shown(function)}",
-                            errors.USAGE)
-    step_file, target_function, entry = path, None, None
-    if function:
-        step_file, target_function, loop_line = _step_function(path, function.strip(), root)
-        if step_file != path:
-            entry = path  # the program starts from the file the command was given; the step lives elsewhere
-    else:
-        loop_line = _step_loop(path, args)
+    program = step_program(ls, args)
     # The stepscope.profile.* settings: those sent with the command over those given at
     # initialisation. VS Code sends them with every command, read for the file's folder, so a
     # change applies to the next run without a restart; other editors may set them once.
@@ -168,16 +153,44 @@ def _build_request(ls: "StepscopeServer", args: dict[str, Any]):
         profile, run = options.from_settings(settings, ProfileOptions, RunOptions)
     except options.SettingError as e:
         raise ProfileFailed(str(e), errors.USAGE) from None
-    launch = _launch_options(args.get("launch"), path, str(python))
-    if entry is not None and launch.get("entry_script") is None and launch.get("entry_module") is None:
-        launch["entry_script"] = entry
     try:
-        return CaptureRequest(root=root, target_file=step_file, target_line=loop_line, target_function=target_function,
-                              python=str(python), profile=profile, run=run, **launch)
+        return CaptureRequest(**program, profile=profile, run=run)
     except errors.UsageError as e:  # a launcher and stepscope.profile.nproc > 1
         name = (args.get("launch") or {}).get("name")
         raise ProfileFailed(f"launch configuration {name!r}: {e} (set stepscope.profile.nproc to 1)", errors.USAGE) \
             from None
+
+
+def step_program(ls: "StepscopeServer", args: dict[str, Any], verb: str = "profiling") -> dict[str, Any]:
+    """The program and its step, as a command at `args` names them ({uri, position | function, python?,
+    launch?}): the CaptureRequest's fields that Profile This Step and Measure This Step share."""
+    path = path_of(str(args.get("uri", "")))
+    if not path.is_file():
+        raise ProfileFailed(f"{path.name} is not a saved file; save it before {verb}", errors.USAGE)
+    python = args.get("python") or ls.options.get("interpreter") or sys.executable
+    root = _root_for(ls, path)
+    function = args.get("function")
+    if function is not None and (not isinstance(function, str) or not function.strip()):
+        raise ProfileFailed(f"the command's function argument must be a function's name, got {_shown(function)}",
+                            errors.USAGE)
+    step_file, target_function, entry = path, None, None
+    if function:
+        step_file, target_function, loop_line = _step_function(path, function.strip(), root)
+        if step_file != path:
+            entry = path  # the program starts from the file the command was given; the step lives elsewhere
+    else:
+        loop_line = _step_loop(path, args)
+    launch = _launch_options(args.get("launch"), path, str(python))
+    if entry is not None and launch.get("entry_script") is None and launch.get("entry_module") is None:
+        launch["entry_script"] = entry
+    return {"root": root, "target_file": step_file, "target_line": loop_line, "target_function": target_function,
+            "python": str(python), **launch}
+
+
+def _shown(value: Any) -> str:
+    from ..capture import options
+
+    return options.shown(value)
 
 
 def _step_function(path: Path, name: str, root: Path) -> tuple[Path, str, int]:

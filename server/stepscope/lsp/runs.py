@@ -188,6 +188,12 @@ class RunRegistry:
                 return candidate
         raise UnknownRun(f"no run {run_id} in this workspace's .stepscope/runs")
 
+    def kind_of(self, run_id: Any, roots: Iterable[Path]) -> tuple[Path, str]:
+        """A run's folder and kind ("measure" or "profile", as its spec.json says)."""
+        run_dir = self.folder_of(run_id, roots)
+        mode = (_read_object(run_dir / protocol.SPEC) or {}).get("mode")
+        return run_dir, "measure" if mode == "measure" else "profile"
+
     def list_runs(self, roots: Iterable[Path]) -> dict[str, Any]:
         """`stepscope/runs`: every run folder of the roots, newest first."""
         runs = []

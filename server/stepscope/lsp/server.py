@@ -1,5 +1,6 @@
 """The Stepscope language server: diagnostics, code lenses, quick fixes, hovers, inlay hints,
-"Profile this step", and the runs of the workspace (`stepscope/runs`, `stepscope/report`,
+"Profile this step", "Measure this step" (`stepscope.measure`, `stepscope/measure`: measuring.py), and the
+runs of the workspace (`stepscope/runs`, `stepscope/report`,
 `stepscope/figures`, `stepscope/showRun`, `stepscope/compareRuns`, `stepscope/deleteRun`,
 `stepscope/resolveStep`; docs/extension.md).
 
@@ -30,7 +31,7 @@ from pygls.protocol.language_server import lsp_method
 
 from .. import __version__, errors
 from ..analysis import present
-from . import documents, panel, profiling, results, share
+from . import documents, measuring, panel, profiling, results, share
 from .runs import RunRegistry
 
 log = logging.getLogger("stepscope.lsp")
@@ -147,7 +148,11 @@ def code_action(ls: StepscopeServer, params: types.CodeActionParams) -> list[typ
 
 @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
 def code_lens(ls: StepscopeServer, params: types.CodeLensParams) -> list[types.CodeLens]:
-    return documents.step_lenses(ls, params.text_document.uri, CLIENT_PROFILE_COMMAND)
+    # "Measure this step" beside it for a client that says it has the command (VS Code does);
+    # another client's lens would name a command it does not have
+    measure = ls.options.get("measureCommand")
+    return documents.step_lenses(ls, params.text_document.uri, CLIENT_PROFILE_COMMAND,
+                                 measure if isinstance(measure, str) and measure else None)
 
 
 @server.feature(types.TEXT_DOCUMENT_INLAY_HINT)
@@ -227,12 +232,27 @@ def show_run(ls: StepscopeServer, params: Any) -> dict[str, Any]:
 
 @server.feature(COMPARE_REQUEST)
 def compare_runs(ls: StepscopeServer, params: Any) -> dict[str, Any]:
+    """Two runs: line by line when both are profile runs; when a side is a measure run, the verdict
+    of `stepscope runs compare` (a, the baseline; b, the candidate; `force` past a refusal)."""
     try:
+        kinds = [ls.runs.kind_of(_param(params, key), ls.roots()) for key in ("a", "b")]
+        if "measure" in (kind for _, kind in kinds):
+            (a_dir, a_kind), (b_dir, b_kind) = kinds
+            return measuring.compare_markdown(a_dir.parent.parent.parent, (a_dir.name, a_kind), (b_dir.name, b_kind),
+                                              force=_param(params, "force") is True)
         a = ls.runs.load(_param(params, "a"), ls.roots())
         b = ls.runs.load(_param(params, "b"), ls.roots())
     except errors.StepscopeError as e:
         raise _refused(e) from None
     return {"markdown": present.compare_runs((a.run_id, a.report), (b.run_id, b.report), str(a.root))}
+
+
+@server.feature(measuring.MEASURE_REQUEST)
+def measure_document(ls: StepscopeServer, params: Any) -> dict[str, Any]:
+    try:
+        return measuring.measure_document(ls, _plain(params) if params is not None else {})
+    except errors.StepscopeError as e:
+        raise _refused(e) from None
 
 
 @server.feature(DELETE_REQUEST)
@@ -276,6 +296,17 @@ async def profile(ls: StepscopeServer, *arguments: Any) -> dict[str, Any]:
         raise JsonRpcInvalidParams("stepscope.profile expects one object: {uri, position, python?}")
     try:
         return await profiling.profile_at(ls, arguments[0])
+    except profiling.ProfileFailed as e:
+        raise JsonRpcServerError(present.for_surface(str(e), "editor"), -32001,
+                                 data={"exit": e.exit_code, "runDir": e.run_dir, "runId": e.run_id}) from None
+
+
+@server.command(measuring.MEASURE_COMMAND)
+async def measure(ls: StepscopeServer, *arguments: Any) -> dict[str, Any]:
+    if not arguments or not isinstance(arguments[0], dict):
+        raise JsonRpcInvalidParams("stepscope.measure expects one object: {uri, position, python?}")
+    try:
+        return await measuring.measure_at(ls, arguments[0])
     except profiling.ProfileFailed as e:
         raise JsonRpcServerError(present.for_surface(str(e), "editor"), -32001,
                                  data={"exit": e.exit_code, "runDir": e.run_dir, "runId": e.run_id}) from None
