@@ -1,5 +1,15 @@
-// A measure run's result as the panel shows it (shared/PRODUCT.md, `measure --json`): raw values and
-// their distribution, and with a comparison its ratio, interval and verdict. No DOM here.
+// A measure run's result as the panel shows it (shared/PRODUCT.md, `measure --json`; the server's
+// `stepscope/measure`): raw values and their distribution, warm-ups apart, and with a comparison
+// both sides, the ratio of medians, its interval and the verdict. No DOM here: the words and the
+// rows the overview draws (overview.ts), so the unit tests read exactly what a person reads.
+import { fmtCount, fmtMs } from "./format";
+
+export interface MeasureRun {
+  raw_ms: number[];
+  warmup_ms?: number[];
+  median_ms?: number;
+  iqr_ms?: number;
+}
 
 export interface MeasureResult {
   raw_ms: number[];
@@ -10,23 +20,41 @@ export interface MeasureResult {
   p90_ms: number;
   min_ms: number;
   max_ms: number;
+  mean_ms?: number | null;
   samples_per_s: number | null;
   noisy: boolean;
   machine: { device?: string; host?: string; [key: string]: unknown };
+  /** one entry per process (`--runs`), each with its own measured and warm-up passes */
+  runs?: MeasureRun[] | null;
+  variation?: { run_medians_ms?: number[] | null; run_to_run_pct?: number | null; pass_to_pass_pct?: number | null } | null;
+  scope?: { batch_size?: number | null; [key: string]: unknown } | null;
+  run_id?: string;
   ratio?: number | null;
   ci95?: [number, number] | null;
   verdict?: "faster" | "slower" | "no detectable difference" | null;
-  /** the other run of a comparison, for its strip */
+  values_match?: boolean | null;
+  baseline?: { run?: string; label?: string; median_ms?: number | null; processes?: number } | null;
+  /** the other run of a comparison (the baseline), for its strip */
   compare_raw_ms?: number[] | null;
+  compare_label?: string | null;
 }
+
+const finiteList = (v: unknown) => Array.isArray(v) && v.every((x) => typeof x === "number" && Number.isFinite(x));
 
 export function measureProblem(value: unknown): string | null {
   if (typeof value !== "object" || value === null) return "the measure result is not an object";
   const v = value as Record<string, unknown>;
-  if (!Array.isArray(v.raw_ms) || !v.raw_ms.every((x) => typeof x === "number" && Number.isFinite(x))) {
-    return "the measure result has no raw values";
+  if (!finiteList(v.raw_ms) || (v.raw_ms as number[]).length === 0) return "the measure result has no raw values";
+  if (!finiteList(v.warmup_ms)) return "the measure result's warm-up passes are not a list of numbers";
+  for (const key of ["median_ms", "iqr_ms", "p10_ms", "p90_ms", "min_ms", "max_ms"]) {
+    if (typeof v[key] !== "number" || !Number.isFinite(v[key])) return `the measure result has no ${key}`;
   }
-  if (typeof v.median_ms !== "number") return "the measure result has no median";
+  if (v.compare_raw_ms !== undefined && v.compare_raw_ms !== null && !finiteList(v.compare_raw_ms)) {
+    return "the compared run's passes are not a list of numbers";
+  }
+  if (v.ci95 !== undefined && v.ci95 !== null && !(finiteList(v.ci95) && (v.ci95 as number[]).length === 2)) {
+    return "the comparison's interval is not [low, high]";
+  }
   return null;
 }
 
@@ -39,4 +67,62 @@ export function histogram(values: number[], bins: number, lo: number, hi: number
     out[k] += 1;
   }
   return out;
+}
+
+/** The figures of a measure run, as label/value rows (every one over the measured passes only). */
+export function measureFacts(m: MeasureResult): [string, string][] {
+  const processes = m.runs?.length ?? 1;
+  const share = m.median_ms > 0 ? ` (${((100 * m.iqr_ms) / m.median_ms).toFixed(1)}% of the median)` : "";
+  const rows: [string, string][] = [
+    ["median", `${fmtMs(m.median_ms)} per step`],
+    ["IQR", `${fmtMs(m.iqr_ms)}${share}`],
+    ["p10 / p90", `${fmtMs(m.p10_ms)} / ${fmtMs(m.p90_ms)}`],
+    ["min / max", `${fmtMs(m.min_ms)} / ${fmtMs(m.max_ms)}`],
+  ];
+  if (typeof m.mean_ms === "number") rows.push(["mean", `${fmtMs(m.mean_ms)} (the passes' total / passes)`]);
+  rows.push([
+    "samples/s",
+    typeof m.samples_per_s === "number" ? `${fmtCount(Math.round(m.samples_per_s))} at batch ${m.scope?.batch_size ?? "?"}` : "not known (no batch size read)",
+  ]);
+  rows.push(["passes", `${m.raw_ms.length} measured${processes > 1 ? ` in ${processes} processes` : ""}; ${m.warmup_ms.length} warm-up apart, in no figure`]);
+  const variation = runToRun(m);
+  if (variation) rows.push(["run to run", variation]);
+  return rows;
+}
+
+/** Run-to-run beside pass-to-pass variation, when more than one process ran; null otherwise. */
+export function runToRun(m: MeasureResult): string | null {
+  const v = m.variation;
+  if (!v || typeof v.run_to_run_pct !== "number" || (m.runs?.length ?? 1) < 2) return null;
+  const medians = (v.run_medians_ms ?? []).map((x) => fmtMs(x)).join(", ");
+  const pass = typeof v.pass_to_pass_pct === "number" ? `, beside ${v.pass_to_pass_pct.toFixed(1)}% pass to pass (IQR)` : "";
+  return `${v.run_to_run_pct.toFixed(1)}% between the processes' medians (${medians})${pass}`;
+}
+
+/** The noise flag in words. */
+export function noiseWords(m: MeasureResult): string {
+  return m.noisy
+    ? "Noisy: the IQR is more than 10% of the median; look at the raw passes before trusting one figure."
+    : "Steady: the IQR is within 10% of the median.";
+}
+
+/** The comparison in words (this run against its baseline), or null when the result has none. */
+export function comparisonWords(m: MeasureResult): string | null {
+  if (typeof m.ratio !== "number" || !m.ci95) return null;
+  const label = m.compare_label ?? m.baseline?.label ?? (m.baseline?.run ? `run ${m.baseline.run}` : "the baseline");
+  const before = typeof m.baseline?.median_ms === "number" ? ` (${fmtMs(m.baseline.median_ms)})` : "";
+  return `This run (${fmtMs(m.median_ms)}) / ${label}${before}: ${m.ratio.toFixed(3)}× median, 95% interval ` +
+    `${m.ci95[0].toFixed(3)} – ${m.ci95[1].toFixed(3)}: ${m.verdict ?? "no verdict"}.`;
+}
+
+/** The strip plot's rows, top to bottom: warm-ups apart, then each process's measured passes (one
+ * row when there is one process), then the compared run's. */
+export function stripRows(m: MeasureResult): { label: string; values: number[]; kind: "warm" | "measured" | "before" }[] {
+  const rows: { label: string; values: number[]; kind: "warm" | "measured" | "before" }[] = [];
+  rows.push({ label: "warm-up", values: m.warmup_ms, kind: "warm" });
+  const runs = m.runs && m.runs.length > 1 ? m.runs : null;
+  if (runs) runs.forEach((r, k) => rows.push({ label: `process ${k + 1}`, values: r.raw_ms, kind: "measured" }));
+  else rows.push({ label: "passes", values: m.raw_ms, kind: "measured" });
+  if (m.compare_raw_ms?.length) rows.push({ label: "baseline", values: m.compare_raw_ms, kind: "before" });
+  return rows;
 }

@@ -4,7 +4,7 @@
 
 import { append, clear, h, shorten, svg } from "./dom";
 import { fmtCount, fmtMs, fmtPercent } from "./format";
-import { histogram, MeasureResult } from "./measure";
+import { comparisonWords, histogram, MeasureResult, measureFacts, noiseWords, stripRows } from "./measure";
 import { FileIds, PanelReport } from "./report";
 import type { TimelineDoc } from "./timeline-doc";
 
@@ -51,7 +51,8 @@ export function renderOverview(root: HTMLElement, input: OverviewInput): void {
     root.appendChild(h("p", { class: "stale", role: "note" }, "The code changed since this run: these figures describe the code as it was then."));
   }
   if (!report) {
-    root.appendChild(h("p", { class: "empty" }, "No report for this run."));
+    // a measure run has no report: its distribution is all it has, and all it needs
+    if (!input.measure) root.appendChild(h("p", { class: "empty" }, "No report for this run."));
   } else {
     root.appendChild(headline(report));
     const distortion = distortionSection(report);
@@ -216,48 +217,75 @@ function baseName(path: string): string {
 
 function measureSection(m: MeasureResult): HTMLElement {
   const section = h("section", { class: "measure", "aria-label": "Measured without the profiler" }, h("h3", {}, "Measured without the profiler"));
-  section.appendChild(
-    h("p", {}, `Median ${fmtMs(m.median_ms)} per step over ${m.raw_ms.length} passes (IQR ${fmtMs(m.iqr_ms)}, p10 ${fmtMs(m.p10_ms)}, p90 ${fmtMs(m.p90_ms)}) on ${shorten(machineLabel(m.machine), 200)}.`),
-  );
-  if (m.noisy) section.appendChild(h("p", { class: "stale" }, "Noisy: the IQR is more than 10% of the median; compare with care."));
+  section.appendChild(h("p", { class: "big" }, `${fmtMs(m.median_ms)} per step`));
+  section.appendChild(h("p", { class: "hint" }, "median of every measured pass, each step timed completion to completion without the profiler"));
+  const facts = h("dl", { class: "facts" });
+  for (const [label, value] of measureFacts(m)) facts.appendChild(h("div", {}, h("dt", {}, label), h("dd", {}, value)));
+  section.appendChild(facts);
+  section.appendChild(h("p", { class: m.noisy ? "stale noise" : "hint noise" }, noiseWords(m)));
+  section.appendChild(h("p", { class: "machine name" }, `Measured on ${shorten(machineLabel(m.machine), 200)}`));
+  section.appendChild(stripPlot(m));
+  const verdict = comparisonWords(m);
+  if (verdict) {
+    section.appendChild(h("p", { class: "verdict name" }, shorten(verdict, 600)));
+    if (m.values_match === false) section.appendChild(h("p", { class: "stale" }, "The values (the loss, or the value compared) differ between the runs: the change altered the results."));
+  }
+  return section;
+}
+
+/** Every pass as a dot, one row per process (warm-ups apart, the compared run below), and a
+ * histogram of the measured passes (and of the compared run's) on the same axis. */
+function stripPlot(m: MeasureResult): Element {
   // the axis spans the measured passes (and the compared ones); warm-up passes beyond it sit at its edge
   const values = [...m.raw_ms, ...(m.compare_raw_ms ?? [])];
   const pad = (Math.max(...values) - Math.min(...values)) * 0.08 || Math.abs(m.median_ms) * 0.05 || 1;
   const lo = Math.min(...values) - pad;
   const hi = Math.max(...values) + pad;
+  const rows = stripRows(m);
   const W = 560;
-  const H = m.compare_raw_ms?.length ? 124 : 96;
-  const x = (v: number) => 70 + ((Math.min(hi, Math.max(lo, v)) - lo) / (hi - lo)) * (W - 90);
-  const plot = svg("svg", { viewBox: `0 0 ${W} ${H}`, class: "strip", role: "img", "aria-label": `Distribution of ${m.raw_ms.length} measured passes, ${m.warmup_ms.length} warm-up passes shown apart` });
-  const row = (label: string, y: number, vals: number[], cls: string) => {
-    plot.appendChild(svg("text", { x: 0, y: y + 4, class: "axis" }, label));
-    vals.forEach((v, k) => {
-      const beyond = v > hi || v < lo;
-      plot.appendChild(svg("circle", { cx: x(v).toFixed(1), cy: (y + ((k % 5) - 2) * 2.5).toFixed(1), r: 3, class: cls + (beyond ? " beyond" : "") }));
-    });
-  };
-  row("warm-up", 14, m.warmup_ms, "dot warm");
-  row("passes", 40, m.raw_ms, "dot");
-  if (m.compare_raw_ms?.length) row("before", 66, m.compare_raw_ms, "dot before");
-  plot.appendChild(svg("line", { x1: x(m.median_ms).toFixed(1), x2: x(m.median_ms).toFixed(1), y1: 28, y2: 52, class: "median" }));
-  const bins = histogram(m.raw_ms, 16, lo, hi);
-  const most = Math.max(...bins, 1);
-  bins.forEach((count, k) => {
-    const bx = 70 + (k / bins.length) * (W - 90);
-    const bh = (count / most) * 16;
-    plot.appendChild(svg("rect", { x: bx.toFixed(1), y: (H - 24 - bh).toFixed(1), width: ((W - 90) / bins.length - 1).toFixed(1), height: bh.toFixed(1), class: "hist" }));
+  const rowH = 26;
+  const histH = 30;
+  const H = 8 + rows.length * rowH + histH + 22;
+  const x = (v: number) => 80 + ((Math.min(hi, Math.max(lo, v)) - lo) / (hi - lo)) * (W - 100);
+  const measured = rows.filter((r) => r.kind === "measured").reduce((n, r) => n + r.values.length, 0);
+  const plot = svg("svg", {
+    viewBox: `0 0 ${W} ${H}`, class: "strip", role: "img",
+    "aria-label": `Distribution of ${measured} measured passes, ${m.warmup_ms.length} warm-up passes shown apart` +
+      (m.compare_raw_ms?.length ? `, and the baseline's ${m.compare_raw_ms.length} passes` : ""),
   });
+  rows.forEach((row, r) => {
+    const y = 14 + r * rowH;
+    plot.appendChild(svg("text", { x: 0, y: y + 4, class: "axis" }, row.label));
+    const cls = row.kind === "warm" ? "dot warm" : row.kind === "before" ? "dot before" : "dot";
+    row.values.forEach((v, k) => {
+      const beyond = v > hi || v < lo;
+      plot.appendChild(svg("circle", { cx: x(v).toFixed(1), cy: (y + ((k % 5) - 2) * 2.5).toFixed(1), r: 3, class: cls + (beyond ? " beyond" : ""), "data-ms": String(v) }));
+    });
+  });
+  const firstMeasured = rows.findIndex((r) => r.kind === "measured");
+  const lastMeasured = rows.length - 1 - [...rows].reverse().findIndex((r) => r.kind === "measured");
+  plot.appendChild(svg("line", { x1: x(m.median_ms).toFixed(1), x2: x(m.median_ms).toFixed(1), y1: 14 + firstMeasured * rowH - 10, y2: 14 + lastMeasured * rowH + 10, class: "median" }));
+  const base = 8 + rows.length * rowH + histH;
+  const bins = 16;
+  const mine = histogram(m.raw_ms, bins, lo, hi);
+  const theirs = m.compare_raw_ms?.length ? histogram(m.compare_raw_ms, bins, lo, hi) : null;
+  const most = Math.max(...mine, ...(theirs ?? []), 1);
+  const binW = (W - 100) / bins;
+  const bars = (counts: number[], cls: string, offset: number, width: number) => counts.forEach((count, k) => {
+    const bh = (count / most) * (histH - 4);
+    if (count) plot.appendChild(svg("rect", { x: (80 + k * binW + offset).toFixed(1), y: (base - bh).toFixed(1), width: width.toFixed(1), height: bh.toFixed(1), class: cls }));
+  });
+  if (theirs) {
+    bars(theirs, "hist before", 0, binW / 2 - 0.5);
+    bars(mine, "hist", binW / 2, binW / 2 - 0.5);
+  } else {
+    bars(mine, "hist", 0, binW - 1);
+  }
   const beyond = m.warmup_ms.filter((v) => v > hi || v < lo);
   if (beyond.length) {
-    plot.appendChild(svg("text", { x: W - 4, y: 8, "text-anchor": "end", class: "axis" }, `warm-up beyond the axis: ${beyond.map((v) => fmtMs(v)).join(", ")}`));
+    plot.appendChild(svg("text", { x: W - 4, y: 8, "text-anchor": "end", class: "axis" }, `warm-up beyond the axis: ${beyond.slice(0, 6).map((v) => fmtMs(v)).join(", ")}${beyond.length > 6 ? " …" : ""}`));
   }
-  plot.appendChild(svg("text", { x: 70, y: H - 8, class: "axis" }, fmtMs(lo)));
-  plot.appendChild(svg("text", { x: W - 60, y: H - 8, class: "axis" }, fmtMs(hi)));
-  section.appendChild(plot);
-  if (typeof m.ratio === "number" && m.ci95) {
-    section.appendChild(
-      h("p", { class: "verdict" }, `After / before: ${m.ratio.toFixed(3)}× (95% interval ${m.ci95[0].toFixed(3)} – ${m.ci95[1].toFixed(3)}): ${m.verdict ?? "no verdict"}.`),
-    );
-  }
-  return section;
+  plot.appendChild(svg("text", { x: 80, y: H - 6, class: "axis" }, fmtMs(lo)));
+  plot.appendChild(svg("text", { x: W - 4, y: H - 6, "text-anchor": "end", class: "axis" }, fmtMs(hi)));
+  return plot;
 }
