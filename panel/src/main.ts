@@ -204,7 +204,7 @@ class Panel {
     const measure = state.measure && !measureProblem(state.measure) ? state.measure : null;
     if (state.measure && !measure) problems.push(measureProblem(state.measure)!);
     this.state = { ...state, report, timeline, measure };
-    this.share.disabled = false;
+    this.share.disabled = !report && !timeline;  // a measure run has no trace to share
     const fileIds = new FileIds(timeline?.files ?? {}, Array.isArray(report?.files) ? report!.files : []);
     this.fileIds = fileIds;
     this.lines = null;

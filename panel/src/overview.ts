@@ -235,7 +235,7 @@ function measureSection(m: MeasureResult): HTMLElement {
 
 /** Every pass as a dot, one row per process (warm-ups apart, the compared run below), and a
  * histogram of the measured passes (and of the compared run's) on the same axis. */
-function stripPlot(m: MeasureResult): Element {
+function stripPlot(m: MeasureResult): HTMLElement {
   // the axis spans the measured passes (and the compared ones); warm-up passes beyond it sit at its edge
   const values = [...m.raw_ms, ...(m.compare_raw_ms ?? [])];
   const pad = (Math.max(...values) - Math.min(...values)) * 0.08 || Math.abs(m.median_ms) * 0.05 || 1;
@@ -281,11 +281,13 @@ function stripPlot(m: MeasureResult): Element {
   } else {
     bars(mine, "hist", 0, binW - 1);
   }
-  const beyond = m.warmup_ms.filter((v) => v > hi || v < lo);
-  if (beyond.length) {
-    plot.appendChild(svg("text", { x: W - 4, y: 8, "text-anchor": "end", class: "axis" }, `warm-up beyond the axis: ${beyond.slice(0, 6).map((v) => fmtMs(v)).join(", ")}${beyond.length > 6 ? " …" : ""}`));
-  }
   plot.appendChild(svg("text", { x: 80, y: H - 6, class: "axis" }, fmtMs(lo)));
   plot.appendChild(svg("text", { x: W - 4, y: H - 6, "text-anchor": "end", class: "axis" }, fmtMs(hi)));
-  return plot;
+  const figure = h("figure", { class: "distribution" }, plot);
+  const beyond = m.warmup_ms.filter((v) => v > hi || v < lo);
+  if (beyond.length) {
+    // drawn at the axis's edge (hollow): their values said here
+    figure.appendChild(h("figcaption", { class: "hint" }, `Warm-up passes beyond the axis, at its edge: ${beyond.slice(0, 8).map((v) => fmtMs(v)).join(", ")}${beyond.length > 8 ? " …" : ""}`));
+  }
+  return figure;
 }

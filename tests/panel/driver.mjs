@@ -358,6 +358,37 @@ async function reducedScenario(s) {
   return r;
 }
 
+async function measureScenario(s) {
+  // a measure run alone (no report, no timeline): its distribution and, compared, both sides
+  const r = {};
+  const { page, context, seen } = await open(s.name, { theme: s.theme });
+  await load(page, s.state);
+  r.banner = await page.evaluate(() => (document.querySelector(".banner").hidden ? null : document.querySelector(".banner").textContent));
+  r.overviewText = await page.evaluate(() => document.querySelector("#panel-overview").innerText);
+  r.shareDisabled = await page.evaluate(() => document.querySelector(".actions button.share").disabled);
+  r.strip = await page.evaluate(() => {
+    const plot = document.querySelector(".measure svg.strip");
+    if (!plot) return null;
+    const dots = (sel) => [...plot.querySelectorAll(sel)].map((c) => Number(c.getAttribute("data-ms")));
+    return {
+      label: plot.getAttribute("aria-label"),
+      rows: [...plot.querySelectorAll("text.axis")].map((t) => t.textContent),
+      measured: dots("circle.dot:not(.warm):not(.before)"),
+      warm: dots("circle.dot.warm"),
+      before: dots("circle.dot.before"),
+      histBars: plot.querySelectorAll("rect.hist:not(.before)").length,
+      histBefore: plot.querySelectorAll("rect.hist.before").length,
+      width: plot.getBoundingClientRect().width,
+    };
+  });
+  r.contrast = await contrastPairs(page);
+  r.screens = [await shot(page, `${s.name}`)];
+  r.errors = seen.errors;
+  r.console = seen.console;
+  await context.close();
+  return r;
+}
+
 async function brokenScenario(s) {
   const r = {};
   const { page, context, seen } = await open(s.name, { theme: s.theme });
@@ -401,7 +432,7 @@ async function redactScenario(s) {
   return r;
 }
 
-const run = { main: mainScenario, redact: redactScenario, hostile: hostileScenario, reduced: reducedScenario, broken: brokenScenario };
+const run = { measure: measureScenario, main: mainScenario, redact: redactScenario, hostile: hostileScenario, reduced: reducedScenario, broken: brokenScenario };
 try {
   for (const s of config.scenarios) {
     try {

@@ -91,6 +91,16 @@ MEASURE = {
 }
 
 
+# a measure run of two processes compared with a recorded run: what `stepscope/measure` answers
+MEASURE_RUNS = {
+    **MEASURE, "raw_ms": [2.01, 2.03, 1.98, 2.10, 2.02, 2.05], "warmup_ms": [9.5, 2.6, 7.0, 2.4],
+    "median_ms": 2.025, "mean_ms": 2.03, "scope": {"batch_size": 32},
+    "runs": [{"raw_ms": [2.01, 2.03, 1.98], "warmup_ms": [9.5, 2.6]}, {"raw_ms": [2.10, 2.02, 2.05], "warmup_ms": [7.0, 2.4]}],
+    "variation": {"run_medians_ms": [2.01, 2.05], "run_to_run_pct": 2.0, "pass_to_pass_pct": 2.5},
+    "compare_label": "run 20261201T101500Z-train-1a2b", "baseline": {"median_ms": 2.18}, "values_match": True,
+}
+
+
 @pytest.fixture(scope="module")
 def seen(panel_build: str) -> dict:
     """Every scenario, run once in one browser: what the driver saw."""
@@ -168,6 +178,13 @@ def seen(panel_build: str) -> dict:
     scenarios.append({"name": "reduced", "kind": "reduced", "theme": "dark", "state": str(work / "reduced.json"),
                       "range": str(work / "fine.json"), "zoomTo": [11_000.0, 12_000.0]})
 
+    alone = {"runId": "20261201T101700Z-train-9c9c", "title": "train.py, the loop at line 10 · measured",
+             "report": None, "timeline": None, "stale": False, "measure": MEASURE_RUNS}
+    for theme in ("dark", "light"):
+        path = work / f"measure-{theme}.json"
+        path.write_text(json.dumps(alone))
+        scenarios.append({"name": f"measure-{theme}", "kind": "measure", "theme": theme, "state": str(path)})
+
     broken = copy.deepcopy(main)
     broken["timeline"] = {"schema_version": 99}
     (work / "broken.json").write_text(json.dumps(broken))
@@ -219,6 +236,33 @@ def test_overview_shows_the_headline_breakdown_findings_and_measures(seen: dict)
     if report["findings"]:
         f = report["findings"][0]
         assert r["findingPosted"] == {"type": "openSource", "fileId": fid_of(report, f["file"]), "line": f["line"]}
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_a_measure_run_shows_its_distribution_and_its_comparison(seen: dict, theme: str) -> None:
+    r = seen["results"][f"measure-{theme}"]
+    assert r["banner"] is None and r["errors"] == [] and r["console"] == []
+    assert r["shareDisabled"] is True  # a measure run has no trace to share
+    text = r["overviewText"]
+    assert "No report for this run" not in text  # a measure run has none, and needs none
+    for words in ("Measured without the profiler", "2.02 ms per step", "p10 / p90", "1.99 ms / 2.07 ms",
+                  "min / max", "1.98 ms / 2.10 ms", "15,800 at batch 32",
+                  "6 measured in 2 processes; 4 warm-up apart, in no figure",
+                  "2.0% between the processes' medians (2.01 ms, 2.05 ms), beside 2.5% pass to pass",
+                  "Steady: the IQR is within 10% of the median", "Measured on CPU only, host ci",
+                  "Warm-up passes beyond the axis, at its edge: 9.50 ms, 2.60 ms, 7.00 ms, 2.40 ms",
+                  "/ run 20261201T101500Z-train-1a2b (2.18 ms): 0.930× median, 95% interval 0.900 – 0.960: faster"):
+        assert words in text, words
+    strip = r["strip"]
+    # every pass is a dot: measured ones on a row per process, warm-ups apart, the baseline's below
+    assert sorted(strip["measured"]) == sorted(MEASURE_RUNS["raw_ms"])
+    assert sorted(strip["warm"]) == sorted(MEASURE_RUNS["warmup_ms"])
+    assert sorted(strip["before"]) == sorted(MEASURE_RUNS["compare_raw_ms"])
+    assert strip["rows"][:4] == ["warm-up", "process 1", "process 2", "baseline"]
+    assert strip["histBars"] > 0 and strip["histBefore"] > 0 and strip["width"] > 300
+    assert "6 measured passes, 4 warm-up passes shown apart, and the baseline's 5 passes" in strip["label"]
+    for pair in r["contrast"]:
+        assert pair["ratio"] >= 4.5, pair
 
 
 def test_tables_show_every_row(seen: dict) -> None:
