@@ -4,7 +4,7 @@ import * as vscode from "vscode";
 import { TimingDecorations } from "./decorations";
 import { FigureSync } from "./figures";
 import { TracePanel } from "./panel/host";
-import { ProfileCommand } from "./profile";
+import { MEASURE_MODE, ProfileCommand, PROFILE_MODE } from "./profile";
 import { onDidChangePythonInterpreter } from "./python";
 import { parseProfileResult } from "./result";
 import { RunsView } from "./runsView";
@@ -37,8 +37,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       log.warn(`The server's answer for the run shown: ${error instanceof Error ? error.message : error}`);
     }
   }, (deleted) => status.forget(deleted));
+  const followed = (runId: string, measure: boolean) => panel.follow(runId, measure);
   const profile = new ProfileCommand(controller, figures, status, log, context.workspaceState, () => runs.refresh(),
-    (runId) => panel.follow(runId));
+    followed, PROFILE_MODE);
+  const measure = new ProfileCommand(controller, figures, status, log, context.workspaceState, () => runs.refresh(),
+    followed, MEASURE_MODE);
   context.subscriptions.push(decorations, figures, status);
 
   let clientListeners: vscode.Disposable | undefined;
@@ -50,6 +53,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }),
     new vscode.Disposable(() => clientListeners?.dispose()),
     profile.register(),
+    measure.register(),
     runs.register(),
     panel.register(),
     new ShareTraceCommand(controller, log).register(),

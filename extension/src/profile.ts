@@ -1,7 +1,10 @@
-// "Stepscope: Profile This Step": asks the user once per workspace whether the step may run for real,
-// asks the server which loop a profile at the cursor times (the progress is titled with it), profiles
-// it with its progress in a cancellable notification, then shows the result. A failed or cancelled
-// profile leaves the last good run's figures and status item in place and says what happened.
+// "Stepscope: Profile This Step" and "Stepscope: Measure This Step": asks the user once per workspace
+// whether the step may run for real, asks the server which loop the cursor is in (the progress is
+// titled with it), runs the server's command (`stepscope.profile`, `stepscope.measure`) with its
+// progress in a cancellable notification, then shows the result. Both choose the step and start the
+// program the same way (cursor or lens line, launch configuration, interpreter; trusted workspaces
+// only), and one runs at a time (a measure beside a profile would time the other's load). A failed or
+// cancelled run leaves the last good run's figures and status item in place and says why in one line.
 import { randomUUID } from "crypto";
 import * as path from "path";
 import * as vscode from "vscode";
@@ -15,13 +18,37 @@ import {
 import { FigureSync } from "./figures";
 import { LaunchOptions, launchFor } from "./launch";
 import { firstLine, InterpreterProblem, resolveInterpreter } from "./python";
-import { parseProfileResult, ProfileResult } from "./result";
-import { ServerController, showErrorWithLogs, showInterpreterProblem } from "./server";
-import { ProfileSettings, readSettings } from "./settings";
+import { MeasureStepResult, parseMeasureResult, parseProfileResult, ProfileResult } from "./result";
+import { MEASURE_COMMAND, ServerController, showErrorWithLogs, showInterpreterProblem } from "./server";
+import { ProfileSettings, readSettings, Settings } from "./settings";
 import { StepStatus } from "./statusBar";
 
 export const PROFILE_COMMAND = "stepscope.profileStep";
-const SERVER_PROFILE_COMMAND = "stepscope.profile";
+export { MEASURE_COMMAND };
+const OPEN_PANEL_COMMAND = "stepscope.openPanel";
+
+/** What differs between Profile This Step and Measure This Step. */
+export interface StepMode {
+  kind: "profile" | "measure";
+  /** the editor's command (the palette, the lens) */
+  command: string;
+  /** the server's command it runs */
+  serverCommand: string;
+  name: string;
+  /** "profile", "measure": the verb */
+  verb: string;
+  /** "profiling", "measuring" */
+  doing: string;
+}
+
+export const PROFILE_MODE: StepMode = {
+  kind: "profile", command: PROFILE_COMMAND, serverCommand: "stepscope.profile", name: "Profile This Step",
+  verb: "profile", doing: "profiling",
+};
+export const MEASURE_MODE: StepMode = {
+  kind: "measure", command: MEASURE_COMMAND, serverCommand: "stepscope.measure", name: "Measure This Step",
+  verb: "measure", doing: "measuring",
+};
 const RESOLVE_STEP_REQUEST = "stepscope/resolveStep";
 /** After a cancel, how long to wait for the server to confirm before closing the notification. */
 const CANCEL_GRACE_MS = 15_000;
@@ -34,8 +61,11 @@ interface ProfileTarget {
   position: { line: number; character: number };
 }
 
+type StepResult = ProfileResult | MeasureStepResult;
+
 export class ProfileCommand {
-  private running = false;
+  /** the run in progress, of either command: one at a time */
+  private static running: StepMode | undefined;
 
   constructor(
     private readonly server: ServerController,
@@ -44,24 +74,25 @@ export class ProfileCommand {
     private readonly log: vscode.LogOutputChannel,
     private readonly state: vscode.Memento,
     private readonly onRunsChanged: () => void,
-    /** the run now shown (the trace panel follows it) */
-    private readonly shown: (runId: string) => void = () => undefined,
+    /** the run now shown (the trace panel follows it; `measure`: a measure run) */
+    private readonly shown: (runId: string, measure: boolean) => void = () => undefined,
+    private readonly mode: StepMode = PROFILE_MODE,
   ) {}
 
   register(): vscode.Disposable {
-    return vscode.commands.registerCommand(PROFILE_COMMAND, (arg?: unknown) => this.run(arg));
+    return vscode.commands.registerCommand(this.mode.command, (arg?: unknown) => this.run(arg));
   }
 
   async run(arg?: unknown): Promise<void> {
-    const target = targetFrom(arg);
+    const target = targetFrom(arg, this.mode);
     if (typeof target === "string") {
       void vscode.window.showErrorMessage(target);
       return;
     }
     if (!vscode.workspace.isTrusted) {
-      // Profiling runs the user's program; restricted mode keeps to static checks.
+      // Profiling and measuring run the user's program; restricted mode keeps to static checks.
       const choice = await vscode.window.showWarningMessage(
-        "Stepscope runs your program to profile it, so it works only in a trusted workspace. Static checks keep working in restricted mode.",
+        `Stepscope runs your program to ${this.mode.verb} it, so it works only in a trusted workspace. Static checks keep working in restricted mode.`,
         "Manage Workspace Trust",
       );
       if (choice === "Manage Workspace Trust") {
@@ -69,13 +100,13 @@ export class ProfileCommand {
       }
       return;
     }
-    if (this.running) {
-      void vscode.window.showInformationMessage("Stepscope is already profiling; cancel that run first.");
+    if (ProfileCommand.running) {
+      void vscode.window.showInformationMessage(`Stepscope is already ${ProfileCommand.running.doing}; cancel that run first.`);
       return;
     }
     const client = this.server.languageClient;
     if (!client) {
-      void showErrorWithLogs("Stepscope's server is not running, so it cannot profile.", this.log);
+      void showErrorWithLogs(`Stepscope's server is not running, so it cannot ${this.mode.verb}.`, this.log);
       return;
     }
 
@@ -83,7 +114,7 @@ export class ProfileCommand {
     const document = await vscode.workspace.openTextDocument(uri);
     // The program runs from disk: profile what the user sees.
     if (document.isDirty && !(await document.save())) {
-      void vscode.window.showErrorMessage(`Stepscope: save ${path.basename(uri.fsPath)} before profiling it.`);
+      void vscode.window.showErrorMessage(`Stepscope: save ${path.basename(uri.fsPath)} before ${this.mode.doing} it.`);
       return;
     }
     // Read now, for this file's folder: a settings change applies to the next run, no restart.
@@ -125,39 +156,52 @@ export class ProfileCommand {
       return;
     }
 
-    this.running = true;
-    this.status.running(title);
-    this.log.info(`Profiling ${title} with ${python}` + (launch ? ` (launch configuration "${launch.name}").` : "."));
+    ProfileCommand.running = this.mode;
+    this.status.running(title, this.mode.doing);
+    const doing = this.mode.doing[0].toUpperCase() + this.mode.doing.slice(1);
+    this.log.info(`${doing} ${title} with ${python}` + (launch ? ` (launch configuration "${launch.name}").` : "."));
+    const profile = this.mode.kind === "profile";
     try {
       const result = await this.request(client, title, {
         uri: document.uri.toString(),
         position: target.position,
         python,
         launch,
-        profile: settings.profile,
+        ...this.modeSettings(settings),
         confirmed: true,
-        keep: settings.runsKeep,
       });
       if (result) {
         this.showResult(result);
       } else {
-        this.status.ended("was cancelled");
-        void vscode.window.showInformationMessage(
-          "Stepscope: the profile was cancelled; the figures shown are from the last good run.");
+        this.status.ended("was cancelled", this.mode.verb);
+        void vscode.window.showInformationMessage(profile
+          ? "Stepscope: the profile was cancelled; the figures shown are from the last good run."
+          : "Stepscope: the measure was cancelled; the last good result is kept.");
       }
     } catch (error) {
       const reason = firstLine(error);
-      this.status.ended("failed");
-      this.log.error(`Profile failed: ${reason}`);
+      this.status.ended("failed", this.mode.verb);
+      this.log.error(`${profile ? "Profile" : "Measure"} failed: ${reason}`);
       const folder = runDirOf(error);
       if (folder) {
         this.log.info(`The failed run's folder: ${folder} (its program.log has the program's output).`);
       }
-      void showErrorWithLogs(`Stepscope: ${reason}. The figures shown, if any, are from the last good run.`, this.log);
+      void showErrorWithLogs(profile
+        ? `Stepscope: ${reason}. The figures shown, if any, are from the last good run.`
+        : `Stepscope: Measure This Step failed: ${reason}. The last good result is kept.`, this.log);
     } finally {
-      this.running = false;
+      ProfileCommand.running = undefined;
       this.onRunsChanged();
     }
+  }
+
+  /** The settings sent with the command, read for the file's folder: a change applies to the next run.
+   * A measure sends its own (`stepscope.measure.*`) and the profile's, whose time limit it shares. */
+  private modeSettings(settings: Settings): Record<string, unknown> {
+    if (this.mode.kind === "measure") {
+      return { measure: settings.measure, profile: settings.profile };
+    }
+    return { profile: settings.profile, keep: settings.runsKeep };
   }
 
   /** The step runs for real (optimizer steps, writes): ask once per workspace, before the first run. */
@@ -165,17 +209,18 @@ export class ProfileCommand {
     if (this.state.get<boolean>(REAL_RUN_CONFIRMED)) {
       return true;
     }
+    const verb = this.mode.verb[0].toUpperCase() + this.mode.verb.slice(1);
     const choice = await vscode.window.showWarningMessage(
-      `Profile ${title}? Stepscope runs your program for real to time its step.`,
+      `${verb} ${title}? Stepscope runs your program for real to time its step.`,
       {
         modal: true,
-        detail: "The step performs real updates (optimizer steps, file writes): profile an experimental state, " +
+        detail: `The step performs real updates (optimizer steps, file writes): ${this.mode.verb} an experimental state, ` +
           "never weights you must keep. Your program sees STEPSCOPE_RUN=1 and can skip saving. " +
           "Stepscope will not ask again in this workspace.",
       },
-      "Profile",
+      verb,
     );
-    if (choice !== "Profile") {
+    if (choice !== verb) {
       return false;
     }
     await this.state.update(REAL_RUN_CONFIRMED, true);
@@ -191,15 +236,16 @@ export class ProfileCommand {
       position: ProfileTarget["position"];
       python: string;
       launch?: LaunchOptions;
-      profile: ProfileSettings;
+      profile?: ProfileSettings;
+      measure?: ProfileSettings;
       confirmed: boolean;
-      keep: number;
+      keep?: number;
     },
-  ): Thenable<ProfileResult | undefined> {
+  ): Thenable<StepResult | undefined> {
     return vscode.window.withProgress(
       {
         location: vscode.ProgressLocation.Notification,
-        title: `Stepscope: profiling ${title}`,
+        title: `Stepscope: ${this.mode.doing} ${title}`,
         cancellable: true,
       },
       async (progress, cancellation) => {
@@ -215,7 +261,7 @@ export class ProfileCommand {
         });
         const cancelled = new Promise<"cancelled">((resolve) => {
           cancellation.onCancellationRequested(() => {
-            this.log.info("Profile cancelled; asking the server to stop the program.");
+            this.log.info(`${this.mode.verb} cancelled; asking the server to stop the program.`);
             // $/cancelRequest does not reach a running command's handler; the progress's own cancel
             // does (the server watches its token and stops the program).
             void client.sendNotification(WorkDoneProgressCancelNotification.type, { token: workDoneToken });
@@ -225,17 +271,17 @@ export class ProfileCommand {
         try {
           const response = client.sendRequest(
             ExecuteCommandRequest.type,
-            { command: SERVER_PROFILE_COMMAND, arguments: [argument], workDoneToken },
+            { command: this.mode.serverCommand, arguments: [argument], workDoneToken },
             cancellation,
           );
           const outcome = await Promise.race([response, cancelled]);
           if (outcome === "cancelled") {
             return undefined;
           }
-          return parseProfileResult(outcome);
+          return this.mode.kind === "measure" ? parseMeasureResult(outcome) : parseProfileResult(outcome);
         } catch (error) {
           if (cancellation.isCancellationRequested || isCancellation(error)) {
-            this.log.info("Profile cancelled.");
+            this.log.info(`${this.mode.verb} cancelled.`);
             return undefined;
           }
           throw error;
@@ -246,14 +292,27 @@ export class ProfileCommand {
     );
   }
 
-  private showResult(result: ProfileResult): void {
+  private showResult(result: StepResult): void {
+    if (!("lines" in result)) {
+      // a measure run: its median, spread and noise flag, the machine; its distribution in the panel
+      this.status.result(result.status.text, result.status.tooltip, result.runId);
+      this.log.info(`Measure done: ${result.summary}.`);
+      this.log.info(`Run ${result.runId}, in ${result.runDir}`);
+      this.shown(result.runId, true);
+      void vscode.window.showInformationMessage(`Stepscope: ${result.summary}.`, "Open in Panel").then((choice) => {
+        if (choice === "Open in Panel") {
+          void vscode.commands.executeCommand(OPEN_PANEL_COMMAND, { runId: result.runId, kind: "measure" });
+        }
+      });
+      return;
+    }
     // The server has told the figures of each document that changed (stepscope/figuresChanged); ask
     // for the visible ones too, so a label never waits on a notification.
     void this.figures.refreshVisible();
     this.status.result(result.status.text, result.status.tooltip, result.runId);
     this.log.info(`Profile done: ${result.summary}.`);
     this.log.info(`Run ${result.runId}, in ${result.runDir}`);
-    this.shown(result.runId);
+    this.shown(result.runId, false);
   }
 }
 
@@ -262,7 +321,7 @@ function runDirOf(error: unknown): string | undefined {
   return typeof data?.runDir === "string" ? data.runDir : undefined;
 }
 
-function targetFrom(arg: unknown): ProfileTarget | string {
+function targetFrom(arg: unknown, mode: StepMode): ProfileTarget | string {
   if (arg !== undefined && arg !== null && !(arg instanceof vscode.Uri)) {
     const candidate = arg as Partial<ProfileTarget>;
     const position = candidate.position;
@@ -274,14 +333,14 @@ function targetFrom(arg: unknown): ProfileTarget | string {
     ) {
       return { uri: candidate.uri, position: { line: position.line, character: position.character } };
     }
-    return "Stepscope: Profile This Step needs {uri, position: {line, character}}.";
+    return `Stepscope: ${mode.name} needs {uri, position: {line, character}}.`;
   }
   const editor = vscode.window.activeTextEditor;
   if (!editor || editor.document.languageId !== "python") {
-    return "Stepscope: open a Python file and put the cursor in the step loop to profile it.";
+    return `Stepscope: open a Python file and put the cursor in the step loop to ${mode.verb} it.`;
   }
   if (editor.document.uri.scheme !== "file") {
-    return "Stepscope: save the file to disk first; Stepscope profiles files in the workspace.";
+    return `Stepscope: save the file to disk first; Stepscope ${mode.kind === "profile" ? "profiles" : "measures"} files in the workspace.`;
   }
   const cursor = editor.selection.active;
   return {

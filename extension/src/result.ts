@@ -164,3 +164,41 @@ export function parseRuns(value: unknown): RunSummary[] {
   }
   return runs;
 }
+
+/** The result of Measure This Step (`stepscope.measure`): the run's median, spread and noise flag,
+ * worded by the server. */
+export interface MeasureStepResult {
+  runId: string;
+  runDir: string;
+  msPerStep: number;
+  iqrMs: number | null;
+  noisy: boolean;
+  machine: string;
+  summary: string;
+  status: { text: string; tooltip: string };
+}
+
+/** The measure result, or BadResult naming what is missing. */
+export function parseMeasureResult(value: unknown): MeasureStepResult {
+  if (!isObject(value) || value.kind !== "measure") {
+    throw new BadResult("the server's measure result is not a measure run's result");
+  }
+  const status = value.status;
+  if (!isObject(status) || typeof status.text !== "string" || typeof value.summary !== "string") {
+    throw new BadResult("the server's measure result has no summary or status text");
+  }
+  const ms = num(value.msPerStep);
+  if (ms === null || typeof value.runId !== "string" || value.runId === "") {
+    throw new BadResult("the server's measure result has no run or no median");
+  }
+  return {
+    runId: value.runId,
+    runDir: String(value.runDir ?? ""),
+    msPerStep: ms,
+    iqrMs: num(value.iqrMs),
+    noisy: value.noisy === true,
+    machine: String(value.machine ?? ""),
+    summary: value.summary,
+    status: { text: status.text, tooltip: typeof status.tooltip === "string" ? status.tooltip : "" },
+  };
+}

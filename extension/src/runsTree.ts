@@ -12,8 +12,9 @@ export interface RunItem {
   tooltip: string;
   /** A codicon id. */
   icon: string;
-  /** `run.analysed` (open, compare, report, delete), `run.ended` (delete only). */
-  contextValue: "run.analysed" | "run.ended";
+  /** `run.analysed` (open, compare, report, panel, delete), `run.measured` (a measure run: panel,
+   * compare, delete), `run.ended` (delete only). */
+  contextValue: "run.analysed" | "run.measured" | "run.ended";
 }
 
 const ICONS: Record<string, string> = {
@@ -41,10 +42,12 @@ export function runItem(run: RunSummary): RunItem {
     : "script unknown";
   const measured = run.kind === "measure" && run.status === "complete";
   let description: string;
-  if (run.analysed) {
+  if (measured) {
+    description = `measured: ${run.statusText ?? "complete"}`;  // no report: its figures are the step's alone
+  } else if (run.analysed) {
     description = run.statusText ?? "analysed";
   } else if (run.kind === "measure") {
-    description = `measured: ${run.statusText ?? run.status}`;  // no report: its figures are the step's alone
+    description = `measure ${run.status === "incomplete" ? "running, or stopped without a word" : run.status}`;
   } else if (run.status === "complete") {
     description = run.problem ? "report unreadable" : "not analysed";
   } else {
@@ -63,6 +66,6 @@ export function runItem(run: RunSummary): RunItem {
     description: `${description} · ${when(run.started)}`,
     tooltip,
     icon: run.problem ? "warning" : measured ? "dashboard" : ICONS[run.status] ?? "question",
-    contextValue: run.analysed ? "run.analysed" : "run.ended",
+    contextValue: run.analysed ? "run.analysed" : measured ? "run.measured" : "run.ended",
   };
 }

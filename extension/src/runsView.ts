@@ -1,9 +1,12 @@
 // The runs view (Stepscope › Runs): every run of the workspace from the server (`stepscope/runs`:
-// the run folders, and runs made by the CLI or before a restart alike), newest first. Open a run (its
-// figures in the editor), open its report, compare two runs line by line, delete one (confirmed; the
-// server deletes only folders inside .stepscope/runs/). Viewing works in restricted mode: nothing here
-// runs the user's code. A run opens in the trace panel through the panel's own command
-// (`stepscope.openPanel` {runId}), as a hover's link and a finding's code action do.
+// the run folders, and runs made by the CLI or before a restart alike), newest first, profile and
+// measure runs alike. Open a run (its figures in the editor), open its report, compare two runs (two
+// profile runs line by line; with a measure run, the verdict of `stepscope runs compare`, refused
+// across machines or scopes unless the user says compare anyway), delete one (confirmed; the server
+// deletes only folders inside .stepscope/runs/). Viewing works in restricted mode: nothing here runs
+// the user's code. A run opens in the trace panel through the panel's own command
+// (`stepscope.openPanel` {runId}; a measure run's distribution with {runId, kind: "measure"}, two
+// measure runs compared with {runId, kind: "measure", against, force}), as a hover's link does.
 import * as vscode from "vscode";
 import { LanguageClient } from "vscode-languageclient/node";
 import { OPEN_PANEL_COMMAND } from "./panel/host";
@@ -32,6 +35,8 @@ class RunNode extends vscode.TreeItem {
     this.contextValue = item.contextValue;
     if (run.analysed) {
       this.command = { command: "stepscope.runs.open", title: "Show Run in the Editor", arguments: [this] };
+    } else if (item.contextValue === "run.measured") {
+      this.command = { command: "stepscope.runs.openPanel", title: "Open Run in the Trace Panel", arguments: [this] };
     }
   }
 }
@@ -52,7 +57,8 @@ class RunDocuments implements vscode.TextDocumentContentProvider {
     try {
       if (name === "compare.md") {
         const [a, b] = id.split("..");
-        const answer = await client.sendRequest<{ markdown?: unknown }>(COMPARE_REQUEST, { a, b });
+        const force = uri.query === "force";  // the user chose to compare runs that differ in machine or scope
+        const answer = await client.sendRequest<{ markdown?: unknown }>(COMPARE_REQUEST, { a, b, ...(force ? { force } : {}) });
         return typeof answer?.markdown === "string" ? answer.markdown : "The server gave no comparison.";
       }
       return JSON.stringify(await client.sendRequest(REPORT_REQUEST, { runId: id }), null, 2) + "\n";
@@ -97,7 +103,8 @@ export class RunsView implements vscode.TreeDataProvider<RunNode>, vscode.Dispos
       vscode.commands.registerCommand("stepscope.runs.delete", (node?: RunNode, selected?: RunNode[]) =>
         this.delete(node, selected)),
       vscode.commands.registerCommand("stepscope.runs.openPanel", (node?: RunNode) =>
-        node && vscode.commands.executeCommand(OPEN_PANEL_COMMAND, { runId: node.run.id })),
+        node && vscode.commands.executeCommand(OPEN_PANEL_COMMAND,
+          node.run.kind === "measure" ? { runId: node.run.id, kind: "measure" } : { runId: node.run.id })),
     );
     return new vscode.Disposable(() => this.dispose());
   }
@@ -160,11 +167,12 @@ export class RunsView implements vscode.TreeDataProvider<RunNode>, vscode.Dispos
   }
 
   private async compare(node?: RunNode, selected?: RunNode[]): Promise<void> {
-    let pair = (selected ?? []).filter((n) => n.run.analysed);
+    const comparable = (n: RunNode) => n.run.analysed || n.contextValue === "run.measured";
+    let pair = (selected ?? []).filter(comparable);
     if (pair.length !== 2 && node) {
-      const others = (await this.getChildren()).filter((n) => n.run.analysed && n.run.id !== node.run.id);
+      const others = (await this.getChildren()).filter((n) => comparable(n) && n.run.id !== node.run.id);
       if (others.length === 0) {
-        void vscode.window.showInformationMessage("Stepscope: there is no other analysed run to compare with.");
+        void vscode.window.showInformationMessage("Stepscope: there is no other analysed or measured run to compare with.");
         return;
       }
       const choice = await vscode.window.showQuickPick(
@@ -177,14 +185,46 @@ export class RunsView implements vscode.TreeDataProvider<RunNode>, vscode.Dispos
       pair = [node, choice.node];
     }
     if (pair.length !== 2) {
-      void vscode.window.showInformationMessage("Stepscope: select two analysed runs to compare.");
+      void vscode.window.showInformationMessage("Stepscope: select two analysed or measured runs to compare.");
       return;
     }
-    const [a, b] = pair.map((n) => n.run.id).sort();  // older first: run ids start with their time
-    const uri = vscode.Uri.from({ scheme: REPORT_SCHEME, path: `/${a}..${b}/compare.md` });
+    pair.sort((x, y) => (x.run.id < y.run.id ? -1 : 1));  // older first, the baseline: run ids start with their time
+    const [a, b] = pair.map((n) => n.run.id);
+    let force = false;
+    if (pair.some((n) => n.run.kind === "measure")) {
+      const verdict = await this.verdict(a, b);
+      if (verdict === undefined) return;
+      force = verdict.force;
+      if (pair.every((n) => n.run.kind === "measure")) {
+        // both distributions, the ratio of medians, its interval and the verdict: in the panel
+        await vscode.commands.executeCommand(OPEN_PANEL_COMMAND, { runId: b, kind: "measure", against: a, force });
+        return;
+      }
+    }
+    const uri = vscode.Uri.from({ scheme: REPORT_SCHEME, path: `/${a}..${b}/compare.md`, query: force ? "force" : "" });
     await vscode.commands.executeCommand("markdown.showPreview", uri).then(undefined, async () => {
       await vscode.window.showTextDocument(uri, { preview: true });
     });
+  }
+
+  /** Whether a comparison with a measure run can be made: the server's verdict (the same comparison as
+   * `stepscope runs compare`), or its refusal in one line with the choice to compare anyway.
+   * undefined: not compared. */
+  private async verdict(a: string, b: string): Promise<{ force: boolean } | undefined> {
+    const client = this.client();
+    if (!client) return undefined;
+    try {
+      await client.sendRequest(COMPARE_REQUEST, { a, b });
+      return { force: false };
+    } catch (error) {
+      const reason = firstLine(error);
+      if (!/^not comparable/.test(reason)) {
+        void vscode.window.showErrorMessage(`Stepscope: ${reason}`);
+        return undefined;
+      }
+      const choice = await vscode.window.showWarningMessage(`Stepscope: ${reason}.`, "Compare Anyway");
+      return choice === "Compare Anyway" ? { force: true } : undefined;
+    }
   }
 
   private async delete(node?: RunNode, selected?: RunNode[]): Promise<void> {

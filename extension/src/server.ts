@@ -24,6 +24,9 @@ import { OPEN_PANEL_COMMAND } from "./panel/host";
 import { serverLogLine } from "./serverLog";
 import { readSettings } from "./settings";
 
+/** Measure This Step, the editor's command; the server's step lenses name it (initializationOptions). */
+export const MEASURE_COMMAND = "stepscope.measureStep";
+
 const CLIENT_ID = "stepscope";
 const CLIENT_NAME = "Stepscope";
 const RESTART_DELAY_MS = 300;
@@ -227,6 +230,9 @@ export class ServerController implements vscode.Disposable {
         panelCommand: OPEN_PANEL_COMMAND,
         minShare: settings.minShare,
         profile: settings.profile,
+        measure: settings.measure,
+        // the step lenses offer "Measure this step" beside "Profile this step"
+        measureCommand: MEASURE_COMMAND,
       },
     };
     return new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, clientOptions);

@@ -17,6 +17,9 @@ export interface Settings {
   runsKeep: number;
   traceServer: "off" | "messages" | "verbose";
   profile: ProfileSettings;
+  /** `stepscope.measure.*`: Measure This Step's passes, warm-up, processes, seed and tolerance, by
+   * setting name, checked by the server as `stepscope.profile.*` is. */
+  measure: ProfileSettings;
 }
 
 /**
@@ -45,6 +48,7 @@ export function readSettings(resource?: vscode.Uri): Settings {
     runsKeep: Math.floor(clamp(config.get<number>("runs.keep", 0), 0, Number.MAX_SAFE_INTEGER, 0)),
     traceServer: config.get<Settings["traceServer"]>("trace.server", "off"),
     profile: readProfileSettings(resource),
+    measure: settingsOfSection(vscode.workspace.getConfiguration(`${SECTION}.measure`, resource)),
   };
 }
 
@@ -59,7 +63,7 @@ function readProfileSettings(resource?: vscode.Uri): ProfileSettings {
 
 /** True when a configuration change touches something the server is started with. */
 export function affectsServer(event: vscode.ConfigurationChangeEvent): boolean {
-  // `trace.server` is applied by the language client itself without a restart; `profile.*` is
-  // sent with every profile request.
+  // `trace.server` is applied by the language client itself without a restart; `profile.*` and
+  // `measure.*` are sent with every profile and measure request.
   return event.affectsConfiguration(`${SECTION}.interpreter`);
 }

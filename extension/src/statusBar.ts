@@ -15,10 +15,10 @@ export class StepStatus implements vscode.Disposable {
     this.item.command = "stepscope.showLogs";
   }
 
-  running(title: string): void {
+  running(title: string, doing = "profiling"): void {
     this.item.command = "stepscope.showLogs";
-    this.item.text = "$(sync~spin) Stepscope: profiling…";
-    this.item.tooltip = `Profiling ${title}` + (this.last ? ` (last run: ${this.last.text})` : "");
+    this.item.text = `$(sync~spin) Stepscope: ${doing}…`;
+    this.item.tooltip = `${doing[0].toUpperCase()}${doing.slice(1)} ${title}` + (this.last ? ` (last run: ${this.last.text})` : "");
     this.item.show();
   }
 
@@ -31,8 +31,8 @@ export class StepStatus implements vscode.Disposable {
     this.item.show();
   }
 
-  /** The profile failed or was cancelled: the last good run's figure stays, with what happened. */
-  ended(what: string): void {
+  /** The profile (or measure: `verb`) failed or was cancelled: the last good run's figure stays, with what happened. */
+  ended(what: string, verb = "profile"): void {
     if (!this.last) {
       this.item.hide();
       return;
@@ -40,7 +40,7 @@ export class StepStatus implements vscode.Disposable {
     this.item.command = "stepscope.openPanel";  // the last good run, which the panel still shows
     this.item.text = `$(warning) Stepscope: ${this.last.text}`;
     const said = what.replace(/[\\`*_{}[\]()<>#+\-.!|~]/g, (c) => `\\${c}`);
-    this.item.tooltip = untrusted(`**The last profile ${said}**; these figures are from the run before it.\n\n` +
+    this.item.tooltip = untrusted(`**The last ${verb} ${said}**; these figures are from the run before it.\n\n` +
       this.last.tooltip);
     this.item.show();
   }

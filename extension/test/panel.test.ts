@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import * as path from "node:path";
 import { describe, it } from "node:test";
 import { isInside, resolveSource } from "../src/panel/sources";
-import { panelTitle, stepWords, tabTitle } from "../src/panel/state";
+import { measurePanelState, measureStepWords, measureTabTitle, panelTitle, stepWords, tabTitle } from "../src/panel/state";
 import { parsePanelTarget } from "../src/panel/target";
 
 const RUN = "20261201T101500Z-train-1a2b";
@@ -23,6 +23,16 @@ describe("parsePanelTarget", () => {
     });
     // a file the run's table does not have comes without an id: the run opens, on no line
     assert.deepEqual(parsePanelTarget({ runId: RUN, fileId: null, line: 12 }), { runId: RUN, line: null });
+  });
+
+  it("takes a measure run, alone or against another run, for its distribution", () => {
+    assert.deepEqual(parsePanelTarget({ runId: RUN, kind: "measure" }), { runId: RUN, line: null, measure: { against: null, force: false } });
+    const other = "20261201T101000Z-train-9f9f";
+    assert.deepEqual(parsePanelTarget({ runId: RUN, kind: "measure", against: other, force: true }),
+      { runId: RUN, line: null, measure: { against: other, force: true } });
+    for (const against of ["../x", RUN, 3]) {
+      assert.equal(parsePanelTarget({ runId: RUN, kind: "measure", against }), "Open Trace Panel: against is not another run's id");
+    }
   });
 
   it("refuses anything else with a reason", () => {
@@ -96,5 +106,25 @@ describe("the panel's title", () => {
     assert.equal(stepWords(fn), "train.py, each call of train_step");
     assert.equal(panelTitle(RUN, { lines: [] }), `Run ${RUN}`);
     assert.equal(tabTitle(null), "Stepscope Trace");
+  });
+});
+
+describe("a measure run's panel state", () => {
+  const measure = {
+    raw_ms: [2, 2.1], warmup_ms: [5], median_ms: 2.05, iqr_ms: 0.05, p10_ms: 2, p90_ms: 2.1, min_ms: 2, max_ms: 2.1,
+    samples_per_s: null, noisy: false, machine: { device: "CPU only" },
+    scope: { script: "train.py", step: { line: 69, function: null } },
+  };
+
+  it("is titled by the step the run timed, and carries no report and no timeline", () => {
+    assert.equal(measureStepWords(measure), "train.py, the loop at line 69");
+    assert.equal(measureStepWords({ ...measure, scope: { script: "steps.py", step: { function: "Runner.step" } } }),
+      "steps.py, each call of Runner.step");
+    const state = measurePanelState({ runId: RUN, measure });
+    assert.equal(state.title, `train.py, the loop at line 69 · measured, run ${RUN}`);
+    assert.deepEqual([state.report, state.timeline, state.measure], [null, null, measure]);
+    assert.equal(measureTabTitle(measure), "Measured: train.py");
+    const compared = measurePanelState({ runId: RUN, measure: { ...measure, ratio: 0.9, ci95: [0.85, 0.95], compare_label: "run r0" } });
+    assert.match(compared.title, /against run r0$/);
   });
 });

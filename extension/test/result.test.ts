@@ -1,7 +1,7 @@
 // Checking the server's profile result before painting it (result.ts).
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { BadResult, parseProfileResult } from "../src/result";
+import { BadResult, parseMeasureResult, parseProfileResult } from "../src/result";
 
 const GOOD = {
   runId: "20261201T153517Z-train-1a2b",
@@ -45,5 +45,28 @@ describe("parseProfileResult", () => {
     ];
     const parsed = parseProfileResult({ ...GOOD, lines });
     assert.deepEqual(parsed.lines, [{ uri: "file:///a.py", line: 4, wallMs: 0, gpuMs: null, fraction: 1, label: "ok" }]);
+  });
+});
+
+describe("parseMeasureResult", () => {
+  const MEASURED = {
+    runId: "20261201T153900Z-train-3c4d", runDir: "/ws/.stepscope/runs/20261201T153900Z-train-3c4d", kind: "measure",
+    msPerStep: 12.3, iqrMs: 0.4, noisy: false, passes: 30, machine: "CPU only on vm, torch 2.13.0",
+    summary: "12.3 ms/step without the profiler (median of 30 passes; IQR 0.400 ms, 3% of the median) on CPU only on vm",
+    status: { text: "12.3 ms/step measured ±2%", tooltip: "12.3 ms/step without the profiler" }, verdict: null,
+  };
+
+  it("keeps the median, its spread, the noise flag and the server's words", () => {
+    const parsed = parseMeasureResult(MEASURED);
+    assert.deepEqual([parsed.runId, parsed.msPerStep, parsed.iqrMs, parsed.noisy], [MEASURED.runId, 12.3, 0.4, false]);
+    assert.equal(parsed.summary, MEASURED.summary);
+    assert.deepEqual(parsed.status, MEASURED.status);
+  });
+
+  it("refuses a profile's result, or one without a median or a run, with the reason", () => {
+    assert.throws(() => parseMeasureResult(GOOD), /not a measure run's result/);
+    assert.throws(() => parseMeasureResult({ ...MEASURED, msPerStep: null }), /no run or no median/);
+    assert.throws(() => parseMeasureResult({ ...MEASURED, runId: "" }), /no run or no median/);
+    assert.throws(() => parseMeasureResult({ ...MEASURED, status: {} }), BadResult);
   });
 });

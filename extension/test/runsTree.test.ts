@@ -31,11 +31,18 @@ describe("runItem", () => {
     assert.ok(item.tooltip.includes("failed: the program raised AssertionError at train\\.py:12"));
   });
 
-  it("shows a measure run's timed figure, and offers only to delete it (it has no report)", () => {
+  it("shows a measure run's timed figure, and offers its distribution and a comparison (it has no report)", () => {
     const item = runItem({ ...RUN, kind: "measure", analysed: false, msPerStep: 12.5, summary: null,
       statusText: "12.5 ms/step (IQR 0.3 ms)" });
     assert.equal(item.description, "measured: 12.5 ms/step (IQR 0.3 ms) · 2026-12-01 16:38 UTC");
     assert.equal(item.icon, "dashboard");
+    assert.equal(item.contextValue, "run.measured");
+  });
+
+  it("says how a measure run that did not complete ended, and offers only to delete it", () => {
+    const item = runItem({ ...RUN, kind: "measure", analysed: false, msPerStep: null, summary: null, statusText: null,
+      status: "cancelled", reason: "cancelled" });
+    assert.equal(item.description, "measure cancelled · 2026-12-01 16:38 UTC");
     assert.equal(item.contextValue, "run.ended");
   });
 

@@ -122,3 +122,34 @@ def test_a_launcher_module_is_refused_before_anything_runs(workspace: Path):
         "stepscope: torch.distributed.run is a launcher, not the program: give it as the launcher "
         "(--launcher \"python -m torch.distributed.run …\") and the script as the program")
     assert not (workspace / ".stepscope").exists()
+
+
+def test_package_json_declares_the_same_measure_settings():
+    from stepscope.agent.protocol import MeasureOptions
+    from stepscope.capture.request import MeasureRunOptions
+
+    properties = json.loads((REPO / "package.json").read_text())["contributes"]["configuration"]["properties"]
+    prefix = f"{options.MEASURE_SECTION}."
+    in_package = {key[len(prefix):]: entry for key, entry in properties.items() if key.startswith(prefix)}
+    declared = {d.option.setting: d for cls in (MeasureOptions, MeasureRunOptions) for d in options.declared(cls)
+                if d.option.setting}
+    assert sorted(in_package) == sorted(declared) == ["passes", "runs", "seed", "tolerance", "warmup"]
+    for key, d in declared.items():
+        entry = in_package[key]
+        assert entry["type"] == JSON_TYPES[d.kind], key
+        assert entry["default"] == d.user_value(d.default), key
+        assert entry.get("minimum") == d.option.minimum, key
+
+
+def test_a_refused_measure_setting_names_its_own_section():
+    from stepscope.agent.protocol import MeasureOptions
+    from stepscope.capture.request import MeasureRunOptions
+
+    classes = (MeasureOptions, MeasureRunOptions)
+    measure, run = options.from_settings({"passes": 7, "runs": 2}, *classes, section=options.MEASURE_SECTION)
+    assert (measure.passes, measure.warmup, run.runs) == (7, MeasureOptions().warmup, 2)
+    with pytest.raises(SettingError, match=r"^stepscope\.measure\.tolerance must be a number ≥ 0, got -1$"):
+        options.from_settings({"tolerance": -1}, *classes, section=options.MEASURE_SECTION)
+    with pytest.raises(SettingError, match=r"^the command's measure argument must be an object of stepscope\.measure "
+                                           r"settings, got 3$"):
+        options.merge_settings([("the command's measure argument", 3)], options.MEASURE_SECTION)

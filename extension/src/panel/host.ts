@@ -20,8 +20,9 @@ import type { PanelReport } from "../../../panel/src/report";
 import { splitTimeline, type TimelineDoc } from "../../../panel/src/timeline-doc";
 import { firstLine } from "../python";
 import { isInside, resolveSource } from "./sources";
-import { panelState, runRoot, tabTitle } from "./state";
-import { parsePanelTarget } from "./target";
+import type { MeasureResult } from "../../../panel/src/measure";
+import { measurePanelState, measureTabTitle, panelState, runRoot, tabTitle } from "./state";
+import { parsePanelTarget, PanelTarget } from "./target";
 
 export const OPEN_PANEL_COMMAND = "stepscope.openPanel";
 const SHARE_TRACE_COMMAND = "stepscope.shareTrace";
@@ -29,10 +30,17 @@ const VIEW_TYPE = "stepscope.tracePanel";
 const REPORT_REQUEST = "stepscope/report";
 const TIMELINE_REQUEST = "stepscope/timeline";
 const RUNS_REQUEST = "stepscope/runs";
+const MEASURE_REQUEST = "stepscope/measure";
+
+type MeasureTarget = NonNullable<PanelTarget["measure"]>;
 
 interface ShownRun {
   runId: string;
-  report: PanelReport;
+  /** what was asked for: the run, and for a measure run its comparison (one key per view) */
+  key: string;
+  report: PanelReport | null;
+  /** a measure run's document (its distribution; with `against`, the comparison merged in) */
+  measure: MeasureResult | null;
   timeline: TimelineDoc | null;
   /** why there is no timeline, shown in the panel */
   problem: string | null;
@@ -51,8 +59,8 @@ interface RangeRequest {
 export class TracePanel implements vscode.Disposable {
   private panel: vscode.WebviewPanel | undefined;
   private shown: ShownRun | undefined;
-  /** the run the editor shows (the last profile, or a run opened from the runs view) */
-  private followed: string | undefined;
+  /** the run the editor shows (the last profile or measure, or a run opened from the runs view) */
+  private followed: { runId: string; measure: MeasureTarget | undefined } | undefined;
   /** the webview's script has started since the page was last (re)loaded */
   private ready = false;
   /** loads started: only the latest one is shown */
@@ -72,11 +80,12 @@ export class TracePanel implements vscode.Disposable {
     return new vscode.Disposable(() => this.dispose());
   }
 
-  /** The editor shows this run now: an open panel follows it. */
-  follow(runId: string): void {
-    this.followed = runId;
-    if (this.panel && this.shown?.runId !== runId) {
-      void this.load(runId, null);
+  /** The editor shows this run now (`measure`: a measure run): an open panel follows it. */
+  follow(runId: string, measure = false): void {
+    const target = measure ? { against: null, force: false } : undefined;
+    this.followed = { runId, measure: target };
+    if (this.panel && this.shown?.key !== keyOf(runId, target)) {
+      void this.load(runId, null, target);
     }
   }
 
@@ -87,8 +96,8 @@ export class TracePanel implements vscode.Disposable {
       void vscode.window.showErrorMessage(`Stepscope: ${target}.`);
       return;
     }
-    const runId = target?.runId ?? this.followed ?? (await this.newestRun());
-    if (!runId) {
+    const chosen = target ? { runId: target.runId, measure: target.measure } : this.followed ?? (await this.newestRun());
+    if (!chosen) {
       void vscode.window.showInformationMessage(
         "Stepscope: no run to show yet. Profile a step first (Stepscope: Profile This Step), or run `stepscope profile` in a terminal.",
       );
@@ -100,7 +109,7 @@ export class TracePanel implements vscode.Disposable {
       void vscode.window.showErrorMessage(`Stepscope: the trace panel could not be opened: ${firstLine(error)}`);
       return;
     }
-    await this.load(runId, target?.line ?? null);
+    await this.load(chosen.runId, target?.line ?? null, chosen.measure);
   }
 
   dispose(): void {
@@ -108,13 +117,15 @@ export class TracePanel implements vscode.Disposable {
     this.disposables.splice(0).forEach((d) => d.dispose());
   }
 
-  private async newestRun(): Promise<string | undefined> {
+  private async newestRun(): Promise<{ runId: string; measure: MeasureTarget | undefined } | undefined> {
     const client = this.client();
     if (!client) return undefined;
     try {
-      const answer = await client.sendRequest<{ runs?: { id?: unknown; analysed?: unknown }[] }>(RUNS_REQUEST, {});
-      const run = (answer?.runs ?? []).find((r) => r.analysed === true && typeof r.id === "string");
-      return run?.id as string | undefined;
+      const answer = await client.sendRequest<{ runs?: { id?: unknown; analysed?: unknown; kind?: unknown; status?: unknown }[] }>(RUNS_REQUEST, {});
+      const measured = (r: { kind?: unknown; status?: unknown }) => r.kind === "measure" && r.status === "complete";
+      const run = (answer?.runs ?? []).find((r) => (r.analysed === true || measured(r)) && typeof r.id === "string");
+      if (!run) return undefined;
+      return { runId: run.id as string, measure: measured(run) ? { against: null, force: false } : undefined };
     } catch (error) {
       this.log.warn(`Trace panel: could not list the runs: ${firstLine(error)}`);
       return undefined;
@@ -173,10 +184,12 @@ export class TracePanel implements vscode.Disposable {
     });
   }
 
-  /** Reads the run's report and timeline from the server and shows them (the latest load wins). */
-  private async load(runId: string, line: ShownRun["reveal"]): Promise<void> {
+  /** Reads the run's report and timeline (a measure run: its measure document) from the server and
+   * shows them (the latest load wins). */
+  private async load(runId: string, line: ShownRun["reveal"], measure?: MeasureTarget): Promise<void> {
     const load = ++this.loads;
-    if (this.shown?.runId === runId) {
+    const key = keyOf(runId, measure);
+    if (this.shown?.key === key) {
       this.shown.reveal = line ?? this.shown.reveal;
       if (line) this.post({ type: "reveal", runId, fileId: line.fileId, line: line.line });
       return;
@@ -184,6 +197,10 @@ export class TracePanel implements vscode.Disposable {
     const client = this.client();
     if (!client) {
       void vscode.window.showErrorMessage("Stepscope: the server is not running, so the trace panel has nothing to show.");
+      return;
+    }
+    if (measure) {
+      await this.loadMeasure(client, load, runId, measure);
       return;
     }
     await vscode.window.withProgress(
@@ -209,7 +226,7 @@ export class TracePanel implements vscode.Disposable {
           this.log.warn(`Trace panel: ${problem}`);
         }
         if (load !== this.loads || !this.panel) return;  // a later load, or the panel closed meanwhile
-        this.shown = { runId, report, timeline, problem, stale: false, reveal: line };
+        this.shown = { runId, key, report, measure: null, timeline, problem, stale: false, reveal: line };
         this.nextRange = undefined;
         this.panel.title = tabTitle(report);
         const spans = timeline ? `${timeline.spans.start_us.length} spans` : "no timeline";
@@ -219,11 +236,38 @@ export class TracePanel implements vscode.Disposable {
     );
   }
 
+  /** A measure run's document (with `against`: compared with that run, by the server's comparison). */
+  private async loadMeasure(client: LanguageClient, load: number, runId: string, measure: MeasureTarget): Promise<void> {
+    const what = measure.against ? `run ${runId} against run ${measure.against}` : `run ${runId}`;
+    await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: `Stepscope: loading ${what}` }, async () => {
+      let doc: MeasureResult;
+      try {
+        doc = await client.sendRequest<MeasureResult>(MEASURE_REQUEST, {
+          runId, ...(measure.against ? { against: measure.against, force: measure.force } : {}),
+        });
+      } catch (error) {
+        if (load !== this.loads) return;
+        const reason = firstLine(error);
+        this.log.error(`Trace panel: ${reason}`);
+        void vscode.window.showErrorMessage(`Stepscope: ${reason}`);
+        if (!this.shown) this.panel?.dispose();
+        return;
+      }
+      if (load !== this.loads || !this.panel) return;
+      this.shown = { runId, key: keyOf(runId, measure), report: null, measure: doc, timeline: null, problem: null, stale: false, reveal: null };
+      this.nextRange = undefined;
+      this.panel.title = measureTabTitle(doc);
+      this.log.info(`Trace panel: ${what} (${Array.isArray(doc.raw_ms) ? doc.raw_ms.length : 0} measured passes).`);
+      this.postState();
+    });
+  }
+
   private postState(): void {
     const shown = this.shown;
     if (!shown || !this.ready) return;  // posted when the webview says it is ready
+    const state = shown.measure ? measurePanelState({ runId: shown.runId, measure: shown.measure })
+      : panelState({ runId: shown.runId, report: shown.report!, timeline: shown.timeline, stale: shown.stale });
     // the span columns in a message of their own, as typed arrays (timeline-doc.ts, splitTimeline)
-    const state = panelState(shown);
     const split = state.timeline ? splitTimeline(state.timeline) : null;
     this.post({ type: "state", state: split ? { ...state, timeline: split.rest } : state });
     if (split) this.post({ type: "spans", runId: shown.runId, of: "state", spans: split.spans });
@@ -304,7 +348,7 @@ export class TracePanel implements vscode.Disposable {
     const shown = this.shown;
     if (!shown) return;
     const folders = (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === "file").map((f) => f.uri.fsPath);
-    const resolved = resolveSource(fileId, shown.timeline?.files ?? {}, runRoot(shown.report), folders);
+    const resolved = resolveSource(fileId, shown.timeline?.files ?? {}, shown.report ? runRoot(shown.report) : null, folders);
     const refuse = (why: string) => this.log.warn(`Trace panel: not opening ${fileId}:${line}: ${why}.`);
     if ("refused" in resolved) {
       refuse(resolved.refused);
@@ -342,6 +386,11 @@ export class TracePanel implements vscode.Disposable {
     const other = vscode.window.visibleTextEditors.find((e) => e.viewColumn !== undefined && e.viewColumn !== own);
     return other?.viewColumn ?? vscode.ViewColumn.Beside;
   }
+}
+
+function keyOf(runId: string, measure: MeasureTarget | undefined): string {
+  if (!measure) return runId;
+  return measure.against ? `${runId}..${measure.against}${measure.force ? "!" : ""}` : `${runId}:measure`;
 }
 
 function safeRealpath(folder: string): string {

@@ -1,6 +1,7 @@
 // The panel's state for one run, from the server's answers (`stepscope/report`, `stepscope/timeline`),
 // and its title: the script and the step the run timed. Pure: no `vscode` import. The figures are the
 // report's and the timeline's as the server wrote them; the webview checks both again.
+import type { MeasureResult } from "../../../panel/src/measure";
 import type { PanelState } from "../../../panel/src/messages";
 import type { PanelReport } from "../../../panel/src/report";
 import type { TimelineDoc } from "../../../panel/src/timeline-doc";
@@ -62,4 +63,40 @@ export function panelState(data: RunData): PanelState {
 /** The run's root (the report's `source_root`): where the file table's relative paths start. */
 export function runRoot(report: unknown): string | null {
   return isObject(report) && typeof report.source_root === "string" && report.source_root ? report.source_root : null;
+}
+
+/** "train.py, the loop at line 69" from a measure document's scope (its script is workspace-relative). */
+export function measureStepWords(measure: unknown): string {
+  if (!isObject(measure) || !isObject(measure.scope)) return "";
+  const scope = measure.scope;
+  const script = typeof scope.script === "string" ? scope.script : "";
+  if (!script) return "";
+  const step = isObject(scope.step) ? scope.step : {};
+  if (typeof step.function === "string" && step.function) return `${script}, each call of ${step.function}`;
+  return typeof step.line === "number" ? `${script}, the loop at line ${step.line}` : script;
+}
+
+export interface MeasureData {
+  runId: string;
+  measure: MeasureResult;
+}
+
+/** The panel's state for a measure run (its distribution; no report, no timeline). */
+export function measurePanelState(data: MeasureData): PanelState {
+  const what = measureStepWords(data.measure);
+  const compared = typeof data.measure.ratio === "number" && data.measure.compare_label ? ` against ${data.measure.compare_label}` : "";
+  return {
+    runId: data.runId,
+    title: `${what ? `${what} · ` : ""}measured, run ${data.runId}${compared}`,
+    report: null,
+    timeline: null,
+    measure: data.measure,
+    stale: false,
+  };
+}
+
+/** The editor tab's label of a measure run. */
+export function measureTabTitle(measure: unknown): string {
+  const what = measureStepWords(measure);
+  return what ? `Measured: ${what.split(",")[0]}` : "Stepscope Measure";
 }

@@ -1,12 +1,16 @@
 // What `stepscope.openPanel` is given: nothing (the command palette, the status bar: the run the
-// editor shows), or `{runId, fileId?, line?}` (a hover's link, a finding's code action, the runs view),
-// as an object or, from a command URI, inside an array. Pure: no `vscode` import.
+// editor shows), `{runId, fileId?, line?}` (a hover's link, a finding's code action, the runs view),
+// or `{runId, kind: "measure", against?, force?}` (a measure run's distribution, or two runs
+// compared), as an object or, from a command URI, inside an array. Pure: no `vscode` import.
 import { FILE_ID, RUN_ID } from "../../../panel/src/messages";
 
 export interface PanelTarget {
   runId: string;
   /** A file id of the run's file table (`f0`), with the 1-based line to bring into view. */
   line: { fileId: string; line: number } | null;
+  /** Set for a measure run (no report: its distribution), and for a comparison: the baseline's run
+   * id (`against`), compared past a difference of machine or scope when `force`. */
+  measure?: { against: string | null; force: boolean };
 }
 
 const MAX_LINE = 10_000_000;
@@ -24,6 +28,13 @@ export function parsePanelTarget(arg: unknown): PanelTarget | null | string {
   if (value === undefined || value === null) return null;
   if (!isObject(value)) return "Open Trace Panel takes {runId, fileId?, line?}";
   if (typeof value.runId !== "string" || !RUN_ID.test(value.runId)) return "Open Trace Panel: runId is not a run id";
+  if (value.kind === "measure" || value.against !== undefined) {
+    const against = value.against ?? null;
+    if (against !== null && (typeof against !== "string" || !RUN_ID.test(against) || against === value.runId)) {
+      return "Open Trace Panel: against is not another run's id";
+    }
+    return { runId: value.runId, line: null, measure: { against, force: value.force === true } };
+  }
   const { fileId, line } = value;
   if (fileId === undefined || fileId === null || line === undefined || line === null) {
     return { runId: value.runId, line: null };  // the run without a line (a file outside the run's table has no id)

@@ -244,8 +244,8 @@ def compare_recorded(root: Path, baseline_id: str, candidate_id: str, *, force: 
         try:
             return history.compare(baseline_id, candidate_id, force=force)
         except NotComparable as e:
-            raise errors.StepscopeError(f"not comparable: the runs differ in {e}; compare them anyway with "
-                                        "force", errors.REFUSED) from None
+            # the client offers to compare anyway (`force`), as the CLI's --force does
+            raise errors.StepscopeError(f"not comparable: the runs differ in {e}", errors.REFUSED) from None
 
 
 def compare_markdown(root: Path, baseline: tuple[str, str], candidate: tuple[str, str], *,
