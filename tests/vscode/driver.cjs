@@ -20,6 +20,10 @@
 //   "openRun":     shows a run from the runs view (one recorded elsewhere: no squiggle is waited
 //                  for), scrolls to a line, hovers a timed line and opens the trace panel from the
 //                  hover's link; the pictures of docs/compiled.md come from it (tools/editor_screens.py).
+//   "measure":     starts Measure This Step from its CodeLens (confirming the first real run), waits
+//                  for the result's notification and opens it in the panel (the distribution), runs
+//                  "Stepscope: Measure This Step" from the command palette, then compares the two
+//                  measure runs from the runs view (the panel shows both and the verdict).
 //   "failures":    runs the command with an interpreter that has no torch (the server's error is
 //                  shown, and its Open Logs opens the log), then the workspace settings point
 //                  stepscope.interpreter at a missing file, and at a Python older than 3.10 when the
@@ -133,12 +137,12 @@ async function toast(page, what, predicate, timeoutMs) {
   );
 }
 
-async function confirmFirstRun(page) {
+async function confirmFirstRun(page, button = "Profile") {
   const dialog = page.locator(".monaco-dialog-box").first();
   await dialog.waitFor({ timeout: 30_000 });
   result.confirmDialog = (await dialog.innerText()).replace(/\s*\n\s*/g, " | ");
   await shot(page, "confirm-first-run");
-  await dialog.getByRole("button", { name: "Profile" }).click();
+  await dialog.getByRole("button", { name: button }).click();
 }
 
 /** The texts of the Stepscope progress notification, seen every `intervalMs` until `until` says stop. */
@@ -622,6 +626,88 @@ async function failuresScenario(page) {
   }
 }
 
+// ------------------------------------------------------------------------------ measure
+
+/** What the trace panel shows of a measure run. */
+async function measureState(frame) {
+  return frame.evaluate(() => {
+    const s = window.stepscopePanel.state();
+    const plot = document.querySelector(".measure svg.strip");
+    const dots = (sel) => (plot ? plot.querySelectorAll(sel).length : 0);
+    return {
+      runId: s.runId, title: s.title, report: s.report !== null, timeline: s.timeline !== null,
+      passes: s.measure ? s.measure.raw_ms.length : null, warmups: s.measure ? s.measure.warmup_ms.length : null,
+      verdict: s.measure ? s.measure.verdict ?? null : null,
+      measuredDots: dots("circle.dot:not(.warm):not(.before)"), warmDots: dots("circle.dot.warm"),
+      baselineDots: dots("circle.dot.before"),
+      overview: document.querySelector("#panel-overview").innerText,
+    };
+  });
+}
+
+async function measureDone(page, seen) {
+  return waitFor("the measure's result", async () => {
+    for (const text of await notifications(page)) {
+      if (text.includes("Stepscope: measuring")) seen.add(text.replace(/\s*\n\s*/g, " | "));
+    }
+    const errors = await errorNotifications(page);
+    if (errors.length > 0) throw new Error(`an error appeared instead of the result: ${errors.join(" | ")}`);
+    return (await notifications(page)).find((t) => t.includes("ms/step without the profiler"));
+  }, config.profileTimeoutMs ?? 240_000, 250);
+}
+
+async function measureScenario(page) {
+  result.lenses = await page.locator(".monaco-editor .codelens-decoration a").allInnerTexts();
+  step("start a measure from the CodeLens, confirming the first real run");
+  const lens = page.locator(".monaco-editor .codelens-decoration a", { hasText: "Measure this step" }).first();
+  await lens.waitFor({ timeout: 30_000 });
+  await lens.click();
+  await confirmFirstRun(page, "Measure");
+  const progress = new Set();
+  result.firstResult = (await measureDone(page, progress)).replace(/\s*\n\s*/g, " | ");
+  result.progressTexts = [...progress];
+  result.status = (await statusTexts(page)).filter((t) => t.includes("Stepscope"));
+  await shot(page, "measure-result");
+
+  step("open the result in the panel from its notification");
+  const note = page.locator(".notification-toast", { hasText: "ms/step without the profiler" }).first();
+  await note.getByRole("button", { name: "Open in Panel" }).click();
+  let frame = await panelFrame(page);
+  result.panel = await measureState(frame);
+  result.panelTabTitle = await page.locator(".tabs-container .tab", { hasText: "Measured" }).first().innerText().catch(() => null);
+  await shot(page, "measure-panel");
+  await panelShot(page, "measure-panel-alone");
+  await closeNotifications(page);
+
+  step("run Stepscope: Measure This Step from the command palette");
+  await runCommand(page, "View: Focus First Editor Group");
+  await goToLine(page, config.cursorLine);
+  await runCommand(page, "Stepscope: Measure This Step");
+  result.dialogsOnSecondRun = await page.locator(".monaco-dialog-box").count();
+  result.secondResult = (await measureDone(page, new Set())).replace(/\s*\n\s*/g, " | ");
+  result.followed = await waitFor("the panel following the second measure", async () => {
+    const state = await measureState(await panelFrame(page));
+    return state.runId !== result.panel.runId ? state.runId : undefined;
+  }, 60_000);
+  await closeNotifications(page);
+
+  step("compare the two measure runs from the runs view");
+  result.runs = await runsView(page);
+  const row = page.locator(".part.sidebar .monaco-list-row").first();
+  await row.click({ button: "right" });
+  const item = page.locator(".context-view .action-item", { hasText: "Compare Runs" }).first();
+  await item.waitFor({ timeout: 15_000 });
+  await item.click();
+  const pick = page.locator(".quick-input-widget .monaco-list-row").first();
+  await pick.waitFor({ timeout: 15_000 });
+  await pick.click();
+  result.compared = await waitFor("the panel showing the comparison", async () => {
+    const state = await measureState(await panelFrame(page));
+    return state.verdict ? state : undefined;
+  }, 60_000);
+  await panelShot(page, "measure-compared");
+}
+
 async function main() {
   const context = await chromium.launchPersistentContext(config.profileDir, {
     executablePath: config.chromium,
@@ -664,6 +750,7 @@ async function main() {
     const scenarios = {
       profile: profileScenario, restricted: restrictedScenario, failures: failuresScenario,
       panel: panelScenario, panelRestricted: panelRestrictedScenario, openRun: openRunScenario,
+      measure: measureScenario,
     };
     if (config.scenario in scenarios) {
       await scenarios[config.scenario](page);

@@ -210,6 +210,50 @@ def test_the_trace_panel_shows_the_run_and_leads_to_its_lines(code_server, works
     assert "Trace panel: refused" not in log and "not opening" not in log, log[-3000:]
 
 
+def test_measure_this_step_shows_its_result_its_distribution_and_a_comparison(code_server, workspace: Path) -> None:
+    """Measure from the lens, open the result in the panel, measure again from the palette, compare
+    the two from the runs view."""
+    server = code_server(settings={"stepscope.interpreter": str(TORCH_PYTHON), "stepscope.measure.passes": 6,
+                                   "stepscope.measure.warmup": 2})
+    result = server.drive("measure", RESULTS / "measure", file=EXAMPLE.name, cursorLine=line_of("logits = model(x)"))
+    assert_driver_ok(result, server)
+    runs = sorted(p.name for p in (workspace / ".stepscope" / "runs").iterdir())
+    assert len(runs) == 2, runs
+    assert "Profile this step" in result["lenses"] and "Measure this step" in result["lenses"], result["lenses"]
+    assert "Measure" in result["confirmDialog"] and "real updates" in result["confirmDialog"]
+    assert result["dialogsOnSecondRun"] == 0
+
+    # The result: the median without the profiler, its IQR, the machine, and an action to open it.
+    first = result["firstResult"]
+    assert re.search(r"[\d.]+ ms/step without the profiler \(median of 6 passes; IQR [\d.]+ ms, \d+% of the median",
+                     first), first
+    assert "CPU only" in first and "Open in Panel" in first, first
+    assert any(re.search(r"[\d.]+ ms/step measured", t) for t in result["status"]), result["status"]
+    measured = json.loads((workspace / ".stepscope" / "runs" / runs[0] / "measure.json").read_text())
+    assert len(measured["raw_ms"]) == 6 and len(measured["warmup_ms"]) == 2
+
+    # The panel: the distribution of that run, warm-ups apart; no report, no timeline.
+    panel = result["panel"]
+    assert panel["runId"] == runs[0] and not panel["report"] and not panel["timeline"], panel
+    assert (panel["passes"], panel["measuredDots"], panel["warmups"], panel["warmDots"]) == (6, 6, 2, 2), panel
+    for words in ("Measured without the profiler", "p10 / p90", "min / max", "6 measured; 2 warm-up apart",
+                  "Measured on CPU only"):
+        assert words in panel["overview"], (words, panel["overview"][:1500])
+    assert panel["title"].startswith(f"{EXAMPLE.name}, the loop at line {line_of('for x, y in loader:')} · measured")
+    assert result["followed"] == runs[1]  # the open panel follows the next measure
+
+    # Compared from the runs view: both distributions, the ratio of medians, its interval, the verdict.
+    compared = result["compared"]
+    assert compared["verdict"] in ("faster", "slower", "no detectable difference"), compared
+    assert compared["measuredDots"] == 6 and compared["baselineDots"] == 6, compared
+    assert re.search(r"median, 95% interval [\d.]+ – [\d.]+: (faster|slower|no detectable difference)\.",
+                     compared["overview"]), compared["overview"][-800:]
+    cli = subprocess.run([str(TORCH_PYTHON), "-m", "stepscope", "runs", "compare", *runs, "--json"], cwd=workspace,
+                         capture_output=True, text=True, timeout=120)
+    assert json.loads(cli.stdout)["verdict"] == compared["verdict"]  # the same comparison as the CLI's
+    assert all("measured" in row for row in result["runs"][:2]), result["runs"]
+
+
 def test_restricted_mode_shows_the_trace_panel_of_an_earlier_run(code_server, workspace: Path) -> None:
     made = subprocess.run([str(TORCH_PYTHON), "-m", "stepscope", "profile", EXAMPLE.name, "--active", "3",
                            "--warmup", "1", "--json"], cwd=workspace, capture_output=True, text=True, timeout=300)
