@@ -53,7 +53,7 @@ describe("parseMeasureResult", () => {
     runId: "20261201T153900Z-train-3c4d", runDir: "/ws/.stepscope/runs/20261201T153900Z-train-3c4d", kind: "measure",
     msPerStep: 12.3, iqrMs: 0.4, noisy: false, passes: 30, machine: "CPU only on vm, torch 2.13.0",
     summary: "12.3 ms/step without the profiler (median of 30 passes; IQR 0.400 ms, 3% of the median) on CPU only on vm",
-    status: { text: "12.3 ms/step measured ±2%", tooltip: "12.3 ms/step without the profiler" }, verdict: null,
+    status: { text: "12.3 ms/step measured, IQR 3%", tooltip: "12.3 ms/step without the profiler" }, verdict: null,
   };
 
   it("keeps the median, its spread, the noise flag and the server's words", () => {

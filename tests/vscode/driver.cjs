@@ -657,10 +657,10 @@ async function measureDone(page, seen) {
 }
 
 async function measureScenario(page) {
-  result.lenses = await page.locator(".monaco-editor .codelens-decoration a").allInnerTexts();
   step("start a measure from the CodeLens, confirming the first real run");
   const lens = page.locator(".monaco-editor .codelens-decoration a", { hasText: "Measure this step" }).first();
   await lens.waitFor({ timeout: 30_000 });
+  result.lenses = await page.locator(".monaco-editor .codelens-decoration a").allInnerTexts();
   await lens.click();
   await confirmFirstRun(page, "Measure");
   const progress = new Set();
