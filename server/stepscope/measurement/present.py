@@ -202,7 +202,8 @@ def editor_details(m: dict[str, Any]) -> list[str]:
     if variation.get("run_to_run_pct") is not None:
         out.append(f"{variation['run_to_run_pct']:.1f}% run to run, {variation['pass_to_pass_pct']:.1f}% pass to pass")
     if m.get("warmup_ms"):
-        out.append(f"{len(m['warmup_ms'])} warm-up passes apart, in no figure")
+        count = len(m["warmup_ms"])
+        out.append(f"{count} warm-up pass{'es' if count != 1 else ''} apart, in no figure")
     if m.get("noisy"):
         out.append("noisy: the passes disagree by more than 10% (IQR / median); look at the raw values before "
                    "trusting one figure")

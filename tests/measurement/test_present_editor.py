@@ -1,0 +1,47 @@
+"""A measure result in the editor's words (measurement/present.py): one definition of each figure,
+the same as the CLI's (no torch)."""
+
+from __future__ import annotations
+
+from stepscope.measurement.present import comparison_markdown, editor_details, editor_status, editor_summary
+
+DOC = {
+    "raw_ms": [10.0, 10.5, 9.8, 10.2], "warmup_ms": [30.0], "median_ms": 10.1, "iqr_ms": 0.4, "p10_ms": 9.9,
+    "p90_ms": 10.4, "min_ms": 9.8, "max_ms": 10.5, "noisy": False, "samples_per_s": 3168.3,
+    "machine": {"device": "CPU only", "host": "ci", "torch": "2.13.0"}, "scope": {"batch_size": 32},
+    "runs": [{"raw_ms": [10.0, 10.5]}, {"raw_ms": [9.8, 10.2]}], "clock": "host clock",
+    "variation": {"run_medians_ms": [10.25, 10.0], "run_to_run_pct": 2.5, "pass_to_pass_pct": 4.0},
+}
+
+
+def test_the_summary_gives_median_spread_processes_and_machine():
+    assert editor_summary(DOC) == ("10.1 ms/step without the profiler (median of 4 passes in 2 processes; IQR 0.400 ms, "
+                                   "4% of the median) on CPU only on ci, torch 2.13.0")
+    assert editor_status(DOC) == "10.1 ms/step measured, IQR 4%"
+    assert editor_status({**DOC, "noisy": True}) == "10.1 ms/step measured, IQR 4%, noisy"
+
+
+def test_the_details_say_percentiles_samples_run_to_run_and_warmups_apart():
+    details = editor_details(DOC)
+    assert details[:4] == ["p10 9.90, p90 10.4, min 9.80, max 10.5 ms", "3168 samples/s at batch 32",
+                           "2.5% run to run, 4.0% pass to pass", "1 warm-up pass apart, in no figure"]
+    assert details[-2:] == ["measured on CPU only on ci, torch 2.13.0", "clock: host clock"]
+    assert not any("noisy" in d for d in details)
+    assert any(d.startswith("noisy:") for d in editor_details({**DOC, "noisy": True}))
+
+
+def test_a_verdict_is_said_with_its_interval():
+    compared = {**DOC, "ratio": 0.9, "ci95": [0.85, 0.95], "verdict": "faster"}
+    assert editor_summary(compared).endswith("; ratio 0.900 (95% interval 0.850–0.950): faster")
+    comparison = {"baseline": {"run": "a|b", "kind": "measure", "median_ms": 11.0, "passes": 4, "processes": 2,
+                               "machine": DOC["machine"]},
+                  "candidate": {"run": "c", "kind": "measure", "median_ms": 10.1, "passes": 4, "processes": 2,
+                                "machine": DOC["machine"]},
+                  "ratio": 0.918, "ci95": [0.9, 0.93], "verdict": "faster",
+                  "method": {"resampling": "bootstrap over processes", "processes": [2, 2], "margin": 0.01,
+                             "run_to_run_observed": True},
+                  "values_check": None, "differences": ["warm-up passes (5 vs 3)"]}
+    text = comparison_markdown(comparison, "a note")
+    assert "| ms/step (median) | 11.0 | 10.1 |" in text and "| run | a\\|b | c |" in text
+    assert "**faster**: candidate / baseline ratio 0.918 (95% interval 0.900–0.930): faster" in text
+    assert "- compared although they differ in warm-up passes (5 vs 3)" in text and text.rstrip().endswith("a note")
