@@ -158,7 +158,7 @@ export class ProfileCommand {
 
     ProfileCommand.running = this.mode;
     this.status.running(title, this.mode.doing);
-    const doing = this.mode.doing[0].toUpperCase() + this.mode.doing.slice(1);
+    const doing = capitalized(this.mode.doing);
     this.log.info(`${doing} ${title} with ${python}` + (launch ? ` (launch configuration "${launch.name}").` : "."));
     const profile = this.mode.kind === "profile";
     try {
@@ -209,7 +209,7 @@ export class ProfileCommand {
     if (this.state.get<boolean>(REAL_RUN_CONFIRMED)) {
       return true;
     }
-    const verb = this.mode.verb[0].toUpperCase() + this.mode.verb.slice(1);
+    const verb = capitalized(this.mode.verb);
     const choice = await vscode.window.showWarningMessage(
       `${verb} ${title}? Stepscope runs your program for real to time its step.`,
       {
@@ -261,7 +261,7 @@ export class ProfileCommand {
         });
         const cancelled = new Promise<"cancelled">((resolve) => {
           cancellation.onCancellationRequested(() => {
-            this.log.info(`${this.mode.verb} cancelled; asking the server to stop the program.`);
+            this.log.info(`${capitalized(this.mode.verb)} cancelled; asking the server to stop the program.`);
             // $/cancelRequest does not reach a running command's handler; the progress's own cancel
             // does (the server watches its token and stops the program).
             void client.sendNotification(WorkDoneProgressCancelNotification.type, { token: workDoneToken });
@@ -281,7 +281,7 @@ export class ProfileCommand {
           return this.mode.kind === "measure" ? parseMeasureResult(outcome) : parseProfileResult(outcome);
         } catch (error) {
           if (cancellation.isCancellationRequested || isCancellation(error)) {
-            this.log.info(`${this.mode.verb} cancelled.`);
+            this.log.info(`${capitalized(this.mode.verb)} cancelled.`);
             return undefined;
           }
           throw error;
@@ -314,6 +314,10 @@ export class ProfileCommand {
     this.log.info(`Run ${result.runId}, in ${result.runDir}`);
     this.shown(result.runId, false);
   }
+}
+
+function capitalized(word: string): string {
+  return word.charAt(0).toUpperCase() + word.slice(1);
 }
 
 function runDirOf(error: unknown): string | undefined {
