@@ -692,14 +692,19 @@ async function measureScenario(page) {
   await closeNotifications(page);
 
   step("compare the two measure runs from the runs view");
-  result.runs = await runsView(page);
-  const row = page.locator(".part.sidebar .monaco-list-row").first();
-  await row.click({ button: "right" });
+  await runsView(page);
+  // the view lists the runs once the server answers (the explorer's rows may still be there before)
+  const measuredRows = page.locator(".part.sidebar .monaco-list-row", { hasText: "measured:" });
+  result.runs = await waitFor("both measure runs in the runs view", async () => {
+    const rows = await measuredRows.allInnerTexts();
+    return rows.length >= 2 ? rows : undefined;
+  }, 30_000);
+  await measuredRows.first().click({ button: "right" });
   const item = page.locator(".context-view .action-item", { hasText: "Compare Runs" }).first();
-  await item.waitFor({ timeout: 15_000 });
+  await item.waitFor({ timeout: 30_000 });
   await item.click();
   const pick = page.locator(".quick-input-widget .monaco-list-row").first();
-  await pick.waitFor({ timeout: 15_000 });
+  await pick.waitFor({ timeout: 30_000 });
   await pick.click();
   result.compared = await waitFor("the panel showing the comparison", async () => {
     const state = await measureState(await panelFrame(page));
