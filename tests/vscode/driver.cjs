@@ -699,10 +699,18 @@ async function measureScenario(page) {
     const rows = await measuredRows.allInnerTexts();
     return rows.length >= 2 ? rows : undefined;
   }, 30_000);
-  await measuredRows.first().click({ button: "right" });
-  const item = page.locator(".context-view .action-item", { hasText: "Compare Runs" }).first();
-  await item.waitFor({ timeout: 30_000 });
-  await item.click();
+  const box = await measuredRows.first().boundingBox();
+  const at = { x: box.x + box.width / 2, y: box.y + box.height / 2 };
+  await page.mouse.click(at.x, at.y, { button: "right" });
+  // the context menu opens at the pointer, Compare Runs first; it is not always reachable by selector
+  // (code-server may draw it in a shadow root), so the item is clicked where it is drawn
+  const item = page.getByRole("menuitem", { name: /Compare Runs/ }).first();
+  try {
+    await item.waitFor({ timeout: 5_000 });
+    await item.click();
+  } catch {
+    await page.mouse.click(at.x + 40, at.y + 19);
+  }
   const pick = page.locator(".quick-input-widget .monaco-list-row").first();
   await pick.waitFor({ timeout: 30_000 });
   await pick.click();
