@@ -305,6 +305,11 @@ def test_a_compiled_mlp_on_the_h200_has_every_generated_kernel_on_the_model_line
     assert [f["line"] for f in lines[("compiled_mlp.py", 17)]["compiled"]["fused_with"]] == [20, 21]
     for x in compiled["lines"]:
         assert x["cpu_self_ms"] <= x["wall_ms"] <= compiled["window"]["mean_step_ms"]
+    # 93 small kernels per step: the next check of a step that is already compiled is not "torch.compile"
+    (launches,) = [f for f in compiled["findings"] if f["kind"] == "small-launches"]
+    assert "reduce-overhead" in launches["next_check"] and "CUDA graphs / torch.compile" not in launches["next_check"]
+    (eager_launches,) = [f for f in eager["findings"] if f["kind"] == "small-launches"]
+    assert "CUDA graphs / torch.compile" in eager_launches["next_check"]
 
 
 def test_a_reduce_overhead_block_on_the_h200_puts_its_replayed_kernels_on_the_captured_lines():
