@@ -325,6 +325,12 @@ def test_a_reduce_overhead_block_on_the_h200_puts_its_replayed_kernels_on_the_ca
     # the calling line holds the whole compiled call; the model's lines are parts of it
     caller = lines[("compiled_block.py", 61)]
     assert all(lines[("compiled_block.py", n)]["gpu_ms"] <= caller["gpu_ms"] for n in (*attention, *block))
+    # the replayed backward graph's kernels on their forward lines: GPU time without CPU time, in the text too
+    assert lines[("compiled_block.py", 43)]["backward_gpu_ms"] > 0.5 and lines[("compiled_block.py", 43)]["backward_ms"] == 0
+    from stepscope.analysis.render import render_text
+    row = next(r for r in render_text(report).splitlines() if r.startswith("compiled_block.py:43 ")).split()
+    # file:line, precision, wall, self, gpu, bwd (CPU), bwd gpu, kernels, sync
+    assert row[5] == "0.000" and row[6] == f"{lines[('compiled_block.py', 43)]['backward_gpu_ms']:.3f}"
 
 
 def test_lines_whose_kernels_are_replayed_from_a_cuda_graph_are_labelled_by_their_gpu_time():
