@@ -27,6 +27,7 @@ export interface LineRow {
   cpu_total_ms: number;
   gpu_ms: number | null;
   backward_ms: number | null;
+  backward_gpu_ms?: number | null;
   kernels: number;
   copies: Copies;
   sync_ms: number;

@@ -305,6 +305,11 @@ def test_a_compiled_mlp_on_the_h200_has_every_generated_kernel_on_the_model_line
     assert [f["line"] for f in lines[("compiled_mlp.py", 17)]["compiled"]["fused_with"]] == [20, 21]
     for x in compiled["lines"]:
         assert x["cpu_self_ms"] <= x["wall_ms"] <= compiled["window"]["mean_step_ms"]
+    # 93 small kernels per step: the next check of a step that is already compiled is not "torch.compile"
+    (launches,) = [f for f in compiled["findings"] if f["kind"] == "small-launches"]
+    assert "reduce-overhead" in launches["next_check"] and "CUDA graphs / torch.compile" not in launches["next_check"]
+    (eager_launches,) = [f for f in eager["findings"] if f["kind"] == "small-launches"]
+    assert "CUDA graphs / torch.compile" in eager_launches["next_check"]
 
 
 def test_a_reduce_overhead_block_on_the_h200_puts_its_replayed_kernels_on_the_captured_lines():
@@ -320,6 +325,12 @@ def test_a_reduce_overhead_block_on_the_h200_puts_its_replayed_kernels_on_the_ca
     # the calling line holds the whole compiled call; the model's lines are parts of it
     caller = lines[("compiled_block.py", 61)]
     assert all(lines[("compiled_block.py", n)]["gpu_ms"] <= caller["gpu_ms"] for n in (*attention, *block))
+    # the replayed backward graph's kernels on their forward lines: GPU time without CPU time, in the text too
+    assert lines[("compiled_block.py", 43)]["backward_gpu_ms"] > 0.5 and lines[("compiled_block.py", 43)]["backward_ms"] == 0
+    from stepscope.analysis.render import render_text
+    row = next(r for r in render_text(report).splitlines() if r.startswith("compiled_block.py:43 ")).split()
+    # file:line, precision, wall, self, gpu, bwd (CPU), bwd gpu, kernels, sync
+    assert row[5] == "0.000" and row[6] == f"{lines[('compiled_block.py', 43)]['backward_gpu_ms']:.3f}"
 
 
 def test_lines_whose_kernels_are_replayed_from_a_cuda_graph_are_labelled_by_their_gpu_time():

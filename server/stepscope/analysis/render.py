@@ -149,13 +149,14 @@ def render_text(report: dict) -> str:
     out.append("")
     if lines:
         out.append(f"per line, {present.per_words(report)} (wall = union of intervals; n/o = not observed):")
-        header = f"{'file:line':<40} {'prec':<8} {'wall ms':>9} {'self ms':>9} {'gpu ms':>9} {'bwd ms':>9} {'kern':>5} {'sync ms':>8}"
+        header = f"{'file:line':<40} {'prec':<8} {'wall ms':>9} {'self ms':>9} {'gpu ms':>9} {'bwd ms':>9} {'bwd gpu':>9} {'kern':>5} {'sync ms':>8}"
         out.append(header)
         for row in lines[:MAX_ROWS]:
             where = printable(f"{_short(row['file'], root)}:{row['line']}")
             out.append(
                 f"{where[-40:]:<40} {row['precision']:<8} {row['wall_ms']:>9.3f} {row['cpu_self_ms']:>9.3f} "
-                f"{_fmt_ms(row['gpu_ms']):>9} {_fmt_ms(row['backward_ms']):>9} {row['kernels']:>5} {row['sync_ms']:>8.3f}"
+                f"{_fmt_ms(row['gpu_ms']):>9} {_fmt_ms(row['backward_ms']):>9} {_fmt_ms(row.get('backward_gpu_ms')):>9} {row['kernels']:>5} "
+                f"{row['sync_ms']:>8.3f}"
             )
         if len(lines) > MAX_ROWS:
             out.append(f"... {len(lines) - MAX_ROWS} more lines (see --json)")

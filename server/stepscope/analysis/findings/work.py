@@ -123,6 +123,18 @@ def _replayed_words(k: dict) -> str:
             f"{k['launches']:g} launches in all)")
 
 
+def _small_launches_check(report: dict) -> str:
+    """What to try next; a step that already runs compiled code is not told to compile it."""
+    compiled = ((report.get("scenario") or {}).get("torch_compile") or {}).get("compiled_step") is True
+    group = ("Examine grouping: batch the small tensors into one (torch._foreach_* or fused optimizer options, one "
+             "larger tensor instead of many), ")
+    capture = ("or, since the step already runs compiled code, replay it as CUDA graphs (torch.compile's "
+               "mode=\"reduce-overhead\") and compile what still runs eager around it (the loss, the optimizer "
+               "step); " if compiled else "or capture the step with CUDA graphs / torch.compile; ")
+    return (group + capture + "then compare ms/step outside the profiler (same warm-up, several timed passes) and "
+            "check the outputs.")
+
+
 def small_launches(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
     evidence = report.get("evidence") or {}
     k = evidence.get("kernels")
@@ -145,9 +157,7 @@ def small_launches(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
         + (f"; {k['top_line_kernels']:g} kernels per step come from this line" if k.get("file") else "")
         + f" ({machine_words(report)})." + precision,
         "The work is fragmented: per-launch overhead, not the kernels, sets the step's time.",
-        "Examine grouping: batch the small tensors into one (torch._foreach_* or fused optimizer options, one "
-        "larger tensor instead of many), or capture the step with CUDA graphs / torch.compile; then compare "
-        "ms/step outside the profiler (same warm-up, several timed passes) and check the outputs.",
+        _small_launches_check(report),
         figures={"kernels_per_step": k["count"], "median_kernel_us": k["median_us"], "p90_kernel_us": k["p90_us"],
                  "gpu_busy_ms": k["gpu_busy_ms"], "launch_ms": k["launch_ms"], "step_ms": step},
     )
