@@ -701,18 +701,28 @@ async function measureScenario(page) {
   }, 30_000);
   const box = await measuredRows.first().boundingBox();
   const at = { x: box.x + box.width / 2, y: box.y + box.height / 2 };
-  await page.mouse.click(at.x, at.y, { button: "right" });
-  // the context menu opens at the pointer, Compare Runs first; it is not always reachable by selector
-  // (code-server may draw it in a shadow root), so the item is clicked where it is drawn
-  const item = page.getByRole("menuitem", { name: /Compare Runs/ }).first();
-  try {
-    await item.waitFor({ timeout: 5_000 });
-    await item.click();
-  } catch {
-    await page.mouse.click(at.x + 40, at.y + 19);
-  }
+  // The context menu opens at the pointer, Compare Runs first. code-server sometimes draws it where no
+  // selector reaches (a shadow root): then the keyboard chooses its first item. A menu that closed
+  // before the choice is opened again, up to three times.
   const pick = page.locator(".quick-input-widget .monaco-list-row").first();
-  await pick.waitFor({ timeout: 30_000 });
+  for (let attempt = 1; ; attempt++) {
+    await page.mouse.click(at.x, at.y, { button: "right" });
+    const item = page.getByRole("menuitem", { name: /Compare Runs/ }).first();
+    try {
+      await item.waitFor({ timeout: 5_000 });
+      await item.click();
+    } catch {
+      await page.keyboard.press("ArrowDown");
+      await page.keyboard.press("Enter");
+    }
+    try {
+      await pick.waitFor({ timeout: 15_000 });
+      break;
+    } catch (e) {
+      if (attempt === 3) throw e;
+      await page.keyboard.press("Escape");
+    }
+  }
   await pick.click();
   result.compared = await waitFor("the panel showing the comparison", async () => {
     const state = await measureState(await panelFrame(page));
