@@ -136,3 +136,12 @@ def test_delete_of_a_linked_run_folder_removes_the_link_only(history: Path, tmp_
 def test_wrong_number_of_runs_is_a_usage_error(history: Path):
     r = _runs(history, "compare", "aaaa")
     assert r.returncode == 2 and "takes 2 runs" in r.stderr
+
+
+def test_listing_a_folder_without_runs_says_so_and_creates_nothing(tmp_path: Path):
+    # a listing that created `.stepscope/` would make the folder a workspace for every run below it
+    for args in ((), ("--json",)):
+        r = _runs(tmp_path, *args)
+        assert r.returncode == 0, r.stderr
+        assert ("no runs recorded yet" in r.stdout) if not args else json.loads(r.stdout)["runs"] == []
+    assert list(tmp_path.iterdir()) == []

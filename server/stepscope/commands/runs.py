@@ -48,12 +48,25 @@ def run(args: argparse.Namespace) -> int:
         raise errors.UsageError(f"no such folder: {args.root}")
     if args.action == "rebuild":
         return _rebuild(root, args)
+    if args.action == "list" and _nothing_recorded(root):  # a listing never creates a history
+        from ..history.store import db_path
+        from ..measurement.present import runs_table
+
+        _emit(args, {"history": str(db_path(root)), "runs": []}, runs_table([]))
+        return errors.OK
     history = _open(root)
     try:
         return {"list": _list, "show": _show, "compare": _compare, "delete": _delete}[args.action](
             history, root, args)
     finally:
         history.close()
+
+
+def _nothing_recorded(root: Path) -> bool:
+    from ..history import index
+    from ..history.store import db_path
+
+    return not db_path(root).exists() and not index.run_folders(root)
 
 
 def _open(root: Path):
