@@ -23,6 +23,7 @@ For the loader step, a window that ran faster than the loop (`profiled-faster`) 
 with the warm-up the finding advises, and both windows are printed.
 
 Usage: python benchmarks/measure_gpu.py OUT_DIR [--cpu] [--tries 5] [--pairs 3] [--processes 4] [--kinds launch,gpu,loader]
+       [--changes layer,comment]
 """
 
 from __future__ import annotations
@@ -282,13 +283,15 @@ def timing_cases(bench: Bench, program: Path, warmup: int, passes: int, processe
     return rows
 
 
-def against_tries(bench: Bench, program: Path, tries: int, pairs: int, warmup: int, passes: int) -> list[dict]:
+def against_tries(bench: Bench, program: Path, tries: int, pairs: int, warmup: int, passes: int,
+                  which: list[str]) -> list[dict]:
     original = program.read_text()
     changes = {
-        "one layer more (~10% more GPU work)": ("slower", original.replace("LAYERS = 10", "LAYERS = 11")),
-        "a comment": ("no detectable difference",
+        "one layer more (~10% more GPU work)": ("layer", "slower", original.replace("LAYERS = 10", "LAYERS = 11")),
+        "a comment": ("comment", "no detectable difference",
                       original.replace("LAYERS = 10\n", "LAYERS = 10\n# the width of every layer is the same\n")),
     }
+    changes = {name: (expected, text) for name, (key, expected, text) in changes.items() if key in which}
     extra = ["--cpu"] if bench.cpu else []
     steps = str(warmup + passes + 10)
     out = []
@@ -329,6 +332,7 @@ def main() -> int:
     p.add_argument("--passes", type=int, default=30)
     p.add_argument("--kinds", default="launch,gpu,loader", help="which steps of 1-2 (comma-separated)")
     p.add_argument("--processes", type=int, default=4, help="alternating hand / measure processes of each step")
+    p.add_argument("--changes", default="layer,comment", help="which changes step 3 tries (comma-separated)")
     args = p.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     bench = Bench(args.out, args.cpu)
@@ -339,7 +343,8 @@ def main() -> int:
     print("1-2. measure vs a hand-written loop (one synchronise), and the profile's distortion:", flush=True)
     result["timing"] = timing_cases(bench, program, args.warmup, args.passes, args.processes)
     print(f"3. --against HEAD, {args.tries} tries each, {args.pairs} processes per side:", flush=True)
-    result["against"] = against_tries(bench, program, args.tries, args.pairs, args.warmup, args.passes)
+    result["against"] = against_tries(bench, program, args.tries, args.pairs, args.warmup, args.passes,
+                                      args.changes.split(","))
     result["targets"] = {
         "median_within_2pct_of_hand": [abs(r["median_vs_hand"] - 1) <= 0.02 if r.get("median_vs_hand") else None
                                        for r in result["timing"]],

@@ -169,6 +169,23 @@ export class RunsView implements vscode.TreeDataProvider<RunNode>, vscode.Dispos
   private async compare(node?: RunNode, selected?: RunNode[]): Promise<void> {
     const comparable = (n: RunNode) => n.run.analysed || n.contextValue === "run.measured";
     let pair = (selected ?? []).filter(comparable);
+    if (pair.length !== 2 && !node) {
+      // from the command palette: the user names the first run here, the second below
+      const runs = (await this.getChildren()).filter(comparable);
+      if (runs.length < 2) {
+        void vscode.window.showInformationMessage("Stepscope: comparing needs two analysed or measured runs; this workspace has "
+          + `${runs.length === 0 ? "none" : "one"}.`);
+        return;
+      }
+      const first = await vscode.window.showQuickPick(
+        runs.map((n) => ({ label: String(n.label), description: String(n.description ?? ""), node: n })),
+        { title: "Compare runs: the first run…" },
+      );
+      if (!first) {
+        return;
+      }
+      node = first.node;
+    }
     if (pair.length !== 2 && node) {
       const others = (await this.getChildren()).filter((n) => comparable(n) && n.run.id !== node.run.id);
       if (others.length === 0) {

@@ -711,27 +711,17 @@ async function measureScenario(page) {
     const rows = await measuredRows.allInnerTexts();
     return rows.length >= 2 ? rows : undefined;
   }, 30_000);
-  const box = await measuredRows.first().boundingBox();
-  const at = { x: box.x + box.width / 2, y: box.y + box.height / 2 };
-  // The context menu opens at the pointer, Compare Runs first. code-server sometimes draws it where no
-  // selector reaches (a shadow root): then the keyboard chooses its first item. A menu that closed
-  // before the choice is opened again, up to three times.
+  // the row's inline Compare Runs action (shown while the pointer is on the row), then the other run
+  const row = measuredRows.first();
   const pick = page.locator(".quick-input-widget .monaco-list-row").first();
   for (let attempt = 1; ; attempt++) {
-    await page.mouse.click(at.x, at.y, { button: "right" });
-    const item = page.getByRole("menuitem", { name: /Compare Runs/ }).first();
-    try {
-      await item.waitFor({ timeout: 5_000 });
-      await item.click();
-    } catch {
-      await page.keyboard.press("ArrowDown");
-      await page.keyboard.press("Enter");
-    }
+    await row.hover();
+    await row.locator('.action-label[aria-label^="Compare Runs"]').click({ timeout: 10_000 });
     try {
       await pick.waitFor({ timeout: 15_000 });
       break;
     } catch (e) {
-      if (attempt === 3) throw e;
+      if (attempt === 3) throw e;  // a re-rendered list can swallow the click; try again
       await page.keyboard.press("Escape");
     }
   }
@@ -741,6 +731,15 @@ async function measureScenario(page) {
     return state.verdict ? state : undefined;
   }, 60_000);
   await panelShot(page, "measure-compared");
+
+  step("start Stepscope: Compare Runs from the command palette");
+  await runCommand(page, "Stepscope: Compare Runs");
+  result.paletteCompare = await waitFor("the palette asking for the first run", async () => {
+    const title = await page.locator(".quick-input-widget .quick-input-title").first().innerText().catch(() => "");
+    const rows = await page.locator(".quick-input-widget .monaco-list-row").allInnerTexts();
+    return /first run/.test(title) && rows.length > 0 ? { title, rows } : undefined;
+  }, 30_000);
+  await page.keyboard.press("Escape");
 }
 
 async function main() {

@@ -252,6 +252,9 @@ def test_measure_this_step_shows_its_result_its_distribution_and_a_comparison(co
                          capture_output=True, text=True, timeout=120)
     assert json.loads(cli.stdout)["verdict"] == compared["verdict"]  # the same comparison as the CLI's
     assert all("measured" in row for row in result["runs"][:2]), result["runs"]
+    # from the command palette, Compare Runs asks for the first run among both measure runs
+    asked = result["paletteCompare"]
+    assert sum("measured" in row for row in asked["rows"]) == 2, asked
 
 
 def test_restricted_mode_shows_the_trace_panel_of_an_earlier_run(code_server, workspace: Path) -> None:
