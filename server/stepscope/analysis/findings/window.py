@@ -12,6 +12,7 @@ Invariants:
 
 from __future__ import annotations
 
+import math
 from statistics import median
 
 from ...textsafe import shorten
@@ -23,6 +24,25 @@ from .thresholds import Thresholds
 #: the batch read explains a window faster than the loop when its growth after the window is at
 #: least this share of the gap between the two paces
 READ_EXPLAINS = 0.5
+#: the least share of a batch a warm-up step is taken to use up (the finding fires only where the
+#: window's mean step is under 0.9 of the loop's pace, so the queue shrinks by at least 0.1 a step)
+LEAST_DRAIN = 0.1
+
+
+def warmup_past_ready_batches(ahead: int | None, window_ms: float, pace_ms: float, warmup: int | None) -> int:
+    """The warm-up that begins the window once the batches prepared ahead are used up.
+
+    Each warm-up step takes one batch from the queue while the workers add `window_ms / pace_ms` of
+    one (they make one batch per step of the loop's own pace), so the queue shrinks by
+    `1 - window_ms / pace_ms` per step: `ahead` batches last `ahead / (1 - window/pace)` steps, and
+    one step more begins the window at the loop's pace. A step about as fast as the loop's pace
+    barely shrinks the queue, which is why "ahead + 1" is not enough where the step itself is slow.
+    Never less than one step more than the warm-up that ran, nor than 3."""
+    least = max((warmup if isinstance(warmup, int) else 0) + 1, 3)
+    if not isinstance(ahead, int) or ahead <= 0 or pace_ms <= 0:
+        return least
+    drain = max(LEAST_DRAIN, 1.0 - window_ms / pace_ms)
+    return max(least, math.ceil(ahead / drain - 1e-9) + 1)
 
 
 def gpu_expected(report: dict) -> str | None:
@@ -181,7 +201,9 @@ def profiled_faster(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
     ahead = source.get("prepared_ahead")
     command = measure_command(report)
     warmup = (report.get("schedule") or {}).get("warmup")
-    want = max((ahead if isinstance(ahead, int) else 0) + 1, (warmup if isinstance(warmup, int) else 0) + 1, 3)
+    want = warmup_past_ready_batches(ahead, window_mean if isinstance(window_mean, (int, float)) else profiled,
+                                     plain_mean if isinstance(plain_mean, (int, float)) else plain, warmup)
+    figures["advised_warmup"] = want
     gap = (plain_mean if isinstance(plain_mean, (int, float)) else plain) - \
         (window_mean if isinstance(window_mean, (int, float)) else profiled)
     if isinstance(window_read, (int, float)) and isinstance(plain_read, (int, float)):
@@ -197,8 +219,9 @@ def profiled_faster(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
         hypothesis = (f"The window's steps found their batches ready: {held}while the loop paused before the window "
                       "(the profiler's start-up, the first steps' one-off costs), so the window did not wait for data "
                       "as the loop does at its pace.")
-        next_check = (f"Profile again with `--warmup {want}` (more warm-up steps than the batches prepared ahead), so "
-                      f"that the window begins once they are used up, and time the loop's pace without the profiler: "
+        next_check = (f"Profile again with `--warmup {want}` (enough warm-up steps to use up the batches prepared "
+                      f"ahead at the window's pace while the workers keep adding to them), so that the window begins "
+                      f"once they are used up, and time the loop's pace without the profiler: "
                       f"`{command}` (its mean over the passes is the pace where steps wait for data in turn).")
         figures["cause"] = "batches prepared ahead"
     else:
