@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from .kineto_synth import Synth, run_folder
+from stepscope.analysis.present import line_hover
 from stepscope.analysis.report import analyze
 
 FWD, BWD, REPLAY = "fwdkey", "bwdkey", "replaykey"
@@ -84,6 +85,13 @@ def test_each_kernel_lands_on_its_lines_and_a_fused_kernel_is_shown_on_each_as_s
     assert add["gpu_ms"] == caller["gpu_ms"] == 0.02
     # the backward graph's kernel is on its forward line, as backward, not in the forward figures
     assert sigmoid["backward_gpu_ms"] == 0.06 and gelu["backward_gpu_ms"] == 0.0
+    # and its name is listed apart from the forward kernels (the hover says which is which)
+    assert sigmoid["compiled"]["kernels"] == ["triton_poi_fused_gelu_sigmoid_0"]
+    assert sigmoid["compiled"]["backward_kernels"] == ["triton_poi_fused_sigmoid_backward_0"]
+    assert gelu["compiled"]["backward_kernels"] == []
+    hover = line_hover(sigmoid, report)
+    assert "- compiled kernels: triton_poi_fused_gelu_sigmoid_0\n" in hover
+    assert "- backward kernels: triton_poi_fused_sigmoid_backward_0\n" in hover
     # the line that calls the compiled model keeps the whole forward: nothing is counted twice there
     assert lines[("train.py", 12)]["gpu_ms"] == 0.17
     assert report["window"]["gpu_ms"] == 0.23  # the step's GPU time: the trace's, not a sum of lines
@@ -205,7 +213,6 @@ def test_a_real_inductor_capture_on_the_cpu_puts_every_generated_kernel_on_its_l
 
 
 def test_the_text_report_and_the_hover_say_which_lines_a_fused_kernel_is_shared_with():
-    from stepscope.analysis.present import line_hover
     from stepscope.analysis.render import render_text
 
     report = analyze([CPU_RUN])
@@ -297,6 +304,9 @@ def test_a_compiled_mlp_on_the_h200_has_every_generated_kernel_on_the_model_line
     assert {n for (name, n), x in lines.items() if x["precision"] == "compiled"} == {*model, 32, 33}
     # the backward graph's kernels on their forward lines, as in eager mode
     assert all(lines[("compiled_mlp.py", n)]["backward_gpu_ms"] > 0 for n in model)
+    gelu = lines[("compiled_mlp.py", 19)]["compiled"]  # the forward's fused kernel, and its backward's apart
+    assert gelu["kernels"] == ["triton_poi_fused_gelu_mul_sigmoid_1"]
+    assert gelu["backward_kernels"] == ["triton_poi_fused_add_gelu_gelu_backward_mul_sigmoid_sigmoid_backward_5"]
     # the same lines carry comparable shares of the GPU's busy time: the two matmuls lead in both
     c, e = _gpu_shares(compiled, model), _gpu_shares(eager, model)
     assert sorted(c, key=c.get)[-2:] == sorted(e, key=e.get)[-2:] == [18, 20]

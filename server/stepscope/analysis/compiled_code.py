@@ -213,7 +213,8 @@ class _Work:
     shared_gpu: set = field(default_factory=set)
     fused_with: set = field(default_factory=set)  # other own lines of the forward kernels shared with this one
     backward_fused_with: set = field(default_factory=set)
-    kernels: dict = field(default_factory=lambda: defaultdict(int))  # kernel name -> calls in the window
+    kernels: dict = field(default_factory=lambda: defaultdict(int))  # forward kernel name -> calls in the window
+    bwd_kernels: dict = field(default_factory=lambda: defaultdict(int))
 
 
 @dataclass
@@ -325,7 +326,7 @@ def attribute_compiled(trace: Trace, links: Links, steps: list[Step], records: G
             if cpu is not None:
                 (w.bwd_calls if backward else w.calls).append(cpu)
             (w.bwd_gpu if backward else w.gpu).update(gpu_rows)
-            w.kernels[entry.name] += 1
+            (w.bwd_kernels if backward else w.kernels)[entry.name] += 1
             if key in entry.own and shared:
                 if backward:
                     w.backward_fused_with.update(own - {key})
@@ -478,8 +479,12 @@ def _figures(trace: Trace, key: LineKey, w: _Work, n: int, gpu_observed: bool,
     def gpu_ms(rows: set) -> float | None:
         return _ms(union_length((trace.ts[g], trace.end(g)) for g in rows), n) if gpu_observed else None
 
+    def most_called(kernels: dict) -> list[str]:
+        return [name for name, _ in sorted(kernels.items(), key=lambda kv: (-kv[1], kv[0]))][:8]
+
     compiled = {
-        "kernels": [name for name, _ in sorted(w.kernels.items(), key=lambda kv: (-kv[1], kv[0]))][:8],
+        "kernels": most_called(w.kernels),
+        "backward_kernels": most_called(w.bwd_kernels),
         "fused_with": [{"file": p, "line": ln} for p, ln in sorted(w.fused_with)],
         "backward_fused_with": [{"file": p, "line": ln} for p, ln in sorted(w.backward_fused_with)],
         "shared_ms": _ms(_union(w.shared_calls), n),

@@ -95,8 +95,10 @@ class CompiledLine(TypedDict, total=False):
     """What a line got from compiled graphs (compiled_code.py): the kernels Inductor's records trace to
     it, the other lines its fused kernels also came from, and the part of its figures in those shared
     kernels (shown on each line, never summed). On a line that also ran eager: the compiled part's own
-    `wall_ms`, `gpu_ms`, `backward_ms`."""
+    `wall_ms`, `gpu_ms`, `backward_ms`. `kernels` are the forward graphs' (most called first, at most
+    8), `backward_kernels` the backward graphs' run for this line's forward."""
     kernels: list[str]
+    backward_kernels: list[str]
     fused_with: list[FusedLine]
     backward_fused_with: list[FusedLine]
     shared_ms: Ms

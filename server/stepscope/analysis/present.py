@@ -382,8 +382,12 @@ def compiled_rows(line: dict[str, Any]) -> list[str]:
         gpu = compiled.get("shared_gpu_ms")
         part = f"{ms_short(gpu)} ms of its GPU time" if gpu else f"{ms_short(compiled.get('shared_ms') or 0.0)} ms"
         rows.append(f"- {md_text(fused)}: {part} is in kernels shared with them, shown on each line (not added up)")
+    backward_kernels = compiled.get("backward_kernels") or []
     backward = fused_words(line, "backward_fused_with")
-    if backward:
+    if backward_kernels:
+        rows.append(f"- backward kernels: {', '.join(md_code(k) for k in backward_kernels[:4])}"
+                    f"{' …' if len(backward_kernels) > 4 else ''}{f'; {md_text(backward)}' if backward else ''}")
+    elif backward:
         rows.append(f"- backward: {md_text(backward)}")
     return rows
 
