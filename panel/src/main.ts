@@ -7,7 +7,7 @@ import { HostMessage, PanelState, parseHostMessage, WebviewMessage } from "./mes
 import { measureProblem } from "./measure";
 import { redactionNote } from "./redaction";
 import { PART_LABELS, renderOverview } from "./overview";
-import { FileIds, LineRow, PanelReport, reportProblem } from "./report";
+import { FileIds, fusedWith, LineRow, PanelReport, reportProblem } from "./report";
 import { DataTable } from "./table-view";
 import type { Column } from "./table-logic";
 import { awaitsSpans, BreakdownStep, joinTimeline, KernelRow, OperatorRow, parseTimeline, TimelineDoc, TimelineModel } from "./timeline-doc";
@@ -291,6 +291,11 @@ function linesTable(report: PanelReport, timeline: TimelineDoc | null, ids: File
     { key: "copies", label: "Copies", numeric: true, value: copies, format: (r) => (r.copies ? `${r.copies.h2d.count} H→D · ${r.copies.d2h.count} D→H · ${r.copies.d2d.count} D→D` : "") },
     { key: "syncs", label: "Syncs", numeric: true, value: (r) => r.sync_ms, format: (r) => fmtMs(r.sync_ms), help: "time the host waited on the device" },
   ];
+  if (report.lines.some((r) => fusedWith(r) !== null)) {
+    // compiled code: a kernel made from several statements is on each of their rows, never added up
+    columns.push({ key: "fused", label: "Fused with", numeric: false, value: (r) => fusedWith(r),
+      format: (r) => fusedWith(r) ?? "", help: "other lines its compiled kernels also came from: the time in shared kernels is on each of those rows (not added up)" });
+  }
   const note = report.window?.per === "window" ? "Figures per window (the trace has no step markers)." : "Figures per active step.";
   return new DataTable<LineRow>({
     id: "lines",

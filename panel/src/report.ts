@@ -31,6 +31,8 @@ export interface LineRow {
   kernels: number;
   copies: Copies;
   sync_ms: number;
+  /** what the line got from compiled graphs (precision "compiled", or an eager line's compiled part) */
+  compiled?: { fused_with?: { file: string; line: number }[] } | null;
 }
 
 export interface Finding {
@@ -59,6 +61,29 @@ export interface PanelReport {
   /** the profiler's distortion (measure issue): null until measured */
   unprofiled?: { ms_per_step: number; passes: number; iqr_ms: number } | null;
   distortion?: number | null;
+}
+
+/** `16–17, 20` (sorted line numbers, runs joined), as the text report and the hover write them. */
+function lineNumbers(numbers: number[]): string {
+  const runs: number[][] = [];
+  for (const n of [...new Set(numbers)].sort((a, b) => a - b)) {
+    const last = runs[runs.length - 1];
+    if (last && n === last[last.length - 1] + 1) last.push(n);
+    else runs.push([n]);
+  }
+  return runs.map((r) => (r.length > 1 ? `${r[0]}–${r[r.length - 1]}` : String(r[0]))).join(", ");
+}
+
+/** The other lines a line's compiled kernels also came from: `lines 16–17, model.py:8` (lines of
+ * other files by their file name), or null when it shares no kernel. */
+export function fusedWith(row: LineRow): string | null {
+  const fused = (row.compiled?.fused_with ?? []).filter((f) => f && typeof f.line === "number");
+  if (fused.length === 0) return null;
+  const same = fused.filter((f) => f.file === row.file).map((f) => f.line);
+  const other = fused.filter((f) => f.file !== row.file)
+    .map((f) => `${String(f.file).replace(/\\/g, "/").split("/").pop()}:${f.line}`);
+  const parts = same.length ? [`line${same.length > 1 ? "s" : ""} ${lineNumbers(same)}`] : [];
+  return [...parts, ...other].join(", ");
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

@@ -7,7 +7,7 @@ import { contentSecurityPolicy, escapeHtml, makeNonce, panelHtml } from "../src/
 import { mergeIntervals, selectionTotals, unionLength } from "../src/intervals";
 import { histogram } from "../src/measure";
 import { MARK, marked, redactionNote } from "../src/redaction";
-import { FileIds } from "../src/report";
+import { FileIds, fusedWith, type LineRow } from "../src/report";
 import { filterRows, sortRows, type Column } from "../src/table-logic";
 import { BACKGROUND, contrast, palette, textOn } from "../src/theme";
 import { awaitsSpans, joinTimeline, parseTimeline, splitTimeline, TimelineModel, type Row, type TimelineDoc } from "../src/timeline-doc";
@@ -319,4 +319,18 @@ test("a document's marks are checked with the rest of it", () => {
     assert.equal(parsed.ok, false, JSON.stringify(bad));
     if (!parsed.ok) assert.match(parsed.reason, /redactable/);
   }
+});
+
+test("a line's fused kernels name the other lines as the hover does: runs joined, other files by name", () => {
+  const row = (fused: { file: string; line: number }[] | undefined): LineRow => ({
+    file: "/ws/model.py", line: 17, precision: "compiled", wall_ms: 1, cpu_self_ms: 1, cpu_total_ms: 1, gpu_ms: 1,
+    backward_ms: null, kernels: 2, copies: { h2d: { count: 0, bytes: 0 }, d2h: { count: 0, bytes: 0 }, d2d: { count: 0, bytes: 0 } },
+    sync_ms: 0, compiled: fused === undefined ? undefined : { fused_with: fused },
+  });
+  assert.equal(fusedWith(row(undefined)), null);
+  assert.equal(fusedWith(row([])), null);
+  assert.equal(fusedWith(row([{ file: "/ws/model.py", line: 21 }, { file: "/ws/model.py", line: 20 }])), "lines 20–21");
+  assert.equal(fusedWith(row([{ file: "/ws/model.py", line: 16 }, { file: "/ws/model.py", line: 18 },
+    { file: "C:\\ws\\train.py", line: 33 }])), "lines 16, 18, train.py:33");
+  assert.equal(fusedWith(row([{ file: "/ws/model.py", line: 14 }])), "line 14");
 });
