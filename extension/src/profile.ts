@@ -19,12 +19,11 @@ import { FigureSync } from "./figures";
 import { LaunchOptions, launchFor } from "./launch";
 import { firstLine, InterpreterProblem, resolveInterpreter } from "./python";
 import { MeasureStepResult, parseMeasureResult, parseProfileResult, ProfileResult } from "./result";
-import { MEASURE_COMMAND, ServerController, showErrorWithLogs, showInterpreterProblem } from "./server";
+import { MEASURE_COMMAND, PROFILE_COMMAND, ServerController, showErrorWithLogs, showInterpreterProblem } from "./server";
 import { ProfileSettings, readSettings, Settings } from "./settings";
 import { StepStatus } from "./statusBar";
 
-export const PROFILE_COMMAND = "stepscope.profileStep";
-export { MEASURE_COMMAND };
+export { MEASURE_COMMAND, PROFILE_COMMAND };
 const OPEN_PANEL_COMMAND = "stepscope.openPanel";
 
 /** What differs between Profile This Step and Measure This Step. */

@@ -24,7 +24,8 @@ import { OPEN_PANEL_COMMAND } from "./panel/host";
 import { serverLogLine } from "./serverLog";
 import { readSettings } from "./settings";
 
-/** Measure This Step, the editor's command; the server's step lenses name it (initializationOptions). */
+/** Profile This Step and Measure This Step, the editor's commands; the server's step lenses name them (initializationOptions). */
+export const PROFILE_COMMAND = "stepscope.profileStep";
 export const MEASURE_COMMAND = "stepscope.measureStep";
 
 const CLIENT_ID = "stepscope";
@@ -231,7 +232,8 @@ export class ServerController implements vscode.Disposable {
         minShare: settings.minShare,
         profile: settings.profile,
         measure: settings.measure,
-        // the step lenses offer "Measure this step" beside "Profile this step"
+        // the step lenses run the editor's commands (trust, confirmation, progress), not the server's
+        profileCommand: PROFILE_COMMAND,
         measureCommand: MEASURE_COMMAND,
       },
     };

@@ -46,7 +46,8 @@ def ws(tmp_path: Path) -> Path:
 
 @pytest_lsp.fixture(config=SERVER)
 async def client(lsp_client: LanguageClient, ws: Path):
-    await _initialize(lsp_client, ws, {"interpreter": sys.executable, "measureCommand": "stepscope.measureStep",
+    await _initialize(lsp_client, ws, {"interpreter": sys.executable, "profileCommand": "stepscope.profileStep",
+                                       "measureCommand": "stepscope.measureStep",
                                        "measure": MEASURE})
     yield
     await lsp_client.shutdown_session()

@@ -69,7 +69,7 @@ async def _initialize(lsp_client: LanguageClient, ws: Path, options: dict) -> No
             inlay_hint=types.InlayHintWorkspaceClientCapabilities(refresh_support=True)),
         window=types.WindowClientCapabilities(work_done_progress=True),
     )
-    await lsp_client.initialize_session(types.InitializeParams(
+    lsp_client.initialized_with = await lsp_client.initialize_session(types.InitializeParams(
         capabilities=caps,
         workspace_folders=[types.WorkspaceFolder(uri=ws.as_uri(), name="ws")],
         initialization_options=options,
@@ -122,15 +122,20 @@ async def test_half_typed_code_gets_no_crash_and_keeps_serving(client: LanguageC
     assert not lenses
 
 
-async def test_code_lens_offers_profile_this_step_over_the_training_loop(client: LanguageClient, ws: Path):
+async def test_code_lens_offers_profile_and_measure_this_step_as_commands_the_server_runs(
+        client: LanguageClient, ws: Path):
+    # a client that names no commands of its own (Neovim, Helix…) gets lenses it can run: the
+    # server's own commands, which it sends back as workspace/executeCommand
     path = ws / "train_cpu.py"
     text = path.read_text()
     uri = _open(client, path)
     lenses = await client.text_document_code_lens_async(types.CodeLensParams(
         text_document=types.TextDocumentIdentifier(uri=uri)))
     loop_line = _line_of(text, "for x, y in loader:")
-    assert [(lens.range.start.line, lens.command.title) for lens in lenses] == [(loop_line, "Profile this step")]
-    assert lenses[0].command.command == "stepscope.profileStep"
+    assert [(lens.range.start.line, lens.command.title, lens.command.command) for lens in lenses] == [
+        (loop_line, "Profile this step", "stepscope.profile"), (loop_line, "Measure this step", "stepscope.measure")]
+    offered = client.initialized_with.capabilities.execute_command_provider.commands
+    assert {"stepscope.profile", "stepscope.measure"} <= set(offered)
 
 
 @pytest.mark.torch

@@ -25,8 +25,12 @@ local function poll()
     table.insert(result.diagnostics, { line = d.lnum, col = d.col, code = d.code, message = d.message })
   end
   for _, lens in ipairs((lenses and lenses.result) or {}) do
-    table.insert(result.lenses, { line = lens.range.start.line, title = lens.command and lens.command.title })
+    table.insert(result.lenses, { line = lens.range.start.line, title = lens.command and lens.command.title,
+                                  command = lens.command and lens.command.command })
   end
+  -- a lens whose command the server offers runs as workspace/executeCommand (vim.lsp.codelens.run)
+  local provider = client and client.server_capabilities.executeCommandProvider
+  result.server_commands = (provider and provider.commands) or {}
   write(result)
   vim.cmd("qall!")
 end

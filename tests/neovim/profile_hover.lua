@@ -1,9 +1,8 @@
--- Headless Neovim runs "Profile this step" through Stepscope's server, then asks for the hover and
+-- Headless Neovim runs "Profile this step" from its code lens through Stepscope's server, then asks for the hover and
 -- the inlay hints of the loop's lines; then edits the buffer (one line changed, two lines inserted
 -- above the loop) and asks for the inlay hints again; writes what came back as JSON, and quits.
 local out_path = os.getenv("STEPSCOPE_NVIM_OUT")
 local server_cmd = vim.fn.json_decode(os.getenv("STEPSCOPE_SERVER_CMD"))
-local step_line = tonumber(os.getenv("STEPSCOPE_STEP_LINE"))  -- 0-based line inside the loop
 local hover_line = tonumber(os.getenv("STEPSCOPE_HOVER_LINE"))
 local edit_line = tonumber(os.getenv("STEPSCOPE_EDIT_LINE"))  -- 0-based line whose code changes
 local insert_at = tonumber(os.getenv("STEPSCOPE_INSERT_AT"))  -- 0-based line two lines go above
@@ -39,9 +38,17 @@ vim.api.nvim_create_autocmd("VimEnter", {
       local client = vim.lsp.get_client_by_id(client_id)
       local uri = vim.uri_from_bufnr(buf)
       local result = {}
-      local profiled = client.request_sync("workspace/executeCommand", {
-        command = "stepscope.profile",
-        arguments = { { uri = uri, position = { line = step_line, character = 4 } } },
+      -- "Profile this step" as its code lens runs it: the lens's own command and arguments, sent
+      -- back to the server (what vim.lsp.codelens.run does for a command the server offers)
+      local lenses = client.request_sync("textDocument/codeLens",
+        { textDocument = { uri = uri } }, 10000, buf)
+      local lens
+      for _, l in ipairs((lenses and lenses.result) or {}) do
+        if l.command and l.command.title == "Profile this step" then lens = l end
+      end
+      result.lens_command = lens and lens.command.command or vim.NIL
+      local profiled = lens and client.request_sync("workspace/executeCommand", {
+        command = lens.command.command, arguments = lens.command.arguments,
       }, 240000, buf)
       result.profile_error = profiled and profiled.err and profiled.err.message or vim.NIL
       result.summary = profiled and profiled.result and profiled.result.summary or vim.NIL

@@ -22,7 +22,7 @@ def _nvim() -> str:
     return nvim
 
 
-def test_neovim_shows_the_sync_diagnostic_and_the_profile_lens(tmp_path: Path):
+def test_neovim_shows_the_sync_diagnostic_and_lenses_it_can_run(tmp_path: Path):
     nvim = _nvim()
     shutil.copy(REPO / "examples" / "train_cpu.py", tmp_path / "train.py")
     out = tmp_path / "got.json"
@@ -36,7 +36,10 @@ def test_neovim_shows_the_sync_diagnostic_and_the_profile_lens(tmp_path: Path):
     item_line = next(i for i, line in enumerate(text) if "running += loss.item()" in line)
     loop_line = next(i for i, line in enumerate(text) if "for x, y in loader:" in line)
     assert [(d["line"], d["code"]) for d in got["diagnostics"]] == [(item_line, "SS101")]
-    assert {"line": loop_line, "title": "Profile this step"} in got["lenses"]
+    assert [(lens["line"], lens["title"]) for lens in got["lenses"]] == [
+        (loop_line, "Profile this step"), (loop_line, "Measure this step")]
+    # the server's own commands: Neovim runs them through the server (the torch test below does)
+    assert all(lens["command"] in got["server_commands"] for lens in got["lenses"]), got
 
 
 @pytest.mark.torch
@@ -52,13 +55,13 @@ def test_neovim_profiles_the_step_and_gets_the_hover_and_inlay_hints_of_its_line
     env = {**os.environ, "HOME": str(tmp_path), "TMPDIR": str(tmp_path), "STEPSCOPE_NVIM_OUT": str(out),
            "STEPSCOPE_SERVER_CMD": json.dumps([sys.executable, "-m", "stepscope", "serve"]),
            "STEPSCOPE_TORCH_PYTHON": sys.executable,
-           "STEPSCOPE_STEP_LINE": str(backward), "STEPSCOPE_HOVER_LINE": str(backward),
+           "STEPSCOPE_HOVER_LINE": str(backward),
            "STEPSCOPE_EDIT_LINE": str(loop_line), "STEPSCOPE_INSERT_AT": str(loop_line)}
     r = subprocess.run([nvim, "--headless", "--clean", "-u", str(HERE / "profile_hover.lua"), "train.py"],
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert out.exists(), f"Neovim wrote nothing (exit {r.returncode}): {r.stderr[-2000:]}"
     got = json.loads(out.read_text())
-    assert got["profile_error"] is None, got["profile_error"]
+    assert got["lens_command"] == "stepscope.profile" and got["profile_error"] is None, got
     assert " ms/step on CPU only, host " in got["summary"]
     # the hover Neovim shows is the server's: the line's figures, its run and machine
     assert got["hover"] and "- wall: " in got["hover"] and "share of the mean step" in got["hover"], got["hover"]

@@ -112,10 +112,9 @@ class Documents:
         return lsp_diagnostics.code_actions(uri, self._found.get(uri, []), wanted, text)
 
 
-def step_lenses(ls: "StepscopeServer", uri: str, command: str, measure_command: str | None = None) \
-        -> list[types.CodeLens]:
+def step_lenses(ls: "StepscopeServer", uri: str, command: str, measure_command: str) -> list[types.CodeLens]:
     """Over each loop that is a step: "Profile this step" (`command`), and beside it "Measure this
-    step" (`measure_command`, when the client has one), both with the loop's position."""
+    step" (`measure_command`), both with the loop's position."""
     doc = ls.workspace.get_text_document(uri)
     try:
         found = loops.find_loops(doc.source)
@@ -131,11 +130,10 @@ def step_lenses(ls: "StepscopeServer", uri: str, command: str, measure_command: 
             range=types.Range(start=pos, end=pos),
             command=types.Command(title="Profile this step", command=command, arguments=[arg]),
         ))
-        if measure_command:
-            lenses.append(types.CodeLens(
-                range=types.Range(start=pos, end=pos),
-                command=types.Command(title="Measure this step", command=measure_command, arguments=[dict(arg)]),
-            ))
+        lenses.append(types.CodeLens(
+            range=types.Range(start=pos, end=pos),
+            command=types.Command(title="Measure this step", command=measure_command, arguments=[dict(arg)]),
+        ))
     return lenses
 
 

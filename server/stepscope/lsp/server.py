@@ -37,7 +37,6 @@ from .runs import RunRegistry
 log = logging.getLogger("stepscope.lsp")
 
 PROFILE_COMMAND = "stepscope.profile"
-CLIENT_PROFILE_COMMAND = "stepscope.profileStep"  # the editor's command the code lens invokes
 RUNS_REQUEST = "stepscope/runs"  # {} → {schemaVersion, runs: [run summary]}
 REPORT_REQUEST = "stepscope/report"  # {runId} → the run's report (report.json, validated)
 FIGURES_REQUEST = "stepscope/figures"  # {uri} → the document's figures on its current lines
@@ -148,11 +147,17 @@ def code_action(ls: StepscopeServer, params: types.CodeActionParams) -> list[typ
 
 @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
 def code_lens(ls: StepscopeServer, params: types.CodeLensParams) -> list[types.CodeLens]:
-    # "Measure this step" beside it for a client that says it has the command (VS Code does);
-    # another client's lens would name a command it does not have
-    measure = ls.options.get("measureCommand")
-    return documents.step_lenses(ls, params.text_document.uri, CLIENT_PROFILE_COMMAND,
-                                 measure if isinstance(measure, str) and measure else None)
+    # A client with its own commands names them (VS Code's ask for trust and confirmation first and
+    # show progress); any other client's lenses run the server's commands, which it sends back as
+    # workspace/executeCommand (Neovim's codelens.run does).
+    return documents.step_lenses(ls, params.text_document.uri,
+                                 _client_command(ls, "profileCommand", PROFILE_COMMAND),
+                                 _client_command(ls, "measureCommand", measuring.MEASURE_COMMAND))
+
+
+def _client_command(ls: StepscopeServer, option: str, server_command: str) -> str:
+    named = ls.options.get(option)
+    return named if isinstance(named, str) and named else server_command
 
 
 @server.feature(types.TEXT_DOCUMENT_INLAY_HINT)
