@@ -53,7 +53,11 @@ def test_gpu_work_queued_before_the_window_lands_in_the_first_step_not_startup(t
     report = analyze([s.write(tmp_path / "t.json")])
     assert [x["ms"] for x in report["steps"]] == [3.0, 1.0]
     assert report["startup"] == {"to_first_step_ms": None, "first_steps_ms": []}
-    assert report["attribution"]["gpu_unlinked"] == 1
+    assert report["attribution"]["gpu_unlinked"] == report["attribution"]["gpu_launched_before"] == 1
+    # and the report says what it is: work queued before the window, not a kernel that lost its launch
+    assert any(n.startswith("1 of 2 GPU events were launched before the trace's first launch call") and
+               "on no line" in n for n in report["notes"]), report["notes"]
+    assert not any("have no launch call" in n for n in report["notes"])
 
 
 def test_scenario_gives_startup_schedule_batch_and_machine(tmp_path: Path) -> None:

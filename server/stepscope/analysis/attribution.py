@@ -214,6 +214,7 @@ class Attribution:
     kernels_in_window: int = 0  # kernels launched in the window
     compiled: dict | None = None  # compiled graphs in the window (compiled_code.py), None without any
     compiled_notes: list[str] = field(default_factory=list)
+    gpu_launched_before: int = 0  # of gpu_unlinked: launched before the trace's first launch call (links.py)
 
 
 def attribute(
@@ -366,7 +367,7 @@ def attribute(
     regions.sort(key=lambda d: (-d["wall_ms"], d["label"]))
     kernels = sum(1 for g, _ in launched if trace.kind[g] == Kind.KERNEL)
     return Attribution(lines, regions, len(links.gpu_rows), links.unlinked, backward_link, len(op_rows), kernels,
-                       compiled.summary, compiled.notes)
+                       compiled.summary, compiled.notes, links.launched_before)
 
 
 def _ms(us: float, n_steps: int) -> float:

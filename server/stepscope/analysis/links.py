@@ -5,6 +5,10 @@ Invariants:
   (CUDA, ROCm, and Triton launches through the driver API all carry one). Where no runtime call
   matches, the event is "unlinked": it still counts towards its step's completion (by its own
   start time) but is attributed to no line, and the report says how many there were.
+- An unlinked event whose correlation id is below every runtime call's in the trace was launched
+  before the trace's first launch call (`launched_before`): work the host queued before the window
+  (it runs ahead of the device) that ran inside it. Correlation ids rise in launch order (CUPTI's
+  and ROCm's alike), which is what makes that reading possible.
 - The launch point of a linked GPU event is (track of the runtime call, start of the runtime call).
 - A CPU track is any track that holds no device activity.
 - Host waits (`sync_rows`) are the runtime calls that block the host until the device has done its
@@ -49,6 +53,7 @@ class Links:
     main_track: int | None = None  # the step markers' thread, else the longest-running CPU thread
     gpu_step_rows: list[int] = field(default_factory=list)  # ProfilerStep#N on GPU streams, by start time
     blocking_copies: dict[int, int] = field(default_factory=dict)  # runtime row of a blocking copy -> its GPU copy
+    launched_before: int = 0  # unlinked GPU events launched before the trace's first launch call
 
     @property
     def unlinked(self) -> int:
@@ -87,12 +92,16 @@ def build_links(trace: Trace) -> Links:
         known = set(sync_rows)
         sync_rows.extend(r for r in sorted(blocking) if r not in known)
         blocking.update(_syncs_after_copies(trace, sync_rows, blocking))
+    first_launch = min(runtime_by_corr, default=None)
+    launched_before = 0 if first_launch is None else sum(
+        1 for g in gpu_rows if g not in launch_row and 0 <= trace.correlation[g] < first_launch)
     step_rows.sort(key=lambda r: trace.ts[r])
     step_rows = _dedupe_steps(trace, step_rows)
     gpu_step_rows = sorted((i for i in marker_rows if kinds[i] == Kind.GPU_ANNOTATION),
                            key=trace.ts.__getitem__)
     main_track = trace.track[step_rows[0]] if step_rows else _main_cpu_track(trace, device_tracks)
-    return Links(device_tracks, gpu_rows, launch_row, sync_rows, step_rows, main_track, gpu_step_rows, blocking)
+    return Links(device_tracks, gpu_rows, launch_row, sync_rows, step_rows, main_track, gpu_step_rows, blocking,
+                 launched_before)
 
 
 def _syncs_after_copies(trace: Trace, waits: list[int], copies: dict[int, int]) -> dict[int, int]:

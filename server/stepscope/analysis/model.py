@@ -303,7 +303,8 @@ class Window(TypedDict, total=False):
 
 class Attribution(TypedDict, total=False):
     gpu_events: Count
-    gpu_unlinked: Count
+    gpu_unlinked: Count  # GPU events with no launch call in the trace
+    gpu_launched_before: Count  # of those, launched before the trace's first launch call (links.py)
     backward_link: str
 
 

@@ -322,9 +322,7 @@ def _report(trace: Trace, links: Links, steps: list[Step], att: Attribution, *,
         notes.append(GPU_MARKERS_NOTE)
     if not gpu["observed"]:
         notes.append(gpu["reason"])
-    if att.gpu_unlinked:
-        notes.append(f"{att.gpu_unlinked} of {att.gpu_events} GPU events have no launch call in the trace: "
-                     "they count in step time but are attributed to no line")
+    notes.extend(unlinked_notes(att))
     if att.backward_link == "unavailable":
         notes.append("backward ops cannot be linked to forward lines (no fwdbwd flows, no sequence numbers)")
     if file_table is None and any(r["label"].startswith("ss:") for r in att.regions):
@@ -363,10 +361,26 @@ def _report(trace: Trace, links: Links, steps: list[Step], att: Attribution, *,
                    "collective_ms": _gpu_busy_ms(trace, links, window_us, len(steps), only=_COLLECTIVE),
                    "host_collective_ms": _host_collective_ms(trace, links, window_us, len(steps))},
         "attribution": {"gpu_events": att.gpu_events, "gpu_unlinked": att.gpu_unlinked,
-                        "backward_link": att.backward_link},
+                        "gpu_launched_before": att.gpu_launched_before, "backward_link": att.backward_link},
         "evidence": None,
         "notes": notes,
     }
+
+
+def unlinked_notes(att: Attribution) -> list[str]:
+    """What the report says of GPU events without a launch call: those launched before the trace's
+    first launch call (the host ran ahead of the device, and work it queued before the window ran
+    in it) apart from the others."""
+    before, other = att.gpu_launched_before, att.gpu_unlinked - att.gpu_launched_before
+    notes = []
+    if before:
+        notes.append(f"{before} of {att.gpu_events} GPU events were launched before the trace's first launch call "
+                     "(work the host queued ahead of the device before the window): where they ran inside the window "
+                     "they count in its steps' time, and on no line")
+    if other:
+        notes.append(f"{other} {'more ' if before else ''}of {att.gpu_events} GPU events have no launch call in the "
+                     "trace: they count in step time but are attributed to no line")
+    return notes
 
 
 def _compiled_code(att: Attribution, compile_doc: dict[str, Any] | None, file_table: FileTable | None,
