@@ -111,6 +111,39 @@ def test_ss101_leaves_numpy_arrays_none_checks_and_timing_syncs_alone():
     assert found(timed, "SS101") == []
 
 
+def test_ss101_in_a_closure_the_step_runs_every_step():
+    # LBFGS runs the closure (several times) in every optimizer step
+    text = """
+        import torch
+        for i in range(steps):
+            def closure():
+                optimizer.zero_grad()
+                loss = criterion(model(x), y)
+                print('loss:', loss.item())
+                loss.backward()
+                return loss
+            optimizer.step(closure)
+    """
+    assert found(text, "SS101") == [(6, "loss.item()")]
+
+
+def test_ss101_not_in_a_function_the_step_only_defines_or_runs_rarely():
+    text = """
+        import torch
+        for i in range(steps):
+            def report():
+                print(loss.item())
+            def closure():
+                loss = criterion(model(x), y)
+                print(loss.item())
+                return loss
+            loss = optimizer.step(closure_without_print)
+            if i % 100 == 0:
+                report()
+    """
+    assert found(text, "SS101") == []
+
+
 def test_ss101_moving_the_model_is_not_a_sync():
     assert found(in_step("model.cpu()"), "SS101") == []
 

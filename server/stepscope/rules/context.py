@@ -596,8 +596,12 @@ class _Walker:
             for default in node.args.defaults + [d for d in node.args.kw_defaults if d]:
                 self.scan(default, scope)
             ctx.functions[id(node)] = FunctionFacts(node)
-            self.visit_block(node.body, Scope(node, (), False,
-                                              test=scope.test or node.name.startswith("test")))
+            test = scope.test or node.name.startswith("test")
+            # A function defined in a step and run there every step (called, or handed to a call as
+            # `optimizer.step(closure)` is) runs in the step: its body keeps the step's loops.
+            runs_in_step = not scope.infrequent and _run_in_step(node, scope, ctx)
+            self.visit_block(node.body, replace(scope, function=node, test=test) if runs_in_step
+                             else Scope(node, (), False, test=test))
             return
         elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
             ctx.loop_nodes.append(node)
@@ -795,6 +799,52 @@ _ACTS_ON_A_MODEL = re.compile(
     r"|offload|reload|broadcast|sync|average|merge|unwrap|cast|move|apply|reset|restore"
     r"|serialize|dump|log|describe|inspect|calibrate|compress|distill|optimize)_",
     re.IGNORECASE)
+
+
+def _run_in_step(fn: ast.FunctionDef | ast.AsyncFunctionDef, scope: Scope, ctx: ModuleContext) -> bool:
+    """Whether `fn`, defined inside the body of a step loop, is run by that body in every step:
+    called by its name, or its name handed to a call (`optimizer.step(closure)`, `checkpoint(fn,
+    x)`), outside a guard that keeps it to some steps (`if i % 100 == 0:`, as for any node)."""
+    loop = scope.step_loop
+    node = ctx.loop_node(loop) if loop is not None else None
+    if node is None or isinstance(fn, ast.AsyncFunctionDef):
+        return False
+
+    def calls_fn(tree: ast.AST | list) -> bool:
+        for part in tree if isinstance(tree, list) else [tree]:
+            for n in ast.walk(part) if isinstance(part, ast.AST) else ():
+                if not isinstance(n, ast.Call):
+                    continue
+                if isinstance(n.func, ast.Name) and n.func.id == fn.name:
+                    return True
+                if any(isinstance(a, ast.Name) and a.id == fn.name for a in (*n.args, *(k.value for k in n.keywords))):
+                    return True
+        return False
+
+    def every_step(stmts: list[ast.stmt]) -> bool:
+        for stmt in stmts:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue  # a definition runs nothing
+            if isinstance(stmt, ast.If):
+                if calls_fn(stmt.test) or (guard_kind(stmt.test, stmt.body) not in ("periodic", "rare")
+                                           and every_step(stmt.body)):
+                    return True
+                if not runs_once(stmt.orelse) and every_step(stmt.orelse):
+                    return True
+                continue
+            blocks = [b for f in ("body", "orelse", "finalbody") if isinstance(b := getattr(stmt, f, None), list)]
+            if not blocks:
+                if calls_fn(stmt):
+                    return True
+                continue
+            # a compound statement: its own parts (a loop's iterable, a `with`'s items), then its
+            # blocks; an `except` handler runs only when something failed
+            heads = [v for f, v in ast.iter_fields(stmt) if f not in ("body", "orelse", "finalbody", "handlers")]
+            if any(calls_fn(h) for h in heads) or any(every_step(b) for b in blocks):
+                return True
+        return False
+
+    return every_step(node.body)
 
 
 # ---- functions that wait for the device ----------------------------------------------------------
