@@ -432,7 +432,22 @@ async function redactScenario(s) {
   return r;
 }
 
-const run = { measure: measureScenario, main: mainScenario, redact: redactScenario, hostile: hostileScenario, reduced: reducedScenario, broken: brokenScenario };
+async function compiledScenario(s) {
+  // a recorded torch.compile run: the lines table says what each line's kernels are fused with
+  const r = {};
+  const { page, context, seen } = await open(s.name, { theme: s.theme, width: 1600 });
+  await load(page, s.state);
+  await tab(page, "lines");
+  r.lines = await column(page, "lines", "line");
+  r.fused = await column(page, "lines", "fused");
+  r.header = await page.evaluate(() => document.querySelector('#panel-lines th[data-key="fused"]')?.innerText ?? null);
+  r.screens = [await shot(page, `${s.name}-lines`)];
+  r.errors = seen.errors;
+  await context.close();
+  return r;
+}
+
+const run = { compiled: compiledScenario, measure: measureScenario, main: mainScenario, redact: redactScenario, hostile: hostileScenario, reduced: reducedScenario, broken: brokenScenario };
 try {
   for (const s of config.scenarios) {
     try {

@@ -41,6 +41,7 @@ HOSTILE = [
 
 
 SECRET = "jane.doe@example.com"
+COMPILED_RUN = REPO / "tests" / "data" / "compiled" / "h200_mlp_compiled"
 
 
 def training_trace(names: list[str] | None = None) -> Synth:
@@ -184,6 +185,16 @@ def seen(panel_build: str) -> dict:
         path = work / f"measure-{theme}.json"
         path.write_text(json.dumps(alone))
         scenarios.append({"name": f"measure-{theme}", "kind": "measure", "theme": theme, "state": str(path)})
+
+    # a recorded torch.compile run on the H200, as the server gives it to the panel
+    timelines: dict = {}
+    report = analyze([COMPILED_RUN], timelines=timelines)
+    (timeline,) = timelines.values()
+    compiled = {"runId": "20261201T120000Z-compiled_mlp-0c0c", "title": "compiled_mlp.py — compiled", "report": report,
+                "timeline": json.loads(timeline), "measure": None, "stale": False}
+    expected["compiled"] = {"report": report}
+    (work / "compiled.json").write_text(json.dumps(compiled))
+    scenarios.append({"name": "compiled", "kind": "compiled", "theme": "dark", "state": str(work / "compiled.json")})
 
     broken = copy.deepcopy(main)
     broken["timeline"] = {"schema_version": 99}
@@ -400,3 +411,15 @@ def test_strings_sharing_would_change_are_marked_by_kind_and_share_asks_the_host
     assert r["shareBefore"] is False  # enabled once a run is shown
     assert r["sharePosted"] == {"type": "shareTrace", "runId": "20261201T101500Z-train-5e5e"}
     assert not r["errors"]
+
+
+def test_a_compiled_run_shows_what_each_lines_kernels_are_fused_with(seen: dict) -> None:
+    r = seen["results"]["compiled"]
+    report = seen["expected"]["compiled"]["report"]
+    assert r["header"] == "Fused with" and not r["errors"]
+    fused = dict(zip((int(v) for v in r["lines"]), r["fused"]))
+    # Block.forward's fused lines name each other as the hover and the text report do
+    assert fused[17] == "lines 20–21" and fused[21] == "lines 17, 20, 33"
+    assert fused[18] == ""  # its matmul is its own kernel
+    shared = {x["line"] for x in report["lines"] if (x.get("compiled") or {}).get("fused_with")}
+    assert {n for n, text in fused.items() if text} == shared
