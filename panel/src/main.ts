@@ -47,6 +47,8 @@ class Panel {
   private readonly timeline: TimelineView;
   private state: PanelState | null = null;
   private current: Tab = "overview";
+  /** the tabs the shown run has something for: a measure run (no trace) has its overview only */
+  private available: readonly Tab[] = TABS;
   private readonly pending = new Map<Tab, () => HTMLElement | null>();
   private pendingTimeline: (() => void) | null = null;
   /** what waits for its span columns (a `spans` message), and a reveal of that run meanwhile */
@@ -115,6 +117,7 @@ class Panel {
   }
 
   private show(tab: Tab): void {
+    if (!this.available.includes(tab)) tab = "overview";
     this.current = tab;
     if (tab === "timeline" && this.pendingTimeline) {
       const build = this.pendingTimeline;
@@ -137,10 +140,11 @@ class Panel {
   }
 
   private onTabKey(e: KeyboardEvent, tab: Tab): void {
-    const k = TABS.indexOf(tab);
-    const to: Record<string, number> = { ArrowRight: k + 1, ArrowLeft: k - 1, Home: 0, End: TABS.length - 1 };
+    const tabs = this.available;
+    const k = tabs.indexOf(tab);
+    const to: Record<string, number> = { ArrowRight: k + 1, ArrowLeft: k - 1, Home: 0, End: tabs.length - 1 };
     if (!(e.key in to)) return;
-    const next = TABS[(to[e.key] + TABS.length) % TABS.length];
+    const next = tabs[(to[e.key] + tabs.length) % tabs.length];
     this.show(next);
     this.tabs.get(next)!.focus();
     e.preventDefault();
@@ -205,6 +209,10 @@ class Panel {
     if (state.measure && !measure) problems.push(measureProblem(state.measure)!);
     this.state = { ...state, report, timeline, measure };
     this.share.disabled = !report && !timeline;  // a measure run has no trace to share
+    this.share.title = this.share.disabled ? "This run has no trace to share (it was measured without the profiler)." : "";
+    // a run without a report or a timeline (a measure run) has nothing for the trace's tabs
+    this.available = report || timeline ? TABS : ["overview"];
+    for (const t of TABS) this.tabs.get(t)!.hidden = !this.available.includes(t);
     const fileIds = new FileIds(timeline?.files ?? {}, Array.isArray(report?.files) ? report!.files : []);
     this.fileIds = fileIds;
     this.lines = null;

@@ -366,6 +366,7 @@ async function measureScenario(s) {
   r.banner = await page.evaluate(() => (document.querySelector(".banner").hidden ? null : document.querySelector(".banner").textContent));
   r.overviewText = await page.evaluate(() => document.querySelector("#panel-overview").innerText);
   r.shareDisabled = await page.evaluate(() => document.querySelector(".actions button.share").disabled);
+  r.tabs = await page.evaluate(() => [...document.querySelectorAll(".tabs [role=tab]")].filter((t) => !t.hidden).map((t) => t.textContent));
   r.strip = await page.evaluate(() => {
     const plot = document.querySelector(".measure svg.strip");
     if (!plot) return null;

@@ -254,6 +254,7 @@ def test_a_measure_run_shows_its_distribution_and_its_comparison(seen: dict, the
     r = seen["results"][f"measure-{theme}"]
     assert r["banner"] is None and r["errors"] == [] and r["console"] == []
     assert r["shareDisabled"] is True  # a measure run has no trace to share
+    assert r["tabs"] == ["Overview"]  # nor a timeline, lines, operators, kernels or steps to show
     text = r["overviewText"]
     assert "No report for this run" not in text  # a measure run has none, and needs none
     for words in ("Measured without the profiler", "2.02 ms per step", "p10 / p90", "1.99 ms / 2.07 ms",
