@@ -123,6 +123,21 @@ async function errorNotifications(page) {
   return page.locator(".notification-toast", { has: page.locator(".codicon-error") }).allInnerTexts();
 }
 
+async function hoverUntil(page, target, shown, attempts = 4) {
+  // an editor hover shows after the pointer rests on the text; a pointer event the busy workbench
+  // missed shows none, so the pointer leaves and comes back
+  for (let attempt = 1; ; attempt++) {
+    await page.mouse.move(5, 5);
+    await target.hover();
+    try {
+      await shown.waitFor({ timeout: attempt === attempts ? 20_000 : 6_000 });
+      return;
+    } catch (e) {
+      if (attempt === attempts) throw e;
+    }
+  }
+}
+
 async function waitFor(what, probe, timeoutMs, intervalMs = 500) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -226,9 +241,8 @@ async function profileScenario(page) {
   await shot(page, "timings");
 
   step("hover a timed line");
-  await page.locator(".monaco-editor .view-line span", { hasText: "model(x)" }).last().hover();
   const hover = page.locator(".monaco-hover:visible", { hasText: "share of the mean step" }).first();
-  await hover.waitFor({ timeout: 15_000 });
+  await hoverUntil(page, page.locator(".monaco-editor .view-line span", { hasText: "model(x)" }).last(), hover);
   result.hover = await hover.innerText();
   result.hoverLinks = await hover.locator("a").allInnerTexts();
   await shot(page, "hover");
@@ -401,9 +415,8 @@ async function openRunScenario(page) {
   await shot(page, "run-timings");
 
   step(`hover the line holding ${config.hoverText}`);
-  await page.locator(".monaco-editor .view-line span", { hasText: config.hoverText }).last().hover();
   const hover = page.locator(".monaco-hover:visible", { hasText: config.hoverExpect }).first();
-  await hover.waitFor({ timeout: 20_000 });
+  await hoverUntil(page, page.locator(".monaco-editor .view-line span", { hasText: config.hoverText }).last(), hover);
   await page.waitForTimeout(500);
   result.hover = await hover.innerText();
   result.hoverLinks = await hover.locator("a").allInnerTexts();
