@@ -171,6 +171,10 @@ export class RunsView implements vscode.TreeDataProvider<RunNode>, vscode.Dispos
     let pair = (selected ?? []).filter(comparable);
     if (pair.length !== 2 && !node) {
       // from the command palette: the user names the first run here, the second below
+      if (!this.client()) {
+        void vscode.window.showErrorMessage("Stepscope: the server is not running, so there are no runs to compare.");
+        return;
+      }
       const runs = (await this.getChildren()).filter(comparable);
       if (runs.length < 2) {
         void vscode.window.showInformationMessage("Stepscope: comparing needs two analysed or measured runs; this workspace has "
