@@ -36,6 +36,7 @@ LINE_PIECES = [p for p in PIECES if "\n" not in p] + [
     "n_iter = 3", "n_iter = 30", "path = 'other.json'", "if os.path.isfile(path): pass",
     "def log_loss(v): return v.item()", "log_loss(loss)", "prof.start()", "prof.stop()",
     "with prof: pass", "assert torch.isfinite(loss).all()", "import tensorflow as tf",
+    "def closure(): return loss.item()", "optimizer.step(closure)", "if i % 10 == 0: closure()",
 ]
 
 
@@ -159,3 +160,25 @@ def test_a_real_module_edited_line_by_line():
         lines[i] = line + "  # typed"
         edited = "\n".join(lines)
         assert checker.check(edited) == check_source(edited, "/w/train_cpu.py", EVERY)
+
+
+def test_an_edit_inside_a_closure_the_step_runs_is_checked_as_the_step():
+    text = src('''
+        import torch
+
+
+        def train(model, x, y, optimizer, steps):
+            for i in range(steps):
+                def closure():
+                    optimizer.zero_grad()
+                    loss = model(x, y)
+                    loss.backward()
+                    return loss
+                optimizer.step(closure)
+    ''')
+    checker = DocumentChecker("/w/train.py", EVERY)
+    assert checker.check(text) == check_source(text, "/w/train.py", EVERY)
+    edited = text.replace("loss.backward()", "loss.backward()\n            print(loss.item())")
+    got = checker.check(edited)
+    assert got == check_source(edited, "/w/train.py", EVERY)
+    assert [d.code for d in got] == ["SS101"]
