@@ -627,6 +627,11 @@ async function failuresScenario(page) {
   await shot(page, "logs");
   await closeNotifications(page);
 
+  step("Compare Runs from the palette with no run to compare");
+  await runCommand(page, "Stepscope: Compare Runs");
+  result.compareRefused = await toast(page, "the compare refusal", (t) => t.includes("comparing needs two"), 30_000);
+  await closeNotifications(page);
+
   step("point stepscope.interpreter at a missing file, in the workspace settings");
   setWorkspaceInterpreter(config.missingInterpreter);
   result.interpreterError = await toast(

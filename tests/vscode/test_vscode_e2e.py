@@ -337,6 +337,8 @@ def test_vsix_on_a_plain_python_checks_code_and_explains_failures(code_server, t
     assert "torch" in error, error
     assert "Open Logs" in error
     assert "Profile failed" in result["logsShown"], result["logsShown"]
+    # Nothing to compare (the failed run has no figures): said in one line, nothing opens.
+    assert "this workspace has none" in result["compareRefused"], result["compareRefused"]
 
     # A wrong interpreter path: the problem and what to do about it.
     problem = result["interpreterError"]
