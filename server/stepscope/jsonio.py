@@ -22,6 +22,18 @@ def loads(data: bytes | str) -> Any:
     return orjson.loads(data)
 
 
+def plain(value: Any) -> Any:
+    """A value as plain JSON types: named tuples (how pygls hands over custom LSP params and
+    answers) become dicts, tuples lists, recursively."""
+    if hasattr(value, "_asdict"):
+        return {k: plain(v) for k, v in value._asdict().items()}
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
+
+
 def dumps(obj: Any, *, indent: bool = False) -> bytes:
     option = 0
     if indent:

@@ -16,6 +16,8 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
+from stepscope.jsonio import plain
+
 from .test_server import _initialize, _open
 
 SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "stepscope", "serve"])
@@ -206,15 +208,4 @@ async def test_cancelling_a_measure_stops_the_program(client: LanguageClient, ws
 
 
 async def _request(client: LanguageClient, method: str, params: dict):
-    return _plain(await client.protocol.send_request_async(method, params))
-
-
-def _plain(value):
-    """pygls hands custom answers over as named tuples: plain JSON values."""
-    if hasattr(value, "_asdict"):
-        return {k: _plain(v) for k, v in value._asdict().items()}
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
+    return plain(await client.protocol.send_request_async(method, params))

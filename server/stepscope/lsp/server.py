@@ -30,6 +30,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
 from .. import __version__, errors
+from ..jsonio import plain
 from ..analysis import present
 from . import documents, measuring, panel, profiling, results, share
 from .runs import RunRegistry
@@ -183,7 +184,7 @@ def list_runs(ls: StepscopeServer, params: Any) -> dict[str, Any]:
 def _param(params: Any, name: str) -> Any:
     """A field of a custom request's params, as plain JSON values (pygls hands unknown params over
     as named tuples)."""
-    return _plain(params.get(name) if isinstance(params, dict) else getattr(params, name, None))
+    return plain(params.get(name) if isinstance(params, dict) else getattr(params, name, None))
 
 
 @server.feature(share.SHARE_REQUEST)
@@ -193,16 +194,6 @@ async def share_trace(ls: StepscopeServer, params: Any) -> dict[str, Any]:
         return await asyncio.get_running_loop().run_in_executor(None, share.share_run, run_dir)
     except errors.StepscopeError as e:
         raise _refused(e) from None
-
-
-def _plain(value: Any) -> Any:
-    if hasattr(value, "_asdict"):
-        return {k: _plain(v) for k, v in value._asdict().items()}
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
 
 
 def _refused(e: errors.StepscopeError) -> JsonRpcServerError:
@@ -255,7 +246,7 @@ def compare_runs(ls: StepscopeServer, params: Any) -> dict[str, Any]:
 @server.feature(measuring.MEASURE_REQUEST)
 def measure_document(ls: StepscopeServer, params: Any) -> dict[str, Any]:
     try:
-        return measuring.measure_document(ls, _plain(params) if params is not None else {})
+        return measuring.measure_document(ls, plain(params) if params is not None else {})
     except errors.StepscopeError as e:
         raise _refused(e) from None
 
@@ -285,7 +276,7 @@ def resolve_step(ls: StepscopeServer, params: Any) -> dict[str, Any]:
 @server.feature(panel.TIMELINE_REQUEST)
 async def run_timeline(ls: StepscopeServer, params: Any) -> dict[str, Any]:
     try:
-        return await ls.timelines.timeline(ls, _plain(params) if params is not None else {})
+        return await ls.timelines.timeline(ls, plain(params) if params is not None else {})
     except errors.StepscopeError as e:
         raise _refused(e) from None
 
