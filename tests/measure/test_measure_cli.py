@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -63,6 +64,8 @@ def test_repeated_processes_report_run_to_run_beside_pass_to_pass(workspace: Pat
     assert doc["values_consistent"] is True  # same seeds, same data: the same losses in both processes
     text = measure(workspace, "sleepy.py", "--warmup", "2", "--passes", "8", "--runs", "2").stdout
     assert "run to run" in text and "pass to pass" in text and "without the profiler" in text
+    # what the step computed, first to last, and that both processes computed the same
+    assert re.search(r"^  value    loss \S+ → \S+ \(first → last of 8 passes\); the same in every process$", text, re.M)
 
 
 def test_a_value_expression_is_evaluated_in_the_steps_frame(workspace: Path):

@@ -45,3 +45,18 @@ def test_a_verdict_is_said_with_its_interval():
     assert "| ms/step (median) | 11.0 | 10.1 |" in text and "| run | a\\|b | c |" in text
     assert "**faster**: candidate / baseline ratio 0.918 (95% interval 0.900–0.930): faster" in text
     assert "- compared although they differ in warm-up passes (5 vs 3)" in text and text.rstrip().endswith("a note")
+
+
+def test_the_value_the_step_computed_is_said_first_to_last_with_what_was_not_read():
+    from stepscope.measurement.present import measurement_text, step_values
+
+    trained = {**DOC, "value": "loss", "values": [3.0921, 2.9, None, 2.6348], "values_consistent": True}
+    assert step_values(trained) == ("loss 3.092 → 2.635 (first → last of 4 passes; 1 not a number or changed "
+                                    "in place); the same in every process")
+    assert step_values({**trained, "values_consistent": False}).endswith(
+        "the step is not deterministic, so a comparison cannot tell whether a change altered the results")
+    nothing = {**DOC, "value": "loss", "values": None}
+    assert step_values(nothing).startswith("no `loss` read in the step")
+    assert "--value EXPR" in step_values(nothing)
+    assert "  value    loss 3.092 → 2.635" in measurement_text({**trained, "scope": {"script": "t.py", "step": {"line": 9}}})
+    assert editor_details(trained)[4] == step_values(trained)

@@ -34,3 +34,9 @@ def test_processes_that_computed_different_values_are_flagged():
 def test_a_process_without_measured_passes_is_refused():
     with pytest.raises(ValueError):
         measurement([{"raw_ms": [1.0]}, {"raw_ms": []}], machine={}, scope=SCOPE)
+
+
+def test_a_process_without_values_leaves_consistency_unknown_not_false():
+    doc = measurement([{"raw_ms": [1.0], "values": [2.0]}, {"raw_ms": [1.0], "values": None}],
+                      machine={}, scope=SCOPE)
+    assert doc["values_consistent"] is None

@@ -85,6 +85,27 @@ def values_line(check: dict[str, Any] | None) -> str:
             "the results")
 
 
+def step_values(m: dict[str, Any]) -> str:
+    """What the step computed, pass by pass: `loss 3.092 → 2.635 (first → last of 30 passes)`, so
+    a reader sees that the step trained (or that a comparison's sides computed the same). Says where
+    no value was read: without one, a before/after comparison cannot say whether results changed."""
+    name = m.get("value") or "loss"
+    values = m.get("values") or []
+    numbers = [v for v in values if v is not None]
+    if not numbers:
+        return (f"no `{name}` read in the step (none in its frame, or not a number): name what the step "
+                "computes with --value EXPR, so that comparisons say whether results changed")
+    unknown = len(values) - len(numbers)
+    text = f"{name} {numbers[0]:.4g} → {numbers[-1]:.4g} (first → last of {len(values)} passes"
+    text += f"; {unknown} not a number or changed in place)" if unknown else ")"
+    consistent = m.get("values_consistent")
+    if consistent is not None:
+        text += ("; the same in every process" if consistent
+                 else "; different between processes with the same seeds: the step is not deterministic, so a "
+                 "comparison cannot tell whether a change altered the results")
+    return text
+
+
 def run_summary(row: dict[str, Any]) -> str:
     """One run in the words of a list: its figure and what qualifies it."""
     if row.get("status") != "complete" and row.get("ms_per_step") is None:
@@ -134,6 +155,7 @@ def measurement_text(m: dict[str, Any]) -> str:
     if m.get("warmup_ms"):
         out.append(f"  warm-up  {', '.join(ms(v) for v in m['warmup_ms'][:8])}"
                    + (" ..." if len(m["warmup_ms"]) > 8 else "") + " ms (not in the figures)")
+    out.append(f"  value    {step_values(m)}")
     out.append(f"  clock    {m.get('clock')}")
     out.append(f"  machine  {machine_label(m.get('machine'))}")
     if m.get("noisy"):
@@ -204,6 +226,7 @@ def editor_details(m: dict[str, Any]) -> list[str]:
     if m.get("warmup_ms"):
         count = len(m["warmup_ms"])
         out.append(f"{count} warm-up pass{'es' if count != 1 else ''} apart, in no figure")
+    out.append(step_values(m))
     if m.get("noisy"):
         out.append("noisy: the passes disagree by more than 10% (IQR / median); look at the raw values before "
                    "trusting one figure")

@@ -36,7 +36,8 @@ def measurement(processes: Sequence[dict[str, Any]], *, machine: dict, scope: di
     first_values = processes[0].get("values")
     consistent = None
     if len(processes) > 1 and first_values:
-        consistent = all(check_values(first_values, p.get("values"), tolerance).match for p in processes[1:])
+        matches = [check_values(first_values, p.get("values"), tolerance).match for p in processes[1:]]
+        consistent = None if None in matches else all(matches)  # None: a process had no values to compare
     return {
         "kind": "measure",
         "machine": machine,
