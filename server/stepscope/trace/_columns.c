@@ -264,46 +264,14 @@ static inline const char *skip_ws(const char *p, const char *end) {
     return p;
 }
 
+static size_t w_utf8(const unsigned char *s, size_t i, size_t n, int *code);
+
 /* Whether `s` is valid UTF-8 (no overlong forms, surrogates or code points past U+10FFFF), as
- * the reference decoder requires of every string it decodes. */
-static int utf8_valid(const unsigned char *s, size_t n) {
-    size_t i = 0;
-    while (i < n) {
-        if (n - i >= 8) {
-            uint64_t x;
-            memcpy(&x, s + i, 8);
-            if (!(x & 0x8080808080808080ULL)) {
-                i += 8;
-                continue;
-            }
-        }
-        unsigned c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t len;
-        uint32_t cp, min;
-        if ((c & 0xE0) == 0xC0)
-            len = 2, cp = c & 0x1F, min = 0x80;
-        else if ((c & 0xF0) == 0xE0)
-            len = 3, cp = c & 0x0F, min = 0x800;
-        else if ((c & 0xF8) == 0xF0)
-            len = 4, cp = c & 0x07, min = 0x10000;
-        else
-            return 0;
-        if (n - i < len)
-            return 0;
-        for (size_t k = 1; k < len; k++) {
-            if ((s[i + k] & 0xC0) != 0x80)
-                return 0;
-            cp = (cp << 6) | (s[i + k] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return 0;
-        i += len;
-    }
-    return 1;
+ * the reference decoder requires of every string it decodes: w_utf8 (the walker's check, which
+ * also says where) finds no bad byte. */
+static inline int utf8_valid(const unsigned char *s, size_t n) {
+    int code;
+    return w_utf8(s, 0, n, &code) == n;
 }
 
 /* Whether the \u escapes of a (scanned) string pair their surrogates: a high one (D800-DBFF)
