@@ -274,6 +274,9 @@ def test_the_step_where_the_profiler_prepares_its_trace_is_not_start_up(tmp_path
     slow = {"schedule": schedule, "startup": {"to_first_step_ms": 900.0, "first_steps_ms": [400.0, 1100.0, 1.5]}}
     f = only(report_of(tmp_path / "b", timed([1000] * 5), scenario=slow), "startup-cost")
     assert "400.0" in f["observation"] and "Step 2 (1100.0 ms) is left out" in f["observation"]
+    assert "step 1, at 400.0 ms, is 400.0x the active window's 1.00 ms/step" in f["observation"]
+    # a first step that is slow only because a periodic action is due at step 0 fits the hypothesis too
+    assert "`if step % N == 0`" in f["hypothesis"]
 
 
 def test_first_steps_within_the_windows_own_range_are_not_start_up(tmp_path: Path) -> None:

@@ -153,12 +153,13 @@ def startup_cost(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
     shown = ", ".join(f"{v:.1f}" for v in first if v is not None)
     return finding(
         "startup-cost", anchor,
-        f"{before}the first steps took {shown} ms against {steady:.2f} ms/step in the active window (slowest "
-        f"{reference:.2f} ms; {worst / steady:.1f}x, step {worst_i + 1}; {machine_words(report)}). These are start-up figures, "
-        f"kept apart from the window.{left_out}",
+        f"{before}the first steps took {shown} ms; step {worst_i + 1}, at {worst:.1f} ms, is {worst / steady:.1f}x the "
+        f"active window's {steady:.2f} ms/step (its slowest step: {reference:.2f} ms; {machine_words(report)}). These "
+        f"are start-up figures, kept apart from the window.{left_out}",
         "The first steps pay one-off costs that the steady state does not: the program's own lazy initialisation "
         "or loading, allocator growth, and on a GPU the first use of cuBLAS/cuDNN, kernel loading and selection, or "
-        "compilation.",
+        "compilation. Or the step runs a periodic action that is also due at step 0 (an evaluation, a checkpoint "
+        "under `if step % N == 0`): that cost comes back every N steps.",
         "Decide whether the question is start-up or steady state; for start-up, time the first steps on their own "
         "across several fresh runs; for steady state, keep this warm-up or lengthen it.",
         severity="info",
