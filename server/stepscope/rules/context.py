@@ -983,6 +983,7 @@ def host_here(node: ast.expr, facts: FunctionFacts, ctx: ModuleContext, depth: i
 
 
 def _target_names(target: ast.expr) -> Iterator[str]:
+    """The names an assignment target binds (`a`, `a, (b, *c)`), not attributes or subscripts."""
     if isinstance(target, ast.Name):
         yield target.id
     elif isinstance(target, (ast.Tuple, ast.List)):
@@ -1041,16 +1042,6 @@ def _is_host_value(node: ast.AST, host: set[str], ctx: ModuleContext) -> bool:
     return False
 
 
-def _assigned_names(target: ast.expr) -> Iterator[str]:
-    if isinstance(target, ast.Name):
-        yield target.id
-    elif isinstance(target, (ast.Tuple, ast.List)):
-        for elt in target.elts:
-            yield from _assigned_names(elt)
-    elif isinstance(target, ast.Starred):
-        yield from _assigned_names(target.value)
-
-
 def _infer_tensor_names(facts: FunctionFacts, ctx: ModuleContext) -> None:
     names = facts.tensor_names
     for call in facts.calls:  # names something calls .backward() on are tensors
@@ -1068,7 +1059,7 @@ def _infer_tensor_names(facts: FunctionFacts, ctx: ModuleContext) -> None:
                         if isinstance(target, ast.Name) or (
                                 isinstance(node.value, ast.Call)
                                 and call_signal(node.value, model_names=ctx.model_names) == MODEL):
-                            names.update(_assigned_names(target))
+                            names.update(_target_names(target))
             elif node.value is not None and isinstance(node.target, ast.Name):
                 if is_tensor_expr(node.value, names, ctx):
                     names.add(node.target.id)
