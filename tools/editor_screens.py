@@ -32,21 +32,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from tests.frozen_runs import rebase  # noqa: E402
 from tests.vscode.codeserver import CodeServer, require_tools  # noqa: E402
 
 # The pictures the driver takes, and the names they are kept under.
 PICTURES = {"run-timings": "lines", "run-hover": "hover", "run-panel-lines": "panel"}
-
-
-def rebase(value, old: str, new: str):
-    """`value` with every string that is `old` or starts with `old/` starting with `new` instead."""
-    if isinstance(value, str):
-        return new + value[len(old):] if value == old or value.startswith(old + "/") else value
-    if isinstance(value, list):
-        return [rebase(v, old, new) for v in value]
-    if isinstance(value, dict):
-        return {k: rebase(v, old, new) for k, v in value.items()}
-    return value
 
 
 def stepscope(*args: str, cwd: Path | None = None) -> str:
