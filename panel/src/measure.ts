@@ -33,6 +33,8 @@ export interface MeasureResult {
   ci95?: [number, number] | null;
   verdict?: "faster" | "slower" | "no detectable difference" | null;
   values_match?: boolean | null;
+  /** what the step computed, first to last (the loss), in the server's words */
+  value_words?: string | null;
   baseline?: { run?: string; label?: string; median_ms?: number | null; processes?: number } | null;
   /** the other run of a comparison (the baseline), for its strip */
   compare_raw_ms?: number[] | null;
@@ -51,6 +53,9 @@ export function measureProblem(value: unknown): string | null {
   }
   if (v.compare_raw_ms !== undefined && v.compare_raw_ms !== null && !finiteList(v.compare_raw_ms)) {
     return "the compared run's passes are not a list of numbers";
+  }
+  if (v.value_words !== undefined && v.value_words !== null && typeof v.value_words !== "string") {
+    return "the measure result's value words are not text";
   }
   if (v.ci95 !== undefined && v.ci95 !== null && !(finiteList(v.ci95) && (v.ci95 as number[]).length === 2)) {
     return "the comparison's interval is not [low, high]";
@@ -87,6 +92,7 @@ export function measureFacts(m: MeasureResult): [string, string][] {
   rows.push(["passes", `${m.raw_ms.length} measured${processes > 1 ? ` in ${processes} processes` : ""}; ${m.warmup_ms.length} warm-up apart, in no figure`]);
   const variation = runToRun(m);
   if (variation) rows.push(["run to run", variation]);
+  if (typeof m.value_words === "string") rows.push(["value", m.value_words]);
   return rows;
 }
 

@@ -25,6 +25,14 @@ test("a measure run's figures are its median, spread, percentiles, extremes, sam
   assert.equal(Object.fromEntries(measureFacts(result({ samples_per_s: null })))["samples/s"], "not known (no batch size read)");
 });
 
+test("what the step computed is shown in the server's words, and only text is accepted", () => {
+  const words = "loss 3.092 → 2.635 (first → last of 4 passes)";
+  assert.equal(Object.fromEntries(measureFacts(result({ value_words: words })))["value"], words);
+  assert.equal(Object.fromEntries(measureFacts(result()))["value"], undefined);
+  assert.equal(measureProblem({ ...result(), value_words: { html: "<b>" } }), "the measure result's value words are not text");
+  assert.equal(measureProblem(result({ value_words: words })), null);
+});
+
 test("the noise flag is said either way", () => {
   assert.match(noiseWords(result()), /^Steady/);
   assert.match(noiseWords(result({ noisy: true })), /^Noisy: the IQR is more than 10% of the median/);

@@ -237,7 +237,7 @@ def test_measure_this_step_shows_its_result_its_distribution_and_a_comparison(co
     assert panel["runId"] == runs[0] and not panel["report"] and not panel["timeline"], panel
     assert (panel["passes"], panel["measuredDots"], panel["warmups"], panel["warmDots"]) == (6, 6, 2, 2), panel
     for words in ("Measured without the profiler", "p10 / p90", "min / max", "6 measured; 2 warm-up apart",
-                  "Measured on CPU only"):
+                  "Measured on CPU only", "(first → last of 6 passes)"):  # the last: what the step computed
         assert words in panel["overview"], (words, panel["overview"][:1500])
     assert panel["title"].startswith(f"{EXAMPLE.name}, the loop at line {line_of('for x, y in loader:')} · measured")
     assert result["followed"] == runs[1]  # the open panel follows the next measure
