@@ -116,6 +116,22 @@ def test_a_step_function_without_regions_gets_its_boundary_only():
     assert ast.unparse(tree.body[0]).splitlines()[1].strip() == f"{RUNTIME_NAME}.step_boundary()"
 
 
+def test_a_step_functions_call_is_one_region_of_its_def_line_around_its_statements():
+    source = "def handle(x):\n    y = x + 1\n    return y\n\nfor i in range(3):\n    handle(i)\n"
+    tree = ast.parse(source)
+    instrument_module(tree, "f0", step_function="handle")
+    body = tree.body[0].body
+    assert ast.unparse(body[0]).strip() == f"{RUNTIME_NAME}.step_boundary()"  # the boundary first, outside
+    assert len(body) == 2 and isinstance(body[1], ast.With)
+    assert ast.unparse(body[1].items[0].context_expr) == f"{RUNTIME_NAME}.region('ss:f0:1')"  # the def line
+    inner = [ast.unparse(w.items[0].context_expr) for w in body[1].body]
+    assert inner == [f"{RUNTIME_NAME}.region('ss:f0:2')", f"{RUNTIME_NAME}.region('ss:f0:3')"]
+    # a generator's call can suspend: its statements keep their regions, the call gets none
+    generator = ast.parse("def handle(x):\n    y = x + 1\n    yield y\n")
+    instrument_module(generator, "f0", step_function="handle")
+    assert "ss:f0:1" not in ast.unparse(generator)
+
+
 @pytest.mark.parametrize("repeat", [1, 2])
 def test_the_clock_runs_a_program_without_the_profiler(tmp_path: Path, repeat: int, monkeypatch: pytest.MonkeyPatch):
     script = tmp_path / "train.py"

@@ -135,6 +135,34 @@ def test_each_call_of_a_function_is_a_step(workspace: Path):
     assert r.returncode == 6 and "no function named 'nope'" in r.stderr
 
 
+def test_a_function_steps_def_line_is_the_call_apart_from_the_time_between_calls(workspace: Path):
+    # A handler that works ~10 ms per call, called every ~40 ms: the step runs call to call (~40 ms),
+    # the def line holds the call alone (~10 ms), and the handler's statements fit inside it.
+    _write(workspace, "serve.py", """\
+        import time
+        import torch
+
+
+        def handle(request):
+            x = torch.tensor(request, dtype=torch.float32)
+            time.sleep(0.010)
+            return (x * 2).sum().item()
+
+
+        if __name__ == "__main__":
+            for i in range(20):
+                time.sleep(0.030)  # waiting for the next request
+                handle([float(i)] * 16)
+        """)
+    report = _profile(workspace, "serve.py", "--function", "handle")
+    by_line = {line["line"]: line for line in report["lines"] if line["file"].endswith("serve.py")}
+    step_ms, call_ms = report["ms_per_step"], by_line[5]["wall_ms"]
+    assert step_ms >= 38.0  # the wait between calls is in the step ...
+    assert 10.0 <= call_ms <= step_ms - 25.0  # ... and not in the call
+    assert by_line[7]["wall_ms"] <= call_ms and by_line[6]["wall_ms"] + by_line[7]["wall_ms"] <= call_ms + 0.5
+    assert 13 not in by_line  # the caller's own lines are no line of the step
+
+
 def test_program_started_from_another_file_and_as_a_module_with_arguments(workspace: Path):
     _write(workspace, "app/__init__.py", "")
     _write(workspace, "app/loop.py", """\
