@@ -26,6 +26,13 @@ export function fmtCount(n: number | null | undefined): string {
   return Number.isInteger(n) ? n.toLocaleString("en-US") : n.toLocaleString("en-US", { maximumFractionDigits: 2 });
 }
 
+/** A rate such as samples/s: whole numbers from 100 on (`1,582`), one decimal below (`12.5`), so
+ * that no rate reads more precise than the step time it comes from. */
+export function fmtRate(n: number | null | undefined): string {
+  if (n === null || n === undefined || !Number.isFinite(n)) return "n/o";
+  return n >= 100 ? Math.round(n).toLocaleString("en-US") : n.toFixed(1);
+}
+
 export function fmtBytes(n: number): string {
   if (!Number.isFinite(n)) return "n/o";
   const units = ["B", "kB", "MB", "GB", "TB"];

@@ -2,7 +2,7 @@
 // `stepscope/measure`): raw values and their distribution, warm-ups apart, and with a comparison
 // both sides, the ratio of medians, its interval and the verdict. No DOM here: the words and the
 // rows the overview draws (overview.ts), so the unit tests read exactly what a person reads.
-import { fmtCount, fmtMs } from "./format";
+import { fmtMs, fmtRate } from "./format";
 
 export interface MeasureRun {
   raw_ms: number[];
@@ -87,7 +87,7 @@ export function measureFacts(m: MeasureResult): [string, string][] {
   if (typeof m.mean_ms === "number") rows.push(["mean", `${fmtMs(m.mean_ms)} (the passes' total / passes)`]);
   rows.push([
     "samples/s",
-    typeof m.samples_per_s === "number" ? `${fmtCount(Math.round(m.samples_per_s))} at batch ${m.scope?.batch_size ?? "?"}` : "not known (no batch size read)",
+    typeof m.samples_per_s === "number" ? `${fmtRate(m.samples_per_s)} at batch ${m.scope?.batch_size ?? "?"}` : "not known (no batch size read)",
   ]);
   rows.push(["passes", `${m.raw_ms.length} measured${processes > 1 ? ` in ${processes} processes` : ""}; ${m.warmup_ms.length} warm-up apart, in no figure`]);
   const variation = runToRun(m);

@@ -3,7 +3,7 @@
 // and, when there is one, the profiler's distortion and a measure run's distribution.
 
 import { append, clear, h, shorten, svg } from "./dom";
-import { fmtCount, fmtMs, fmtPercent } from "./format";
+import { fmtMs, fmtPercent, fmtRate } from "./format";
 import { comparisonWords, histogram, MeasureResult, measureFacts, noiseWords, stripRows } from "./measure";
 import { FileIds, PanelReport } from "./report";
 import type { TimelineDoc } from "./timeline-doc";
@@ -87,7 +87,7 @@ function headline(report: PanelReport): HTMLElement {
     h("p", { class: "big" }, main),
     detail ? h("p", { class: "hint" }, detail) : null,
     report.samples_per_s !== null && report.samples_per_s !== undefined
-      ? h("p", {}, `${fmtCount(report.samples_per_s)} samples/s`)
+      ? h("p", {}, `${fmtRate(report.samples_per_s)} samples/s`)
       : null,
     h("p", { class: "machine name" }, `Measured on ${shorten(machineLabel(report.machine), 200)}`),
     report.gpu.observed ? null : h("p", { class: "hint name" }, shorten(report.gpu.reason ?? "GPU time was not observed", 500)),

@@ -3,6 +3,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { comparisonWords, measureFacts, measureProblem, MeasureResult, noiseWords, runToRun, stripRows } from "../src/measure";
+import { fmtRate } from "../src/format";
 
 function result(extra: Partial<MeasureResult> = {}): MeasureResult {
   return {
@@ -67,4 +68,10 @@ test("a measure result without its figures is refused with the reason", () => {
   assert.equal(measureProblem({ ...result(), p90_ms: undefined }), "the measure result has no p90_ms");
   assert.equal(measureProblem({ ...result(), warmup_ms: null }), "the measure result's warm-up passes are not a list of numbers");
   assert.equal(measureProblem({ ...result(), ci95: [1] }), "the comparison's interval is not [low, high]");
+});
+
+test("a rate reads no more precise than the step time it comes from", () => {
+  assert.equal(fmtRate(1582.21), "1,582");
+  assert.equal(fmtRate(12.46), "12.5");
+  assert.equal(fmtRate(null), "n/o");
 });
