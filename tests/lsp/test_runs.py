@@ -20,6 +20,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from stepscope.analysis import model
+from stepscope.jsonio import plain
 
 from .test_server import EXAMPLE, _initialize, _line_of, _open
 
@@ -45,7 +46,7 @@ async def client(lsp_client: LanguageClient, ws: Path):
 
 async def _request(client: LanguageClient, method: str, params: dict):
     """A custom request, its answer as the JSON the server sent."""
-    return _plain(await client.protocol.send_request_async(method, params))
+    return plain(await client.protocol.send_request_async(method, params))
 
 
 def _as_the_client_reads(doc: dict) -> dict:
@@ -53,17 +54,7 @@ def _as_the_client_reads(doc: dict) -> dict:
     that are not identifiers), to compare with what `_request` gives."""
     from pygls.protocol import _dict_to_object
 
-    return _plain(_dict_to_object(json.loads(json.dumps(doc))))
-
-
-def _plain(value):
-    if hasattr(value, "_asdict"):  # the client hands unknown results over as named tuples
-        return {k: _plain(v) for k, v in value._asdict().items()}
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
+    return plain(_dict_to_object(json.loads(json.dumps(doc))))
 
 
 async def _wait_for(predicate, what: str, tries: int = 100):
