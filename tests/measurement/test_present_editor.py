@@ -58,5 +58,7 @@ def test_the_value_the_step_computed_is_said_first_to_last_with_what_was_not_rea
     nothing = {**DOC, "value": "loss", "values": None}
     assert step_values(nothing).startswith("no `loss` read in the step")
     assert "--value EXPR" in step_values(nothing)
+    function_step = {**nothing, "scope": {"step": {"function": "handle", "line": 3}}}
+    assert step_values(function_step) == "no value: a --function step's locals are gone by the next call"
     assert "  value    loss 3.092 → 2.635" in measurement_text({**trained, "scope": {"script": "t.py", "step": {"line": 9}}})
     assert editor_details(trained)[4] == step_values(trained)

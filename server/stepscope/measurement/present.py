@@ -92,6 +92,8 @@ def step_values(m: dict[str, Any]) -> str:
     name = m.get("value") or "loss"
     values = m.get("values") or []
     numbers = [v for v in values if v is not None]
+    if not numbers and ((m.get("scope") or {}).get("step") or {}).get("function"):
+        return "no value: a --function step's locals are gone by the next call"
     if not numbers:
         return (f"no `{name}` read in the step (none in its frame, or not a number): name what the step "
                 "computes with --value EXPR, so that comparisons say whether results changed")
