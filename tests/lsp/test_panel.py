@@ -22,7 +22,7 @@ from stepscope.lsp import analysis_child
 from stepscope.lsp.timeline_child import TimelineChild, TimelineUnavailable
 
 from ..analysis.kineto_synth import Synth
-from .test_runs import QUICK, _as_the_client_reads, _plain, _request, _wait_for
+from .test_runs import QUICK, _as_the_client_reads, _request, _wait_for
 from .test_server import EXAMPLE, _initialize, _line_of, _open
 
 SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "stepscope", "serve"])
@@ -249,7 +249,7 @@ async def test_a_finding_offers_to_open_the_trace_panel_on_its_line(client: Lang
     opening = [a for a in actions if a.command is not None and a.command.command == PANEL_COMMAND]
     assert len(opening) == 1, [a.title for a in actions]
     (target,) = opening[0].command.arguments
-    assert _plain(target) == {"runId": result["runId"], "fileId": "f0", "path": "train_cpu.py",
+    assert jsonio.plain(target) == {"runId": result["runId"], "fileId": "f0", "path": "train_cpu.py",
                               "line": finding.range.start.line + 1}
     assert opening[0].title == "Show this finding (input-bound) in the trace panel"
     # the run's timeline is at hand for it, with the finding's line among its lines
