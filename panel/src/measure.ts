@@ -35,6 +35,8 @@ export interface MeasureResult {
   values_match?: boolean | null;
   /** what the step computed, first to last (the loss), in the server's words */
   value_words?: string | null;
+  /** a --function step's call itself, start to return (null for a loop's step), in the server's words */
+  call_words?: string | null;
   baseline?: { run?: string; label?: string; median_ms?: number | null; processes?: number } | null;
   /** the other run of a comparison (the baseline), for its strip */
   compare_raw_ms?: number[] | null;
@@ -56,6 +58,9 @@ export function measureProblem(value: unknown): string | null {
   }
   if (v.value_words !== undefined && v.value_words !== null && typeof v.value_words !== "string") {
     return "the measure result's value words are not text";
+  }
+  if (v.call_words !== undefined && v.call_words !== null && typeof v.call_words !== "string") {
+    return "the measure result's call words are not text";
   }
   if (v.ci95 !== undefined && v.ci95 !== null && !(finiteList(v.ci95) && (v.ci95 as number[]).length === 2)) {
     return "the comparison's interval is not [low, high]";
@@ -85,6 +90,7 @@ export function measureFacts(m: MeasureResult): [string, string][] {
     ["min / max", `${fmtMs(m.min_ms)} / ${fmtMs(m.max_ms)}`],
   ];
   if (typeof m.mean_ms === "number") rows.push(["mean", `${fmtMs(m.mean_ms)} (the passes' total / passes)`]);
+  if (typeof m.call_words === "string") rows.push(["call", m.call_words]);
   rows.push([
     "samples/s",
     typeof m.samples_per_s === "number" ? `${fmtRate(m.samples_per_s)} at batch ${m.scope?.batch_size ?? "?"}` : "not known (no batch size read)",

@@ -34,6 +34,15 @@ test("what the step computed is shown in the server's words, and only text is ac
   assert.equal(measureProblem(result({ value_words: words })), null);
 });
 
+test("a --function step's call is shown beside ms/step in the server's words, and only text is accepted", () => {
+  const words = "10.2 ms per call, start to return (median; p10 9.80, p90 11.0), 26% of the time between call starts; the rest runs between calls";
+  const rows = measureFacts(result({ call_words: words }));
+  assert.deepEqual(rows.find(([label]) => label === "call"), ["call", words]);
+  assert.ok(rows.findIndex(([label]) => label === "call") > rows.findIndex(([label]) => label === "median"));
+  assert.equal(Object.fromEntries(measureFacts(result({ call_words: null })))["call"], undefined); // a loop's step
+  assert.equal(measureProblem({ ...result(), call_words: 10.2 }), "the measure result's call words are not text");
+});
+
 test("the noise flag is said either way", () => {
   assert.match(noiseWords(result()), /^Steady/);
   assert.match(noiseWords(result({ noisy: true })), /^Noisy: the IQR is more than 10% of the median/);

@@ -80,6 +80,9 @@ class StepsOnly:
     def region(self, label: str):
         return None
 
+    def call_returned(self) -> None:
+        self.calls.append("returned")
+
     def frame(self, label: str):
         raise AssertionError("a rewrite without regions never enters a frame")
 
@@ -108,12 +111,48 @@ def test_a_rewrite_without_regions_adds_only_the_step_boundaries():
     assert _count(with_regions, ast.With) > withs
 
 
-def test_a_step_function_without_regions_gets_its_boundary_only():
+def test_a_step_function_without_regions_gets_its_boundary_and_its_call_only():
     source = "def handle(x):\n    y = x + 1\n    return y\n\nfor i in range(3):\n    handle(i)\n"
     tree = ast.parse(source)
     instrument_module(tree, "f0", step_function="handle", regions=False)
-    assert _count(tree, ast.With) == 0
-    assert ast.unparse(tree.body[0]).splitlines()[1].strip() == f"{RUNTIME_NAME}.step_boundary()"
+    body = tree.body[0].body
+    assert ast.unparse(body[0]).strip() == f"{RUNTIME_NAME}.step_boundary()"
+    # the call's end is timed (measure's call figure), its statements get no region
+    assert _count(tree, ast.With) == 1 and ast.unparse(body[1].items[0].context_expr) == \
+        f"{RUNTIME_NAME}.step_call('ss:f0:1')"
+    assert [ast.unparse(s) for s in body[1].body] == ["y = x + 1", "return y"]
+
+
+def test_the_clock_tells_the_recorder_when_a_step_functions_call_returns_even_when_it_raises():
+    schedule = Schedule(wait=0, warmup=0, active=3, repeat=1)
+    recorder = StepsOnly(schedule)
+    clock = StepClock(schedule=schedule, recorder=recorder, emit=lambda event: None, process_start=time.perf_counter())
+    runtime = clock.runtime()
+    runtime.step_boundary()
+    with runtime.step_call("ss:f0:1"):
+        pass
+    runtime.step_boundary()
+    with pytest.raises(ValueError):
+        with runtime.step_call("ss:f0:1"):
+            raise ValueError("the handler failed")
+    assert recorder.calls == ["start", "window at 0", "returned", "returned"]
+
+
+def test_a_calls_duration_runs_from_its_steps_boundary_to_its_first_return(monkeypatch: pytest.MonkeyPatch):
+    from stepscope.agent import timing
+
+    now = iter([0.0, 0.010, 0.011, 0.040, 0.052, 0.080, 0.120]).__next__
+    monkeypatch.setattr(timing.time, "perf_counter", now)
+    timer = timing.StepTimer()
+    timer.mark()          # call 1 begins at 0 ms
+    timer.mark_return()   # returns at 10 ms
+    timer.mark_return()   # an outer call of a call the function made to itself: not this step's
+    timer.mark()          # call 2 begins at 40 ms
+    timer.mark_return()   # returns at 52 ms
+    timer.mark()          # call 3 begins at 80 ms, and never returns before ...
+    timer.mark()          # ... the next boundary at 120 ms
+    assert timer.durations()[0] == pytest.approx([40.0, 40.0, 40.0])
+    assert timer.call_durations() == pytest.approx([10.0, 12.0, None])
 
 
 def test_a_step_functions_call_is_one_region_of_its_def_line_around_its_statements():
@@ -123,7 +162,7 @@ def test_a_step_functions_call_is_one_region_of_its_def_line_around_its_statemen
     body = tree.body[0].body
     assert ast.unparse(body[0]).strip() == f"{RUNTIME_NAME}.step_boundary()"  # the boundary first, outside
     assert len(body) == 2 and isinstance(body[1], ast.With)
-    assert ast.unparse(body[1].items[0].context_expr) == f"{RUNTIME_NAME}.region('ss:f0:1')"  # the def line
+    assert ast.unparse(body[1].items[0].context_expr) == f"{RUNTIME_NAME}.step_call('ss:f0:1')"  # the def line
     inner = [ast.unparse(w.items[0].context_expr) for w in body[1].body]
     assert inner == [f"{RUNTIME_NAME}.region('ss:f0:2')", f"{RUNTIME_NAME}.region('ss:f0:3')"]
     # a generator's call can suspend: its statements keep their regions, the call gets none

@@ -112,6 +112,7 @@ async def test_measure_times_the_step_records_it_and_gives_the_panel_its_distrib
     assert doc["run_id"] == run_dir.name and "verdict" not in doc
     # what the step computed, in the words of the CLI and the tooltip (the panel shows them as text)
     assert doc["value_words"].startswith("loss ") and "(first → last of" in doc["value_words"]
+    assert doc["call_words"] is None  # a loop's step: no call apart from the step
 
     # a second measure; compared from the runs view: the verdict with its interval, as `runs compare` gives it
     second = await _measure(client, uri)

@@ -180,6 +180,34 @@ for _ in range(30):
     assert step["function"] == "Trainer.step" and step["header"] is None
 
 
+def test_a_function_steps_call_is_timed_apart_from_the_time_between_calls(workspace: Path):
+    # A handler that works ~10 ms per call, called every ~40 ms: ms/step is the pace of the calls,
+    # `call` the call itself, and each call ends inside its step.
+    write(workspace, "serve.py", '''import time
+
+
+def handle(request):
+    time.sleep(0.010)
+    return sum(request)
+
+
+for i in range(30):
+    time.sleep(0.030)  # waiting for the next request
+    handle([float(i)] * 16)
+''')
+    r = measure(workspace, "serve.py", "--function", "handle", "--warmup", "2", "--passes", "10", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    call = doc["call"]
+    assert doc["median_ms"] >= 38.0  # the wait between calls is in the step ...
+    assert 10.0 <= call["median_ms"] <= doc["median_ms"] - 25.0  # ... and not in the call
+    assert len(call["raw_ms"]) == 10 and 0.0 < call["share_of_step"] < 0.6
+    assert all(c < s for c, s in zip(call["raw_ms"], doc["raw_ms"]))  # every call returned, inside its pass
+    text = measure(workspace, "serve.py", "--function", "handle", "--warmup", "2", "--passes", "5").stdout
+    assert re.search(r"^  call     [0-9.]+ ms per call, start to return .* of the time between call starts",
+                     text, re.M), text
+
+
 def test_a_warmup_shorter_than_the_batches_workers_keep_ready_is_said(workspace: Path):
     from .programs import WORKER_FED
 

@@ -62,3 +62,17 @@ def test_the_value_the_step_computed_is_said_first_to_last_with_what_was_not_rea
     assert step_values(function_step) == "no value: a --function step's locals are gone by the next call"
     assert "  value    loss 3.092 → 2.635" in measurement_text({**trained, "scope": {"script": "t.py", "step": {"line": 9}}})
     assert editor_details(trained)[4] == step_values(trained)
+
+
+def test_a_function_steps_call_is_said_beside_the_time_between_call_starts():
+    from stepscope.measurement.present import call_words, measurement_text
+
+    assert call_words(DOC) is None  # a loop's step
+    handler = {**DOC, "call": {"median_ms": 10.2, "p10_ms": 9.8, "p90_ms": 11.0, "share_of_step": 0.26},
+               "scope": {"script": "serve.py", "step": {"function": "handle"}}}
+    words = call_words(handler)
+    assert words == ("10.2 ms per call, start to return (median; p10 9.80, p90 11.0), 26% of the time between call "
+                     "starts; the rest runs between calls")
+    assert f"  call     {words}" in measurement_text(handler)
+    assert f"the call itself: {words}" in editor_details(handler)
+    assert not any("call" in line for line in measurement_text(DOC).splitlines())

@@ -40,3 +40,20 @@ def test_a_process_without_values_leaves_consistency_unknown_not_false():
     doc = measurement([{"raw_ms": [1.0], "values": [2.0]}, {"raw_ms": [1.0], "values": None}],
                       machine={}, scope=SCOPE)
     assert doc["values_consistent"] is None
+
+
+def test_a_function_steps_calls_are_summarised_apart_from_the_time_between_them():
+    doc = measurement([
+        {"raw_ms": [40.0, 42.0, 38.0], "call_ms": [10.0, 12.0, None]},  # the third call never returned in its step
+        {"raw_ms": [41.0, 39.0], "call_ms": [11.0, 9.0]},
+    ], machine={}, scope=SCOPE)
+    call = doc["call"]
+    assert call["raw_ms"] == [10.0, 12.0, 11.0, 9.0] and call["passes"] == 4
+    assert call["median_ms"] == 10.5 and call["mean_ms"] == 10.5
+    # the calls' total over the total of the same passes' steps: never above 1
+    assert call["share_of_step"] == pytest.approx(42.0 / (40.0 + 42.0 + 41.0 + 39.0))
+    assert doc["median_ms"] == 40.0  # ms/step is still call start to call start, over every pass
+
+
+def test_a_loops_step_has_no_call_figure():
+    assert measurement([{"raw_ms": [1.0, 2.0]}], machine={}, scope=SCOPE)["call"] is None

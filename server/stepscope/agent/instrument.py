@@ -16,9 +16,11 @@ What the rewrite adds (the runtime object is `__stepscope__`, a `Runtime`):
 - The step function `step_function` (each call is a step; a qualified name such as
   `Trainer.training_step`, or a plain name, and its def line when `step_line` is given with it):
   `__stepscope__.step_boundary()` first, then its statements wrapped as for a loop body, all of
-  them inside one region of the def line: the call itself, since a step runs from one call's start
+  them inside `__stepscope__.step_call("ss:<id>:<def line>")`: the call itself (a region of the def
+  line in a profile, the call's return timed in a measure), since a step runs from one call's start
   to the next and so also holds what the program does between calls (not for a generator or an
-  async function, whose call can suspend).
+  async function, whose call can suspend). Without regions the call is still wrapped: it is the
+  one thing a measure times inside a step.
 - Every other function of a workspace module: its body runs inside
   `__stepscope__.frame("ss:<id>:<def line>")` (call depth in workspace code, and which function) and
   each statement inside `__stepscope__.line("ss:...")`, which records only while the window runs and
@@ -63,6 +65,10 @@ class Runtime(Protocol):
     def loop_end(self) -> None: ...
 
     def region(self, label: str) -> ContextManager[Any]: ...
+
+    def step_call(self, label: str) -> ContextManager[Any]:
+        """Around a step function's whole call (`label`: its def line's region)."""
+        ...
 
     def frame(self, label: str) -> ContextManager[Any]: ...
 
@@ -197,11 +203,11 @@ class _Rewriter:
                 self.step_found = True
                 boundary = ast.copy_location(ast.Expr(_runtime_call("step_boundary", [], fn)), body[0])
                 wrapped = self.wrap_block(body, "region")
-                if self.regions and not isinstance(fn, ast.AsyncFunctionDef) and not _is_generator(fn):
-                    # A step runs call start to call start; this region on the def line is the call
-                    # itself (a handler's latency), apart from what runs between calls.
+                if not isinstance(fn, ast.AsyncFunctionDef) and not _is_generator(fn):
+                    # A step runs call start to call start; this is the call itself (a handler's
+                    # latency), apart from what runs between calls.
                     label = ast.Constant(region_label(self.file_id, fn.lineno))
-                    wrapped = [_with("region", [label], wrapped, body[0])]
+                    wrapped = [_with("step_call", [label], wrapped, body[0])]
                 fn.body = doc + [boundary] + wrapped
                 return
             # a copy for the compiled branch, taken before the labels go in (nested functions get

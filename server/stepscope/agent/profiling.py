@@ -103,6 +103,9 @@ class ProfilerSession:
     def restart_step(self) -> None:
         pass  # what the profiler recorded stays: the window's first step holds the observing (window.py)
 
+    def call_returned(self) -> None:
+        pass  # the call is its def line's region in the trace
+
     def start(self) -> None:
         self._profiler.start()
         self._running = True

@@ -82,6 +82,10 @@ class Recorder(Protocol):
     def region(self, label: str) -> ContextManager[Any] | None:
         """The region of one statement of the step, or None when none is recorded."""
 
+    def call_returned(self) -> None:
+        """The step function's call that began at the last boundary has returned (or raised): the
+        rest of the step, up to the next call, is what the program does between calls."""
+
     def frame(self, label: str) -> ContextManager[Any]: ...
 
     def line(self, label: str) -> ContextManager[Any]: ...
@@ -218,12 +222,16 @@ class StepClock:
             self.observed["modes"] = describe_modes()
         return region
 
+    def step_call(self, label: str) -> ContextManager[Any]:
+        """A step function's whole call: the def line's region, and the recorder told when it ends."""
+        return _StepCall(self.region(label), self._recorder)
+
     def runtime(self) -> "Runtime":
         """The object the instrumented program calls (`__stepscope__`): this clock's boundaries and
         step regions, the recorder's `frame` and `line` (bound once: they run for every statement
         of a workspace function)."""
-        return _Runtime(self.iterate, self.step_boundary, self.loop_end, self.region, self._recorder.frame,
-                        self._recorder.line, compiled.compiling_probe())
+        return _Runtime(self.iterate, self.step_boundary, self.loop_end, self.region, self.step_call,
+                        self._recorder.frame, self._recorder.line, compiled.compiling_probe())
 
     def where(self) -> tuple[int | None, str]:
         """The step running now and its phase: (None, "before") before the first step begins,
@@ -309,13 +317,34 @@ class StepClock:
             self.observed["error"] = f"{type(e).__name__}: {e}"
 
 
+class _StepCall:
+    """`with` around a step function's call: its region, then the recorder's `call_returned` (also
+    when the call raises)."""
+
+    __slots__ = ("_region", "_recorder")
+
+    def __init__(self, region: ContextManager[Any], recorder: Recorder) -> None:
+        self._region, self._recorder = region, recorder
+
+    def __enter__(self) -> None:
+        self._region.__enter__()
+
+    def __exit__(self, *exc: Any) -> bool | None:
+        try:
+            return self._region.__exit__(*exc)
+        finally:
+            self._recorder.call_returned()
+
+
 class _Runtime:
-    __slots__ = ("iterate", "step_boundary", "loop_end", "region", "frame", "line", "compiling")
+    __slots__ = ("iterate", "step_boundary", "loop_end", "region", "step_call", "frame", "line", "compiling")
 
     def __init__(self, iterate: Callable[..., Iterator[Any]], step_boundary: Callable[[], None],
                  loop_end: Callable[[], None], region: Callable[[str], ContextManager[Any]],
+                 step_call: Callable[[str], ContextManager[Any]],
                  frame: Callable[[str], ContextManager[Any]], line: Callable[[str], ContextManager[Any]],
                  compiling: Callable[[], bool]) -> None:
         self.iterate, self.step_boundary, self.loop_end, self.region = iterate, step_boundary, loop_end, region
+        self.step_call = step_call
         self.frame, self.line = frame, line
         self.compiling = compiling

@@ -15,6 +15,10 @@ What one step's time is (docs/measure.md says why):
 - Without CUDA: host clock (`time.perf_counter`) boundary to boundary, which is the whole step on
   the CPU.
 
+`StepTimer.mark_return()` is called when a step function's call returns: the call itself runs
+from the boundary that began the step to that return, read with the same clock (a CUDA event is
+recorded at the return too), so `call_durations()` is never longer than the step it is in.
+
 `ValueProbe.capture(frame)` evaluates the value of a pass (the loss, or `--value EXPR`) in the
 step's frame at the boundary that ends the pass. A tensor is kept (detached: its graph is freed)
 and read after the passes, so reading it adds no synchronisation either. A tensor the program then
@@ -43,6 +47,7 @@ class StepTimer:
     def __init__(self) -> None:
         self._host: list[float] = []
         self._events: list[Any] = []  # a CUDA event per boundary, or None where CUDA was not in use
+        self._returns: dict[int, tuple[float, Any]] = {}  # boundary index -> its call's return (host, event)
 
     def mark(self) -> None:
         """A step boundary: the step before (if any) ends and the next begins."""
@@ -54,6 +59,12 @@ class StepTimer:
         if self._host:
             self._host[-1] = time.perf_counter()
             self._events[-1] = _record_cuda_event()
+
+    def mark_return(self) -> None:
+        """The step function's call that began at the last boundary returned. Only the first return
+        after a boundary counts: a call the step function makes to itself returns before it."""
+        if self._host:
+            self._returns.setdefault(len(self._host) - 1, (time.perf_counter(), _record_cuda_event()))
 
     @property
     def marks(self) -> int:
@@ -78,6 +89,24 @@ class StepTimer:
                 out.append((self._host[i] - self._host[i - 1]) * 1000.0)
                 clocks.append("host")
         return out, clocks
+
+
+    def call_durations(self) -> list[float | None]:
+        """Per interval (as `durations()`), the call that began it, in ms: None where no call
+        returned before the next boundary. Call after `durations()` (which waits for the device)."""
+        out: list[float | None] = []
+        for i in range(1, len(self._host)):
+            returned = self._returns.get(i - 1)
+            if returned is None:
+                out.append(None)
+                continue
+            host, event = returned
+            start = self._events[i - 1]
+            if start is not None and event is not None:
+                out.append(float(start.elapsed_time(event)))
+            else:
+                out.append((host - self._host[i - 1]) * 1000.0)
+        return out
 
 
 def clock_words(clocks: list[str]) -> str:
@@ -189,6 +218,7 @@ class TimingRecorder:
         self.probe = ValueProbe(value)
         # A function step's locals are gone when the next call begins: its values are not kept.
         self.capture_values = capture_values
+        self._calls_returned = False
 
     # -- steps.Recorder ------------------------------------------------------------------------
     def start(self) -> None:
@@ -217,6 +247,10 @@ class TimingRecorder:
     def restart_step(self) -> None:
         self.timer.remark()
 
+    def call_returned(self) -> None:
+        self._calls_returned = True
+        self.timer.mark_return()
+
     def region(self, label: str) -> None:
         return None  # no regions: the rewrite adds none either (ProgramFiles(regions=False))
 
@@ -234,7 +268,7 @@ class TimingRecorder:
         """The timings record (protocol.TIMINGS), read now: after the passes."""
         durations, clocks = self.timer.durations()
         values = self.probe.values()  # one per pass that ended, warm-up ones first
-        return {
+        record = {
             "warmup_ms": durations[: self.warmup],
             "raw_ms": durations[self.warmup:],
             "values": values[self.warmup:] if values is not None else None,
@@ -243,6 +277,9 @@ class TimingRecorder:
             "warmup_asked": self.warmup,
             "passes_asked": self.passes,
         }
+        if self._calls_returned:  # a step function's calls: each pass's call apart from the time between
+            record["call_ms"] = self.timer.call_durations()[self.warmup:]
+        return record
 
 
 class UnprofiledTail:

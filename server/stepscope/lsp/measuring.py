@@ -169,7 +169,8 @@ def measure_result(doc: dict[str, Any], run_id: str) -> dict[str, Any]:
 # -- recorded runs -----------------------------------------------------------------------------------
 def measure_document(ls: "StepscopeServer", params: dict[str, Any]) -> dict[str, Any]:
     """`stepscope/measure` {runId, against?, force?}: the run's measure.json for the panel, with
-    `value_words` (what the step computed, in the CLI's words). With
+    `value_words` (what the step computed, in the CLI's words) and `call_words` (a --function
+    step's call itself, or null). With
     `against` (another run id: the baseline), the comparison of the two recorded runs is merged in
     (ratio, ci95, verdict, values_match, baseline) with the baseline's measured passes as
     `compare_raw_ms`; a run measured with --compare/--against carries its own, and its baseline's
@@ -181,6 +182,7 @@ def measure_document(ls: "StepscopeServer", params: dict[str, Any]) -> dict[str,
     doc = _read_measure(run_dir)
     doc["run_id"] = run_dir.name
     doc["value_words"] = present.step_values(doc)  # the CLI's and the tooltip's words, for the panel
+    doc["call_words"] = present.call_words(doc)  # a --function step's call itself (None for a loop's)
     against = params.get("against")
     if against is not None:
         baseline_dir = ls.runs.folder_of(against, roots)

@@ -2,7 +2,8 @@
 timed, one record per process.
 
 A process's timings record (what the agent writes, `timings.json`, `timings-1.json`, ...):
-    {"warmup_ms": [float], "raw_ms": [float], "values": [float | null] | null, "clock": str}
+    {"warmup_ms": [float], "raw_ms": [float], "values": [float | null] | null, "clock": str,
+     "call_ms": [float | null]}   # a --function step's: each pass's call, start to return
 `raw_ms` are the measured passes in order, `warmup_ms` the passes before them.
 
 Invariants:
@@ -16,6 +17,9 @@ Invariants:
   `values_consistent` says whether they did, within the tolerance (None with one process or no
   values).
 - `variation` sets run-to-run beside pass-to-pass variation (stats.variation).
+- `call` (a `--function` step only, else null): the call itself, from its start (the step's) to its
+  return, summarised as the step is, over the passes whose call returned; `share_of_step` is the
+  calls' total over those passes' total, so it is never above 1 (a call ends inside its step).
 """
 
 from __future__ import annotations
@@ -55,4 +59,18 @@ def measurement(processes: Sequence[dict[str, Any]], *, machine: dict, scope: di
                   **{k: v for k, v in summarize(p["raw_ms"]).as_dict().items() if k != "passes"},
                   "values": p.get("values"), "clock": p.get("clock")} for p in processes],
         "variation": variation([p["raw_ms"] for p in processes]).as_dict(),
+        "call": call_summary(processes),
     }
+
+
+def call_summary(processes: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """A `--function` step's calls apart from the time between them (None for a loop's step, or
+    when no call returned within its step)."""
+    pairs = [(call, step) for p in processes if p.get("call_ms") is not None
+             for call, step in zip(p["call_ms"], p["raw_ms"]) if call is not None and call <= step]
+    if not pairs:
+        return None
+    calls = [call for call, _ in pairs]
+    steps_total = sum(step for _, step in pairs)
+    return {**summarize(calls).as_dict(), "mean_ms": sum(calls) / len(calls), "raw_ms": calls,
+            "share_of_step": sum(calls) / steps_total if steps_total > 0 else None}
