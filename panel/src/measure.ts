@@ -37,6 +37,8 @@ export interface MeasureResult {
   value_words?: string | null;
   /** a --function step's call itself, start to return (null for a loop's step), in the server's words */
   call_words?: string | null;
+  /** when the median is not the loop's pace (the mean is far from it), in the server's words */
+  pace_words?: string | null;
   baseline?: { run?: string; label?: string; median_ms?: number | null; processes?: number } | null;
   /** the other run of a comparison (the baseline), for its strip */
   compare_raw_ms?: number[] | null;
@@ -61,6 +63,9 @@ export function measureProblem(value: unknown): string | null {
   }
   if (v.call_words !== undefined && v.call_words !== null && typeof v.call_words !== "string") {
     return "the measure result's call words are not text";
+  }
+  if (v.pace_words !== undefined && v.pace_words !== null && typeof v.pace_words !== "string") {
+    return "the measure result's pace words are not text";
   }
   if (v.ci95 !== undefined && v.ci95 !== null && !(finiteList(v.ci95) && (v.ci95 as number[]).length === 2)) {
     return "the comparison's interval is not [low, high]";

@@ -223,6 +223,7 @@ function measureSection(m: MeasureResult): HTMLElement {
   for (const [label, value] of measureFacts(m)) facts.appendChild(h("div", {}, h("dt", {}, label), h("dd", {}, value)));
   section.appendChild(facts);
   section.appendChild(h("p", { class: m.noisy ? "stale noise" : "hint noise" }, noiseWords(m)));
+  if (typeof m.pace_words === "string") section.appendChild(h("p", { class: "stale pace" }, shorten(m.pace_words, 400)));
   section.appendChild(h("p", { class: "machine name" }, `Measured on ${shorten(machineLabel(m.machine), 200)}`));
   section.appendChild(stripPlot(m));
   const verdict = comparisonWords(m);

@@ -84,3 +84,8 @@ test("a rate reads no more precise than the step time it comes from", () => {
   assert.equal(fmtRate(12.46), "12.5");
   assert.equal(fmtRate(null), "n/o");
 });
+
+test("the pace words are accepted only as text", () => {
+  assert.equal(measureProblem({ ...result(), pace_words: ["the mean"] }), "the measure result's pace words are not text");
+  assert.equal(measureProblem(result({ pace_words: "the mean (27.1 ms) is 54% above the median" })), null);
+});

@@ -76,3 +76,16 @@ def test_a_function_steps_call_is_said_beside_the_time_between_call_starts():
     assert f"  call     {words}" in measurement_text(handler)
     assert f"the call itself: {words}" in editor_details(handler)
     assert not any("call" in line for line in measurement_text(DOC).splitlines())
+
+
+def test_the_median_is_said_not_to_be_the_pace_only_when_the_mean_is_far_from_it():
+    from stepscope.measurement.present import measurement_text, pace_words
+
+    assert pace_words({**DOC, "mean_ms": 10.9}) is None  # within 10% of the 10.1 median
+    bursts = {**DOC, "median_ms": 17.53, "mean_ms": 27.06, "scope": {"script": "t.py", "step": {"line": 9}}}
+    words = pace_words(bursts)
+    assert words == ("the mean (27.1 ms) is 54% above the median: the passes are skewed or alternate (as when "
+                     "DataLoader workers deliver in bursts), so the loop's pace over many steps is the mean, not "
+                     "the median")
+    assert f"  note     {words}" in measurement_text(bursts) and words in editor_details(bursts)
+    assert pace_words({**DOC, "median_ms": 10.0, "mean_ms": 8.0}).startswith("the mean (8.00 ms) is 20% below")

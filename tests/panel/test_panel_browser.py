@@ -102,6 +102,19 @@ MEASURE_RUNS = {
 }
 
 
+def handler_measure() -> dict:
+    """A --function step whose calls are fed in bursts, as the server gives it to the panel: the
+    measure document (measurement.result) with the server's words for the call and the pace."""
+    from stepscope.lsp.measuring import panel_words
+    from stepscope.measurement.result import measurement
+
+    raw = [4.1, 45.2, 4.3, 44.8, 4.0, 46.1, 4.4, 45.5, 4.2]
+    doc = measurement([{"raw_ms": raw, "warmup_ms": [120.0, 30.0], "call_ms": [3.0] * len(raw), "clock": "host"}],
+                      machine={"device": "CPU only", "host": "ci"},
+                      scope={"script": "serve.py", "step": {"function": "handle"}, "batch_size": None})
+    return {**doc, **panel_words(doc)}
+
+
 @pytest.fixture(scope="module")
 def seen(panel_build: str) -> dict:
     """Every scenario, run once in one browser: what the driver saw."""
@@ -185,6 +198,10 @@ def seen(panel_build: str) -> dict:
         path = work / f"measure-{theme}.json"
         path.write_text(json.dumps(alone))
         scenarios.append({"name": f"measure-{theme}", "kind": "measure", "theme": theme, "state": str(path)})
+    handler = {**alone, "title": "serve.py, handle() · measured", "measure": handler_measure()}
+    (work / "measure-handler.json").write_text(json.dumps(handler))
+    scenarios.append({"name": "measure-handler", "kind": "measure", "theme": "dark",
+                      "state": str(work / "measure-handler.json")})
 
     # a recorded torch.compile run on the H200, as the server gives it to the panel
     timelines: dict = {}
@@ -247,6 +264,16 @@ def test_overview_shows_the_headline_breakdown_findings_and_measures(seen: dict)
     if report["findings"]:
         f = report["findings"][0]
         assert r["findingPosted"] == {"type": "openSource", "fileId": fid_of(report, f["file"]), "line": f["line"]}
+
+
+def test_a_function_steps_measure_shows_its_call_and_says_when_the_median_is_not_the_pace(seen: dict) -> None:
+    r = seen["results"]["measure-handler"]
+    assert r["banner"] is None and r["errors"] == [] and r["console"] == []
+    text = r["overviewText"]
+    words = handler_measure()
+    assert words["call_words"].startswith("3.00 ms per call, start to return") and words["call_words"] in text
+    assert words["pace_words"].startswith("the mean (") and words["pace_words"] in text
+    assert "the loop's pace over many steps is the mean, not the median" in text
 
 
 @pytest.mark.parametrize("theme", THEMES)

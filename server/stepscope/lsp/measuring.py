@@ -169,20 +169,15 @@ def measure_result(doc: dict[str, Any], run_id: str) -> dict[str, Any]:
 # -- recorded runs -----------------------------------------------------------------------------------
 def measure_document(ls: "StepscopeServer", params: dict[str, Any]) -> dict[str, Any]:
     """`stepscope/measure` {runId, against?, force?}: the run's measure.json for the panel, with
-    `value_words` (what the step computed, in the CLI's words) and `call_words` (a --function
-    step's call itself, or null). With
-    `against` (another run id: the baseline), the comparison of the two recorded runs is merged in
-    (ratio, ci95, verdict, values_match, baseline) with the baseline's measured passes as
-    `compare_raw_ms`; a run measured with --compare/--against carries its own, and its baseline's
+    the words of `panel_words` (`value_words`, `call_words`, `pace_words`). With `against` (another
+    run id: the baseline), the comparison of the two recorded runs is merged in (ratio, ci95,
+    verdict, values_match, baseline) with the baseline's measured passes as `compare_raw_ms`; a run measured with --compare/--against carries its own, and its baseline's
     passes are added when the history still has them."""
     roots = ls.roots()
     run_dir = ls.runs.folder_of(params.get("runId"), roots)
-    from ..measurement import present
-
     doc = _read_measure(run_dir)
     doc["run_id"] = run_dir.name
-    doc["value_words"] = present.step_values(doc)  # the CLI's and the tooltip's words, for the panel
-    doc["call_words"] = present.call_words(doc)  # a --function step's call itself (None for a loop's)
+    doc.update(panel_words(doc))
     against = params.get("against")
     if against is not None:
         baseline_dir = ls.runs.folder_of(against, roots)
@@ -197,6 +192,15 @@ def measure_document(ls: "StepscopeServer", params: dict[str, Any]) -> dict[str,
         doc["compare_raw_ms"] = _measured_passes(_root_of(run_dir), baseline_run)
         doc["compare_label"] = (doc.get("baseline") or {}).get("label") or f"run {baseline_run}"
     return doc
+
+
+def panel_words(doc: dict[str, Any]) -> dict[str, str | None]:
+    """What the panel shows of a measure document as text, in the CLI's and the tooltip's words:
+    what the step computed, a --function step's call itself, and when the median is not the pace."""
+    from ..measurement import present
+
+    return {"value_words": present.step_values(doc), "call_words": present.call_words(doc),
+            "pace_words": present.pace_words(doc)}
 
 
 def _read_measure(run_dir: Path) -> dict[str, Any]:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from .stats import PACE_LIMIT
+
 
 def ms(value: float | None) -> str:
     """Milliseconds: three significant figures or so (`0.421`, `12.3`, `148`); `n/o` unknown."""
@@ -108,6 +110,18 @@ def step_values(m: dict[str, Any]) -> str:
     return text
 
 
+def pace_words(m: dict[str, Any]) -> str | None:
+    """When the median is not the loop's pace (the mean is more than 10% away from it): which figure
+    is, and why they differ. None when the two agree."""
+    median, mean = m.get("median_ms"), m.get("mean_ms")
+    if not median or mean is None or abs(mean - median) / median <= PACE_LIMIT:
+        return None
+    side = "above" if mean > median else "below"
+    return (f"the mean ({ms(mean)} ms) is {percent(abs(mean / median - 1))} {side} the median: the passes are "
+            "skewed or alternate (as when DataLoader workers deliver in bursts), so the loop's pace over many "
+            "steps is the mean, not the median")
+
+
 def call_words(m: dict[str, Any]) -> str | None:
     """A `--function` step's call itself, beside ms/step (call start to call start): `10.2 ms per
     call (median; p10 9.8, p90 11.0), 26% of the time between call starts; the rest runs between
@@ -180,6 +194,8 @@ def measurement_text(m: dict[str, Any]) -> str:
     if m.get("noisy"):
         out.append("  note     the passes disagree by more than 10% (IQR / median): look at the raw values "
                    "before trusting one figure")
+    if pace_words(m):
+        out.append(f"  note     {pace_words(m)}")
     if m.get("verdict"):
         baseline = m.get("baseline") or {}
         out.append("")
@@ -251,6 +267,8 @@ def editor_details(m: dict[str, Any]) -> list[str]:
     if m.get("noisy"):
         out.append("noisy: the passes disagree by more than 10% (IQR / median); look at the raw values before "
                    "trusting one figure")
+    if pace_words(m):
+        out.append(pace_words(m))
     out.append(f"measured on {machine_label(m.get('machine'))}")
     if m.get("clock"):
         out.append(f"clock: {m['clock']}")

@@ -6,6 +6,8 @@ Invariants:
 - Every summary is of the passes it is given, in milliseconds; nothing is dropped as an outlier
   (the raw values are reported beside it and a noisy sample is flagged, not cleaned).
 - A sample is `noisy` when its IQR is more than NOISE_LIMIT of its median.
+- Its median is not its pace when the mean (the total over the passes) is more than PACE_LIMIT
+  away from it: skewed passes, or steps that alternate between a wait and none.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 NOISE_LIMIT = 0.10  # IQR / median above this: the passes disagree too much for one figure to stand alone
+PACE_LIMIT = 0.10  # |mean - median| / median above this: the median is not the loop's pace
 
 
 def quantile(values: Sequence[float], q: float) -> float:
