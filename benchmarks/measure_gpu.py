@@ -12,7 +12,9 @@ loop that times N steps with one synchronise at the end.
    measure's median of those steps is compared with the hand figure of the same process too: free
    of the process-to-process spread, which on a launch-bound or loader step is far above 2%.
 2. A `stepscope profile` of each: its `distortion` (profiled / unprofiled, both from the same
-   process) beside profiled / hand-timed.
+   process) beside profiled / hand-timed, and beside the same step indices timed by hand in a
+   process without the profiler (the window's steps and the unprofiled passes' steps: a step's
+   pace can move over its first steps, so hand figures of steps 10-40 are no measure of steps 3-7).
 3. `measure --against HEAD` on the GPU-bound step: a change that adds ~10% of GPU work (one layer
    more out of ten) should read "slower", a change to a comment "no detectable difference", in
    every try.
@@ -64,6 +66,7 @@ PROGRAM = textwrap.dedent('''
     p.add_argument("--steps", type=int, default=100)
     p.add_argument("--hand", type=int, default=0)
     p.add_argument("--hand-warmup", type=int, default=5)
+    p.add_argument("--spans", default="", help="FIRST:COUNT,...: time these steps by hand (FIRST >= 1)")
     p.add_argument("--cpu", action="store_true")
     args = p.parse_args()
     device = torch.device("cpu" if args.cpu or not torch.cuda.is_available() else "cuda")
@@ -137,9 +140,16 @@ PROGRAM = textwrap.dedent('''
 
     # --hand N times steps hand_warmup .. hand_warmup + N - 1, each with its batch read: from the end
     # of the step before them to the end of the last, one synchronise at each end.
+    # --spans FIRST:COUNT,... times each span of steps the same way (the steps a profile's window and
+    # its unprofiled passes ran, in a process without the profiler).
     start = None
+    spans = [tuple(int(x) for x in span.split(":")) for span in args.spans.split(",") if span]
+    span_start, span_ms = {}, {}
     for i, batch in enumerate(batches):  # the step loop
         if args.hand and i == args.hand_warmup + args.hand:
+            break
+        if spans and len(span_ms) == len(spans):
+            print(json.dumps({"spans_ms": [span_ms[first] for first, _ in spans]}), flush=True)
             break
         loss = step(batch)
         if args.hand and i == args.hand_warmup - 1:
@@ -148,6 +158,13 @@ PROGRAM = textwrap.dedent('''
         if args.hand and i == args.hand_warmup + args.hand - 1:
             sync()
             print(json.dumps({"hand_ms": (time.perf_counter() - start) * 1000 / args.hand}), flush=True)
+        for first, count in spans:
+            if i == first - 1:
+                sync()
+                span_start[first] = time.perf_counter()
+            if i == first + count - 1:
+                sync()
+                span_ms[first] = (time.perf_counter() - span_start[first]) * 1000 / count
 ''')
 
 
@@ -281,6 +298,20 @@ def timing_cases(bench: Bench, program: Path, warmup: int, passes: int, processe
                                           "distortion": again.get("distortion"),
                                           "steps_ms": [s["ms"] for s in again["steps"]],
                                           "findings": [f["kind"] for f in again.get("findings") or []]}
+            if row.get("unprofiled_ms") and report.get("scenario", {}).get("schedule"):
+                # the same step indices as the window and as its unprofiled passes, by hand in a
+                # process without the profiler: a step's pace can move over its first steps
+                sched = report["scenario"]["schedule"]
+                window = sched["wait"] + sched["warmup"]
+                tail = window + len(report["steps"]) + (unprofiled.get("warmup_passes") or 0)
+                spans = f"{window}:{len(report['steps'])},{tail}:{unprofiled.get('passes')}"
+                code, out, _ = bench.run(sys.executable, str(program), "--kind", kind, "--steps", "40", "--spans",
+                                         spans, *extra)
+                if code == 0 and out.strip():
+                    at_window, at_tail = json.loads(out.strip().splitlines()[-1])["spans_ms"]
+                    row.update(hand_at_window_ms=at_window, hand_at_tail_ms=at_tail,
+                               profiled_vs_hand_at_window=row["profiled_ms"] / at_window,
+                               unprofiled_vs_hand_at_tail=row["unprofiled_ms"] / at_tail)
         if row.get("measure_mean_ms") and row.get("hand_ms"):
             row["measure_mean_vs_hand"] = row["measure_mean_ms"] / row["hand_ms"]
         hand, median = row.get("hand_ms"), row.get("measure_median_ms")
@@ -297,6 +328,10 @@ def timing_cases(bench: Bench, program: Path, warmup: int, passes: int, processe
         print(f"          {len(hands)} hand / {len(runs)} measure processes, alternating: hand {[round(h, 3) for h in hands]} "
               f"(spread {fmt(row['hand_spread'], 3)}x), measure medians {[round(r['median_ms'], 3) for r in runs]} "
               f"(spread {fmt(row['measure_spread'], 3)}x)", flush=True)
+        if row.get("hand_at_window_ms"):
+            print(f"          the same step indices by hand: window {fmt(row['hand_at_window_ms'])} (profiled / hand "
+                  f"{fmt(row['profiled_vs_hand_at_window'], 2)}), after it {fmt(row['hand_at_tail_ms'])} (unprofiled / "
+                  f"hand {fmt(row['unprofiled_vs_hand_at_tail'], 2)})", flush=True)
         if same:
             print(f"          same process, same steps: measure median / the program's own loop "
                   f"{[round(x, 4) for x in row['same_process_median_ratios']]}, mean / loop "
