@@ -63,8 +63,9 @@ class StepTimer:
     def mark_return(self) -> None:
         """The step function's call that began at the last boundary returned. Only the first return
         after a boundary counts: a call the step function makes to itself returns before it."""
-        if self._host:
-            self._returns.setdefault(len(self._host) - 1, (time.perf_counter(), _record_cuda_event()))
+        index = len(self._host) - 1
+        if index >= 0 and index not in self._returns:
+            self._returns[index] = (time.perf_counter(), _record_cuda_event())
 
     @property
     def marks(self) -> int:
@@ -89,7 +90,6 @@ class StepTimer:
                 out.append((self._host[i] - self._host[i - 1]) * 1000.0)
                 clocks.append("host")
         return out, clocks
-
 
     def call_durations(self) -> list[float | None]:
         """Per interval (as `durations()`), the call that began it, in ms: None where no call
