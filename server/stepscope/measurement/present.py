@@ -124,8 +124,8 @@ def pace_words(m: dict[str, Any]) -> str | None:
 
 def call_words(m: dict[str, Any]) -> str | None:
     """A `--function` step's call itself, beside ms/step (call start to call start): `10.2 ms per
-    call (median; p10 9.8, p90 11.0), 26% of the time between call starts; the rest runs between
-    calls`. None for a loop's step."""
+    call, start to return (median; p10 9.80, p90 11.0), 26% of the time between call starts; the
+    rest runs between calls`. None for a loop's step."""
     call = m.get("call")
     if not call:
         return None
