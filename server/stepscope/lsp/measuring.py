@@ -171,8 +171,9 @@ def measure_document(ls: "StepscopeServer", params: dict[str, Any]) -> dict[str,
     """`stepscope/measure` {runId, against?, force?}: the run's measure.json for the panel, with
     the words of `panel_words` (`value_words`, `call_words`, `pace_words`). With `against` (another
     run id: the baseline), the comparison of the two recorded runs is merged in (ratio, ci95,
-    verdict, values_match, baseline) with the baseline's measured passes as `compare_raw_ms`; a run measured with --compare/--against carries its own, and its baseline's
-    passes are added when the history still has them."""
+    verdict, values_match, baseline) with the baseline's measured passes as `compare_raw_ms`; a run
+    measured with --compare/--against carries its own, and its baseline's passes are added when the
+    history still has them."""
     roots = ls.roots()
     run_dir = ls.runs.folder_of(params.get("runId"), roots)
     doc = _read_measure(run_dir)
