@@ -95,15 +95,13 @@ function headline(report: PanelReport): HTMLElement {
 }
 
 function distortionSection(report: PanelReport): HTMLElement | null {
-  const u = report.unprofiled;
-  if (!u || typeof u.ms_per_step !== "number") return null;
-  const ratio = typeof report.distortion === "number" ? report.distortion : null;
+  // the server's words: whether the ratio is the profiler's cost or the steps' own variation is its call
+  if (typeof report.distortion_words !== "string") return null;
   return h(
     "section",
     { class: "distortion", "aria-label": "Profiler distortion" },
     h("h3", {}, "Outside the profiler"),
-    h("p", {}, `Median ${fmtMs(u.ms_per_step)} per step over ${u.passes} passes (IQR ${fmtMs(u.iqr_ms)}) in the same process without the profiler.`),
-    ratio !== null ? h("p", {}, `The profiled median step (the headline) reads ${ratio.toFixed(2)}× that: figures under the profiler are inflated by its cost.`) : null,
+    h("p", {}, shorten(report.distortion_words, 600)),
   );
 }
 

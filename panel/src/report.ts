@@ -58,9 +58,11 @@ export interface PanelReport {
   notes?: string[];
   /** the report's file table (`file_id` is an index into it) */
   files?: FileEntry[];
-  /** the profiler's distortion (measure issue): null until measured */
+  /** the step timed without the profiler after the window, in the same process: null where it was not */
   unprofiled?: { ms_per_step: number; passes: number; iqr_ms: number } | null;
   distortion?: number | null;
+  /** the unprofiled figure and the distortion in the server's words (the CLI's, the status bar's) */
+  distortion_words?: string | null;
 }
 
 /** `16–17, 20` (sorted line numbers, runs joined), as the text report and the hover write them. */
@@ -98,6 +100,9 @@ export function reportProblem(value: unknown): string | null {
   }
   if (!isObject(value.machine) || !isObject(value.gpu) || !isObject(value.startup)) {
     return "the report lacks machine, gpu or startup";
+  }
+  if (value.distortion_words !== undefined && value.distortion_words !== null && typeof value.distortion_words !== "string") {
+    return "the report's distortion words are not text";
   }
   return null;
 }

@@ -7,7 +7,7 @@ import { contentSecurityPolicy, escapeHtml, makeNonce, panelHtml } from "../src/
 import { mergeIntervals, selectionTotals, unionLength } from "../src/intervals";
 import { histogram } from "../src/measure";
 import { MARK, marked, redactionNote } from "../src/redaction";
-import { FileIds, fusedWith, type LineRow } from "../src/report";
+import { FileIds, fusedWith, reportProblem, type LineRow } from "../src/report";
 import { filterRows, sortRows, type Column } from "../src/table-logic";
 import { BACKGROUND, contrast, palette, textOn } from "../src/theme";
 import { awaitsSpans, joinTimeline, parseTimeline, splitTimeline, TimelineModel, type Row, type TimelineDoc } from "../src/timeline-doc";
@@ -333,4 +333,13 @@ test("a line's fused kernels name the other lines as the hover does: runs joined
   assert.equal(fusedWith(row([{ file: "/ws/model.py", line: 16 }, { file: "/ws/model.py", line: 18 },
     { file: "C:\\ws\\train.py", line: 33 }])), "lines 16, 18, train.py:33");
   assert.equal(fusedWith(row([{ file: "/ws/model.py", line: 14 }])), "line 14");
+});
+
+test("a report is refused with a reason when its parts are not what the panel reads", () => {
+  const report = { lines: [], findings: [], steps: [], machine: {}, gpu: { observed: false, reason: null }, startup: {} };
+  assert.equal(reportProblem(report), null);
+  assert.equal(reportProblem({ ...report, distortion_words: "without the profiler: 1.60 ms/step" }), null);
+  assert.equal(reportProblem({ ...report, distortion_words: { html: "<b>x</b>" } }), "the report's distortion words are not text");
+  assert.equal(reportProblem({ ...report, lines: "many" }), "the report has no lines list");
+  assert.equal(reportProblem([]), "the report is not an object");
 });

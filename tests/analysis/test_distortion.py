@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from stepscope.analysis.distortion import add_line_estimates, distortion, unprofiled_figures
+from stepscope.analysis import present
+from stepscope.analysis.distortion import add_line_estimates, distortion, overlapping_middles, unprofiled_figures
 from stepscope.analysis.findings.distorted import mark_distorted, measure_command
 
 
@@ -36,6 +37,44 @@ def test_no_estimate_without_an_unprofiled_figure_and_none_when_not_slower():
     assert lines[0]["profiler_ms_estimate"] is None
     add_line_estimates(lines, profiled_ms=17.0, unprofiled={"ms_per_step": 18.0}, events_per_step=10)
     assert lines[0]["profiler_ms_estimate"] == 0.0
+
+
+
+# A DataLoader step on the H200 after the advised warm-up: the window's steps and the passes after it
+# both alternate between a wait for data and none (ms).
+BURSTY_WINDOW = [7.96, 38.54, 3.24, 43.95, 2.89]
+BURSTY_AFTER = [23.8, 44.1, 2.9, 41.7, 3.1]
+
+
+def _bursty_report():
+    unprofiled = unprofiled_figures({"raw_ms": BURSTY_AFTER, "warmup_ms": [5.0]})
+    return {"ms_per_step": 7.96, "distortion": round(7.96 / 23.8, 4), "steps": [{"ms": v} for v in BURSTY_WINDOW],
+            "window": {"mean_step_ms": sum(BURSTY_WINDOW) / 5}, "unprofiled": unprofiled,
+            "scenario": {"step": {"file": "/ws/train.py", "line": 42}, "program": {"cwd": "/ws"}}}
+
+
+def test_step_times_that_overlap_on_both_sides_are_not_called_the_profilers_cost():
+    report = _bursty_report()
+    assert overlapping_middles(BURSTY_WINDOW, report["unprofiled"]) == ((3.24, 38.54), (3.1, 41.7))
+    text = present.distortion_text(report)
+    assert text.startswith("without the profiler: 23.8 ms/step (median of 5 passes after the window")
+    assert "overlap (middle half 3.24–38.5 ms in the window, 3.10–41.7 ms after it; means 19.3 and 23.1 ms)" in text
+    assert "not the profiler's cost" in text and "faster than without" not in text
+    found = mark_distorted([_finding("input-bound")], {**report, "ms_per_step": 30.0, "distortion": 30.0 / 23.8})[0]
+    assert "made this step" not in found["observation"]  # 30 ms lies inside both middles: no cost to speak of
+    assert "`stepscope measure train.py --line 42`" in found["next_check"]
+
+
+def test_no_line_is_given_a_share_of_a_difference_within_the_steps_own_variation():
+    lines = [{"ops": 5, "kernels": 5, "wall_ms": 30.0}]
+    add_line_estimates(lines, profiled_ms=7.96, unprofiled=_bursty_report()["unprofiled"], events_per_step=10,
+                       steps_ms=BURSTY_WINDOW)
+    assert lines[0]["profiler_ms_estimate"] is None
+    apart = unprofiled_figures({"raw_ms": [18.0, 18.2, 17.9, 18.1, 18.0]})
+    assert overlapping_middles([40.0, 41.0, 39.5, 40.2, 40.1], apart) is None
+    add_line_estimates(lines, profiled_ms=40.1, unprofiled=apart, events_per_step=10,
+                       steps_ms=[40.0, 41.0, 39.5, 40.2, 40.1])
+    assert lines[0]["profiler_ms_estimate"] == pytest.approx(22.1)
 
 
 def _report(d):

@@ -19,7 +19,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from stepscope.analysis import model
+from stepscope.analysis import model, present
 from stepscope.jsonio import plain
 
 from .test_server import EXAMPLE, _initialize, _line_of, _open
@@ -244,6 +244,9 @@ async def test_runs_made_by_the_cli_are_listed_and_read_back_with_their_report(c
     assert run["started"].endswith("Z") and run["started"][:4].isdigit()
 
     report = await _request(client, "stepscope/report", {"runId": run["id"]})
+    # beside the report, the words the panel shows for the step timed without the profiler: the CLI's
+    words = report.pop("distortion_words")
+    assert words.startswith("without the profiler: ") and words == present.distortion_text(printed)
     assert report == _as_the_client_reads(printed) and report["schema_version"] == model.SCHEMA_VERSION
     assert report["files"] == [{"path": "train_cpu.py", "in_root": True}]
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from stepscope.analysis import present
 from stepscope.analysis.links import build_links
 from stepscope.analysis.report import analyze
 from stepscope.analysis.steps import find_steps
@@ -127,8 +128,9 @@ def seen(panel_build: str) -> dict:
 
     main = state(work / "main", training_trace(), files={"f0": "train.py", "f1": "model/net.py"},
                  run_id="20261201T101500Z-train-1a2b", title="train.py:10 — 4 steps")
-    main["report"]["unprofiled"] = {"ms_per_step": 1.6, "passes": 20, "iqr_ms": 0.02}
+    main["report"]["unprofiled"] = {"ms_per_step": 1.6, "passes": 5, "iqr_ms": 0.02, "raw_ms": [1.59, 1.6, 1.6, 1.61, 1.62]}
     main["report"]["distortion"] = 1.25
+    main["report"]["distortion_words"] = present.distortion_text(main["report"])  # as stepscope/report adds them
     main["measure"] = MEASURE
     doc = main["timeline"]
     spans = doc["spans"]
@@ -253,7 +255,8 @@ def test_overview_shows_the_headline_breakdown_findings_and_measures(seen: dict)
     text = r["overviewText"]
     assert "2.00 ms per step" in text and "median of 4 active steps" in text
     assert "Where each step's time went" in text and "GPU busy" in text
-    assert "Outside the profiler" in text and "1.25×" in text  # the profiler's distortion, when present
+    # the profiler's distortion, when present, in the server's words
+    assert "Outside the profiler" in text and "the profiler made the step 1.25x slower (distortion 1.25)" in text
     assert "Measured without the profiler" in text and "0.930×" in text and "faster" in text
     assert "Start-up" in text
     # each bar adds up to its step, never above it

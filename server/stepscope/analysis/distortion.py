@@ -9,6 +9,10 @@ Invariants:
 - `unprofiled` is None when no step was timed without the profiler (the loop ended first, or the
   run predates this record): never a made-up figure.
 - `distortion` = profiled ms/step / unprofiled ms/step, both medians, both from the same process.
+- Where the middle halves (p25–p75) of the window's steps and of the passes after it overlap
+  (`overlapping_middles`), the ratio lies within the steps' own variation (steps that alternate
+  between a wait for data and none): it is still the ratio, but it is not said as the profiler's
+  cost, nor shared out among lines.
 - `unprofiled.mean_ms` is the passes' total over their number (the loop's pace where step times
   alternate, as when DataLoader workers deliver batches in bursts); `unprofiled.batch_read_ms` the
   host time of the loop iterable's `next()` per pass (None for a loop without one), beside the
@@ -27,7 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..measurement.stats import summarize
+from ..measurement.stats import quantile, summarize
 
 ESTIMATE_METHOD = ("estimate: the measured difference (profiled - unprofiled ms/step) shared out in proportion to "
                    "the events the profiler recorded per step (CPU operators and kernels) on each line")
@@ -57,11 +61,28 @@ def distortion(profiled_ms: float | None, unprofiled: dict[str, Any] | None) -> 
     return profiled_ms / unprofiled["ms_per_step"]
 
 
+def overlapping_middles(steps_ms: list[float], unprofiled: dict[str, Any] | None
+                        ) -> tuple[tuple[float, float], tuple[float, float]] | None:
+    """The middle halves (p25, p75) of the window's steps and of the passes timed after it, when they
+    overlap; None when they are apart (the two medians differ by more than either side's spread) or
+    a side has no steps."""
+    after = (unprofiled or {}).get("raw_ms") or []
+    if not steps_ms or not after:
+        return None
+    window = (quantile(steps_ms, 0.25), quantile(steps_ms, 0.75))
+    plain = (quantile(after, 0.25), quantile(after, 0.75))
+    return (window, plain) if window[0] <= plain[1] and plain[0] <= window[1] else None
+
+
 def add_line_estimates(lines: list[dict[str, Any]], *, profiled_ms: float | None,
-                       unprofiled: dict[str, Any] | None, events_per_step: float) -> None:
-    """Set each line's `profiler_ms_estimate` (None where nothing can be estimated)."""
+                       unprofiled: dict[str, Any] | None, events_per_step: float,
+                       steps_ms: list[float] | None = None) -> None:
+    """Set each line's `profiler_ms_estimate` (None where nothing can be estimated, and where the
+    window's steps and the passes after it overlap: a difference within the steps' own variation is
+    no cost to share out)."""
     difference = None
-    if profiled_ms and unprofiled and unprofiled.get("ms_per_step"):
+    if profiled_ms and unprofiled and unprofiled.get("ms_per_step") \
+            and overlapping_middles(steps_ms or [], unprofiled) is None:
         difference = max(0.0, profiled_ms - unprofiled["ms_per_step"])
     for line in lines:
         events = (line.get("ops") or 0) + (line.get("kernels") or 0)

@@ -21,8 +21,9 @@ Definitions said here once (docs/figures.md says them to users):
   the description came from the run's record or from the trace.
 - the profiler's distortion is profiled ms/step over the median of the steps timed without the
   profiler after the window, in the same process (`distortion_text`): a median over a median, so
-  both are said as ms/step; a line's share of it is an estimate, never more than the line's wall
-  time, and always said so (`profiler_cost_text`).
+  both are said as ms/step, and not as the profiler's cost where the two sides' step times overlap;
+  a line's share of it is an estimate, never more than the line's wall time, and always said so
+  (`profiler_cost_text`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agent.protocol import parse_label
+from .distortion import overlapping_middles
 
 NOT_OBSERVED = "n/o"  # a figure whose events were not observed (never shown as 0)
 
@@ -211,9 +213,19 @@ def distortion_text(report: dict[str, Any]) -> str | None:
         d = report["distortion"]
         effect = f"the profiler made the step {d:.2f}x slower" if d >= 1 else \
             f"the profiled step read {1 / d:.2f}x faster than without the profiler"
+        overlap = overlapping_middles([s["ms"] for s in report.get("steps") or []], unprofiled)
         if any(f.get("kind") == "profiled-faster" for f in report.get("findings") or []):
             effect = (f"the profiled steps ran {1 / d:.2f}x faster than the loop's own pace: the window's figures are "
                       "not its steady state (see the profiled-faster finding)")
+        elif overlap is not None:
+            (w_low, w_high), (u_low, u_high) = overlap
+            means = ""
+            if share_basis(report) is not None and unprofiled.get("mean_ms") is not None:
+                means = f"; means {ms_short(share_basis(report))} and {ms_short(unprofiled['mean_ms'])} ms"
+            effect = (f"the step times on both sides overlap (middle half {ms_short(w_low)}–{ms_short(w_high)} ms in "
+                      f"the window, {ms_short(u_low)}–{ms_short(u_high)} ms after it{means}), so the ratio of the "
+                      "medians is the steps' own variation, not the profiler's cost; `stepscope measure` times the "
+                      "step's pace over many passes")
         return (f"without the profiler: {ms_short(unprofiled['ms_per_step'])} ms/step (median of "
                 f"{unprofiled['passes']} passes after the window, IQR {ms_short(unprofiled['iqr_ms'])} ms, same "
                 f"process): {effect} (distortion {d:.2f})")

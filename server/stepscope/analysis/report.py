@@ -336,7 +336,8 @@ def _report(trace: Trace, links: Links, steps: list[Step], att: Attribution, *,
     profiled = round(headline, 4) if headline is not None else None
     ratio = distortion(profiled, unprofiled)
     add_line_estimates(att.lines, profiled_ms=profiled, unprofiled=unprofiled,
-                       events_per_step=(att.ops_in_window + att.kernels_in_window) / max(1, len(steps)))
+                       events_per_step=(att.ops_in_window + att.kernels_in_window) / max(1, len(steps)),
+                       steps_ms=[s.ms for s in steps] if not stepless else [])
     return {
         "traces": [str(trace.path)],
         "machine": describe_machine(trace, scenario),

@@ -256,8 +256,11 @@ class RunRegistry:
         return summary
 
     def report(self, run_id: Any, roots: Iterable[Path]) -> dict[str, Any]:
-        """`stepscope/report`: the run's report, read from its folder and validated."""
-        return self.load(run_id, roots).report
+        """`stepscope/report`: the run's report, read from its folder and validated, with the words of
+        the profiler's distortion as the CLI and the status bar say them (`distortion_words`; the
+        panel shows text only, and decides nothing about the figure)."""
+        report = self.load(run_id, roots).report
+        return {**report, "distortion_words": present.distortion_text(report)}
 
     def load(self, run_id: Any, roots: Iterable[Path]) -> Run:
         roots = list(roots)

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import os
 
+from ..distortion import overlapping_middles
+
 DISTORTED_KINDS = ("sync-in-step", "small-launches", "input-bound")
 NOTICEABLE = 1.05  # below this the profiled and unprofiled steps agree within the usual noise
 
@@ -63,10 +65,12 @@ def mark_distorted(findings: list[dict], report: dict) -> list[dict]:
     d = report.get("distortion")
     unprofiled = report.get("unprofiled") or {}
     command = measure_command(report)
+    # step times that overlap on both sides: the ratio is their variation, not the profiler's cost
+    overlap = overlapping_middles([s["ms"] for s in report.get("steps") or []], unprofiled) is not None
     for f in findings:
         if f.get("kind") not in DISTORTED_KINDS:
             continue
-        if isinstance(d, (int, float)) and d >= NOTICEABLE:
+        if isinstance(d, (int, float)) and d >= NOTICEABLE and not overlap:
             f["observation"] += (
                 f" The profiler itself made this step {d:.2f}x slower (ms/step, the median: {report['ms_per_step']:.2f} "
                 f"ms profiled, {unprofiled['ms_per_step']:.2f} ms without it, same process): it slows host work most, "
