@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from stepscope.analysis import present
-from stepscope.analysis.distortion import add_line_estimates, distortion, overlapping_middles, unprofiled_figures
+from stepscope.analysis.distortion import add_line_estimates, distortion, unprofiled_figures, window_overlap
 from stepscope.analysis.findings.distorted import mark_distorted, measure_command
 
 
@@ -55,7 +55,7 @@ def _bursty_report():
 
 def test_step_times_that_overlap_on_both_sides_are_not_called_the_profilers_cost():
     report = _bursty_report()
-    assert overlapping_middles(BURSTY_WINDOW, report["unprofiled"]) == ((3.24, 38.54), (3.1, 41.7))
+    assert window_overlap(BURSTY_WINDOW, report["unprofiled"]) == ((3.24, 38.54), (3.1, 41.7))
     text = present.distortion_text(report)
     assert text.startswith("without the profiler: 23.8 ms/step (median of 5 passes after the window")
     assert "overlap (middle half 3.24–38.5 ms in the window, 3.10–41.7 ms after it; means 19.3 and 23.1 ms)" in text
@@ -71,7 +71,7 @@ def test_no_line_is_given_a_share_of_a_difference_within_the_steps_own_variation
                        steps_ms=BURSTY_WINDOW)
     assert lines[0]["profiler_ms_estimate"] is None
     apart = unprofiled_figures({"raw_ms": [18.0, 18.2, 17.9, 18.1, 18.0]})
-    assert overlapping_middles([40.0, 41.0, 39.5, 40.2, 40.1], apart) is None
+    assert window_overlap([40.0, 41.0, 39.5, 40.2, 40.1], apart) is None
     add_line_estimates(lines, profiled_ms=40.1, unprofiled=apart, events_per_step=10,
                        steps_ms=[40.0, 41.0, 39.5, 40.2, 40.1])
     assert lines[0]["profiler_ms_estimate"] == pytest.approx(22.1)

@@ -45,6 +45,23 @@ def test_migrations_bring_an_older_file_forward_and_keep_its_rows(tmp_path: Path
     assert conn.execute("SELECT a, b FROM t").fetchall() == [(7, None)]
 
 
+def test_a_history_written_at_version_1_is_read_after_the_upgrade_with_its_runs(tmp_path: Path):
+    folder = measure_folder(tmp_path, "20260105T101010Z-train-ab12", [[10.0, 11.0, 12.0]])
+    db_path(tmp_path).parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(db_path(tmp_path), isolation_level=None)
+    schema.migrate(conn, schema.MIGRATIONS[:1])  # the file as the first release wrote it
+    conn.execute("INSERT INTO runs (id, folder, kind, status, ms_per_step, distortion) "
+                 "VALUES ('20260101T000000Z-old-0000', 'runs/x', 'profile', 'complete', 56.1, 18.58)")
+    conn.close()
+    index.record_run(tmp_path, folder)
+    with History.open(tmp_path) as h:
+        rows = {r["id"]: r for r in h.runs()}
+    assert set(rows) == {"20260101T000000Z-old-0000", folder.name}
+    old = rows["20260101T000000Z-old-0000"]
+    assert old["distortion"] == 18.58 and old["distortion_overlaps"] is None  # not known for an older run
+    assert sqlite3.connect(db_path(tmp_path)).execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION
+
+
 def test_a_failing_migration_leaves_the_file_at_its_version(tmp_path: Path):
     conn = sqlite3.connect(tmp_path / "h.db", isolation_level=None)
     schema.migrate(conn, ("CREATE TABLE t (a INTEGER);",))

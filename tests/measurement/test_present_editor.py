@@ -3,7 +3,8 @@ the same as the CLI's (no torch)."""
 
 from __future__ import annotations
 
-from stepscope.measurement.present import comparison_markdown, editor_details, editor_status, editor_summary
+from stepscope.measurement.present import (comparison_markdown, editor_details, editor_status, editor_summary,
+                                          run_summary)
 
 DOC = {
     "raw_ms": [10.0, 10.5, 9.8, 10.2], "warmup_ms": [30.0], "median_ms": 10.1, "iqr_ms": 0.4, "p10_ms": 9.9,
@@ -89,3 +90,10 @@ def test_the_median_is_said_not_to_be_the_pace_only_when_the_mean_is_far_from_it
                      "the median")
     assert f"  note     {words}" in measurement_text(bursts) and words in editor_details(bursts)
     assert pace_words({**DOC, "median_ms": 10.0, "mean_ms": 8.0}).startswith("the mean (8.00 ms) is 20% below")
+
+
+def test_a_profile_runs_line_in_the_list_says_when_its_distortion_is_the_steps_own_variation():
+    row = {"kind": "profile", "status": "complete", "ms_per_step": 56.1, "unprofiled_ms": 3.02, "distortion": 18.58}
+    assert run_summary(row) == "56.1 ms/step profiled, 3.02 without the profiler (18.58x)"
+    assert run_summary({**row, "distortion_overlaps": True}) == \
+        "56.1 ms/step profiled, 3.02 without the profiler (18.58x, within the steps' own variation)"

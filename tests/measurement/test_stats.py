@@ -8,7 +8,8 @@ import statistics
 
 import pytest
 
-from stepscope.measurement.stats import NOISE_LIMIT, quantile, samples_per_s, summarize, variation
+from stepscope.measurement.stats import (NOISE_LIMIT, overlapping_middles, quantile, samples_per_s, summarize,
+                                         variation)
 
 
 def test_quantiles_are_the_inclusive_linear_interpolation():
@@ -68,3 +69,14 @@ def test_one_process_has_no_run_to_run_variation_rather_than_zero():
     v = variation([[5.0, 5.5, 6.0]])
     assert v.run_to_run_pct is None
     assert v.as_dict()["run_to_run_pct"] is None
+
+
+def test_two_samples_overlap_when_their_middle_halves_do():
+    # apart: each middle half (p25-p75) lies clear of the other, though the extremes mix
+    assert overlapping_middles([1.0, 2.0, 3.0, 4.0, 9.0], [2.0, 5.0, 6.0, 7.0, 8.0]) is None
+    # steps that alternate between a wait and none on both sides: the middles cover each other
+    assert overlapping_middles([3.0, 40.0, 3.0, 42.0, 8.0], [3.0, 24.0, 44.0, 3.0, 41.0]) == ((3.0, 40.0), (3.0, 41.0))
+    # touching counts as overlapping: the medians differ by no more than the spread
+    assert overlapping_middles([1.0, 2.0, 3.0], [2.0, 3.0, 4.0]) == ((1.5, 2.5), (2.5, 3.5))
+    assert overlapping_middles([1.0, 2.0, 3.0], [2.5, 3.0, 4.0]) is None  # (1.5, 2.5) and (2.75, 3.5)
+    assert overlapping_middles([], [1.0]) is None and overlapping_middles([1.0], []) is None

@@ -10,7 +10,7 @@ Invariants:
   run predates this record): never a made-up figure.
 - `distortion` = profiled ms/step / unprofiled ms/step, both medians, both from the same process.
 - Where the middle halves (p25–p75) of the window's steps and of the passes after it overlap
-  (`overlapping_middles`), the ratio lies within the steps' own variation (steps that alternate
+  (`window_overlap`), the ratio lies within the steps' own variation (steps that alternate
   between a wait for data and none): it is still the ratio, but it is not said as the profiler's
   cost, nor shared out among lines.
 - `unprofiled.mean_ms` is the passes' total over their number (the loop's pace where step times
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..measurement.stats import quantile, summarize
+from ..measurement.stats import overlapping_middles, summarize
 
 ESTIMATE_METHOD = ("estimate: the measured difference (profiled - unprofiled ms/step) shared out in proportion to "
                    "the events the profiler recorded per step (CPU operators and kernels) on each line")
@@ -61,17 +61,11 @@ def distortion(profiled_ms: float | None, unprofiled: dict[str, Any] | None) -> 
     return profiled_ms / unprofiled["ms_per_step"]
 
 
-def overlapping_middles(steps_ms: list[float], unprofiled: dict[str, Any] | None
-                        ) -> tuple[tuple[float, float], tuple[float, float]] | None:
+def window_overlap(steps_ms: list[float], unprofiled: dict[str, Any] | None
+                   ) -> tuple[tuple[float, float], tuple[float, float]] | None:
     """The middle halves (p25, p75) of the window's steps and of the passes timed after it, when they
-    overlap; None when they are apart (the two medians differ by more than either side's spread) or
-    a side has no steps."""
-    after = (unprofiled or {}).get("raw_ms") or []
-    if not steps_ms or not after:
-        return None
-    window = (quantile(steps_ms, 0.25), quantile(steps_ms, 0.75))
-    plain = (quantile(after, 0.25), quantile(after, 0.75))
-    return (window, plain) if window[0] <= plain[1] and plain[0] <= window[1] else None
+    overlap (the two medians differ by less than the steps' own variation); None otherwise."""
+    return overlapping_middles(steps_ms, (unprofiled or {}).get("raw_ms") or [])
 
 
 def add_line_estimates(lines: list[dict[str, Any]], *, profiled_ms: float | None,
@@ -82,7 +76,7 @@ def add_line_estimates(lines: list[dict[str, Any]], *, profiled_ms: float | None
     no cost to share out)."""
     difference = None
     if profiled_ms and unprofiled and unprofiled.get("ms_per_step") \
-            and overlapping_middles(steps_ms or [], unprofiled) is None:
+            and window_overlap(steps_ms or [], unprofiled) is None:
         difference = max(0.0, profiled_ms - unprofiled["ms_per_step"])
     for line in lines:
         events = (line.get("ops") or 0) + (line.get("kernels") or 0)

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agent.protocol import parse_label
-from .distortion import overlapping_middles
+from .distortion import window_overlap
 
 NOT_OBSERVED = "n/o"  # a figure whose events were not observed (never shown as 0)
 
@@ -213,7 +213,7 @@ def distortion_text(report: dict[str, Any]) -> str | None:
         d = report["distortion"]
         effect = f"the profiler made the step {d:.2f}x slower" if d >= 1 else \
             f"the profiled step read {1 / d:.2f}x faster than without the profiler"
-        overlap = overlapping_middles([s["ms"] for s in report.get("steps") or []], unprofiled)
+        overlap = window_overlap([s["ms"] for s in report.get("steps") or []], unprofiled)
         if any(f.get("kind") == "profiled-faster" for f in report.get("findings") or []):
             effect = (f"the profiled steps ran {1 / d:.2f}x faster than the loop's own pace: the window's figures are "
                       "not its steady state (see the profiled-faster finding)")

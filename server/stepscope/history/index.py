@@ -18,6 +18,7 @@ from typing import Any
 from .. import jsonio, workspace
 from ..agent import protocol
 from ..measurement.scope import scope_of
+from ..measurement.stats import overlapping_middles
 from .store import History, Pass, RunRows
 
 _STAMP = re.compile(r"(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z")
@@ -145,9 +146,13 @@ def _measure_passes(m: dict) -> list[Pass]:
 
 def _profile_columns(r: dict) -> dict[str, Any]:
     unprofiled = r.get("unprofiled") or {}
+    steps = [s["ms"] for s in r.get("steps") or [] if isinstance(s, dict) and isinstance(s.get("ms"), (int, float))]
+    after = [ms for ms in unprofiled.get("raw_ms") or [] if isinstance(ms, (int, float))]
+    overlaps = None if r.get("distortion") is None else overlapping_middles(steps, after) is not None
     return {"ms_per_step": r.get("ms_per_step"), "samples_per_s": r.get("samples_per_s"),
             "passes": len(r.get("steps") or []), "processes": 1,
-            "unprofiled_ms": unprofiled.get("ms_per_step"), "distortion": r.get("distortion")}
+            "unprofiled_ms": unprofiled.get("ms_per_step"), "distortion": r.get("distortion"),
+            "distortion_overlaps": overlaps}
 
 
 def _profile_passes(r: dict) -> list[Pass]:

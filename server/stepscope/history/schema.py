@@ -12,6 +12,8 @@ Tables (version 1):
 - `passes`: every timed pass or step of a run: `process` (0.. for `--runs`), `phase` ("warmup",
   "measured" for measure; "profiled", "unprofiled-warmup", "unprofiled" for profile), `idx` (its
   order within the phase), `ms`, and `value` (the loss or `--value`, when recorded).
+- A profile run's `distortion_overlaps` (version 2): its profiled steps and the steps timed after
+  the window have overlapping middle halves, so its `distortion` is not the profiler's cost.
 - A measure run compared with another has its `baseline` (that run's id), `interleaved` (whether
   their processes alternated, as with `--against`), `ratio`, `ci_low`, `ci_high`, `verdict` and
   `values_match`.
@@ -77,6 +79,11 @@ MIGRATIONS: tuple[str, ...] = (
         value REAL,
         PRIMARY KEY (run_id, process, phase, idx)
     );
+    """,
+    # version 2: whether a profile run's window and its steps after the window overlap (1), so that its
+    # distortion is the steps' own variation and is not said as the profiler's cost; NULL where unknown
+    """
+    ALTER TABLE runs ADD COLUMN distortion_overlaps INTEGER;
     """,
 )
 

@@ -32,9 +32,10 @@ RUN_COLUMNS = (
     "git_commit", "git_dirty", "host", "device", "torch", "batch_size", "ms_per_step", "iqr_ms", "p10_ms",
     "p90_ms", "min_ms", "max_ms", "samples_per_s", "noisy", "passes", "processes", "unprofiled_ms",
     "distortion", "baseline", "interleaved", "ratio", "ci_low", "ci_high", "verdict", "values_match", "machine", "scope", "note",
+    "distortion_overlaps",
 )
 _JSON_COLUMNS = ("machine", "scope")
-_BOOL_COLUMNS = ("git_dirty", "noisy", "interleaved", "values_match")
+_BOOL_COLUMNS = ("git_dirty", "noisy", "interleaved", "values_match", "distortion_overlaps")
 
 
 @dataclass(frozen=True)

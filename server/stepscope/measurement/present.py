@@ -144,7 +144,9 @@ def run_summary(row: dict[str, Any]) -> str:
     text = f"{ms(row.get('ms_per_step'))} ms/step"
     if row.get("kind") == "profile":
         if row.get("distortion") is not None:
-            text += f" profiled, {ms(row.get('unprofiled_ms'))} without the profiler ({row['distortion']:.2f}x)"
+            text += f" profiled, {ms(row.get('unprofiled_ms'))} without the profiler ({row['distortion']:.2f}x"
+            # the window's steps and the steps after it overlap: the ratio is their variation (docs/measure.md)
+            text += ", within the steps' own variation)" if row.get("distortion_overlaps") else ")"
     else:
         text += f" ({spread(row.get('ms_per_step'), row.get('iqr_ms'), row.get('noisy'))})"
         if row.get("verdict"):

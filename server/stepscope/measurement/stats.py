@@ -8,6 +8,8 @@ Invariants:
 - A sample is `noisy` when its IQR is more than NOISE_LIMIT of its median.
 - Its median is not its pace when the mean (the total over the passes) is more than PACE_LIMIT
   away from it: skewed passes, or steps that alternate between a wait and none.
+- Two samples whose middle halves (p25–p75) overlap (`overlapping_middles`) differ by less than
+  their own variation: a ratio of their medians is not an effect.
 """
 
 from __future__ import annotations
@@ -36,6 +38,17 @@ def quantile(values: Sequence[float], q: float) -> float:
 
 def median(values: Sequence[float]) -> float:
     return quantile(values, 0.5)
+
+
+def overlapping_middles(first: Sequence[float], second: Sequence[float]
+                        ) -> tuple[tuple[float, float], tuple[float, float]] | None:
+    """The middle halves (p25, p75) of two samples when they overlap; None when they lie apart or a
+    sample is empty."""
+    if not first or not second:
+        return None
+    a = (quantile(first, 0.25), quantile(first, 0.75))
+    b = (quantile(second, 0.25), quantile(second, 0.75))
+    return (a, b) if a[0] <= b[1] and b[0] <= a[1] else None
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from ..distortion import overlapping_middles
+from ..distortion import window_overlap
 
 DISTORTED_KINDS = ("sync-in-step", "small-launches", "input-bound")
 NOTICEABLE = 1.05  # below this the profiled and unprofiled steps agree within the usual noise
@@ -66,7 +66,7 @@ def mark_distorted(findings: list[dict], report: dict) -> list[dict]:
     unprofiled = report.get("unprofiled") or {}
     command = measure_command(report)
     # step times that overlap on both sides: the ratio is their variation, not the profiler's cost
-    overlap = overlapping_middles([s["ms"] for s in report.get("steps") or []], unprofiled) is not None
+    overlap = window_overlap([s["ms"] for s in report.get("steps") or []], unprofiled) is not None
     for f in findings:
         if f.get("kind") not in DISTORTED_KINDS:
             continue
