@@ -796,7 +796,13 @@ async function main() {
       // The Problems view took the focus; put the cursor back in the loop.
       await goToLine(page, config.cursorLine);
     }
-    result.restrictedIndicator = (await statusTexts(page)).some((t) => t.includes("Restricted Mode"));
+    // The workbench adds its trust indicator to the status bar a moment after the folder opens, later
+    // still on a loaded machine: wait for it rather than read the bar once.
+    result.restrictedIndicator = await page
+      .locator(".statusbar-item", { hasText: "Restricted Mode" })
+      .first()
+      .waitFor({ timeout: config.scenario.toLowerCase().includes("restricted") ? 30_000 : 1_000 })
+      .then(() => true, () => false);
     await shot(page, "diagnostics");
 
     const scenarios = {
