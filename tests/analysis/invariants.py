@@ -18,7 +18,10 @@ report whose figures agree with each other:
   its passes, `distortion` is the profiled median over it, and every surface that says them (the
   text's line, the host-side findings) says those two figures; a line's estimated share of the
   profiler's cost lies within that line's wall time and within the measured difference; nothing is
-  estimated where nothing was timed without the profiler.
+  estimated where nothing was timed without the profiler;
+- where the window's steps and the passes after it overlap (their middle halves meet), the ratio is
+  the steps' own variation: no line carries an estimated profiler cost, the text does not call it the
+  profiler's slowdown, and no finding says the profiler made the step slower.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import re
 from statistics import median
 
 from stepscope.analysis import present
+from stepscope.analysis.distortion import window_overlap
 
 #: figures are rounded to 0.1 µs (4 decimals of a ms): a comparison allows that much per figure
 ROUND = 1e-4
@@ -148,6 +152,13 @@ def _distortion(report: dict) -> list[str]:
     elif (said.group(1) != present.ms_short(unprofiled["ms_per_step"]) or int(said.group(2)) != len(raw)):
         out.append(f"the distortion's text says {said.group(0)!r}, the report {unprofiled['ms_per_step']} ms of {len(raw)}")
     out.extend(f"the distortion's text says {p}%" for p in PERCENT.findall(text) if float(p) > 100)
+    if window_overlap([s["ms"] for s in report.get("steps") or []], unprofiled) is not None:
+        out.extend(f"{x['file']}:{x['line']}: a profiler cost estimated although both sides' step times overlap"
+                   for x in lines if x.get("profiler_ms_estimate") is not None)
+        if "profiler made the step" in text:
+            out.append(f"the distortion's text calls overlapping step times the profiler's cost: {text!r}")
+        out.extend(f"[{f['kind']}] calls overlapping step times the profiler's cost"
+                   for f in report.get("findings") or [] if "profiler itself made this step" in f["observation"])
     for finding in report.get("findings") or []:
         for p_ms, u_ms in PROFILED_WORDS.findall(finding["observation"]):
             if p_ms != f"{profiled:.2f}" or u_ms != f"{unprofiled['ms_per_step']:.2f}":

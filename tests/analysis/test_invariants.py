@@ -178,3 +178,30 @@ def test_a_short_line_of_many_operators_is_never_given_more_of_the_profilers_cos
     short = next(line for line in report["lines"] if line["line"] == 4)
     assert short["profiler_ms_estimate"] == pytest.approx(short["wall_ms"], abs=1e-4)
     assert violations(report) == []
+
+
+def test_a_window_whose_steps_overlap_the_passes_after_it_keeps_the_invariants_and_the_check_sees_a_breach() -> None:
+    """A loader step that alternates between a wait for data and none, in the window and after it
+    (H200 figures): the medians land on different modes, the middles overlap. The analysis estimates
+    no profiler cost and calls none; a report that did would be caught."""
+    s = Synth(devices=[])
+    t = 0
+    for k, ms in enumerate([7.96, 38.54, 3.24, 43.95, 2.89]):
+        s.step(k + 1, t, ms * 1000)
+        s.region("ss:f0:3", t + 10, ms * 1000 - 20)
+        s.op("aten::add", t + 20, 5)
+        t += ms * 1000
+    with tempfile.TemporaryDirectory() as tmp:
+        scenario = {"step": {"file": str(Path(tmp) / "ws" / "train.py"), "line": 1, "function": None, "kind": "loop"},
+                    "program": {"cwd": str(Path(tmp) / "ws")}}
+        run = run_folder(Path(tmp), s, scenario=scenario)
+        (run / "timings.json").write_text(json.dumps(
+            {"warmup_ms": [], "raw_ms": [23.8, 44.1, 2.9, 41.7, 3.1], "clock": "host"}))
+        report = analyze([run])
+    assert report["distortion"] == pytest.approx(7.96 / 23.8, rel=1e-3)
+    assert violations(report) == []
+    assert all(line["profiler_ms_estimate"] is None for line in report["lines"])
+
+    breached = json.loads(json.dumps(report))
+    breached["lines"][0]["profiler_ms_estimate"] = 1.0
+    assert any("both sides' step times overlap" in v for v in violations(breached))
