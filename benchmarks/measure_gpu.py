@@ -28,7 +28,7 @@ For the loader step, a window that ran faster than the loop (`profiled-faster`) 
 with the warm-up the finding advises, and both windows are printed.
 
 Usage: python benchmarks/measure_gpu.py OUT_DIR [--cpu] [--tries 5] [--pairs 3] [--processes 4] [--profiles 1]
-       [--kinds launch,gpu,loader] [--changes layer,comment]
+       [--kinds launch,gpu,loader] [--changes layer,comment] [--pin CPUS]
 """
 
 from __future__ import annotations
@@ -173,8 +173,8 @@ def loop_line(program: Path) -> int:
 
 
 class Bench:
-    def __init__(self, out: Path, cpu: bool):
-        self.out, self.cpu = out, cpu
+    def __init__(self, out: Path, cpu: bool, pin: str | None = None):
+        self.out, self.cpu, self.pin = out, cpu, pin
         self.started = time.monotonic()
         self.commands: list[dict] = []
         self.ws = Path(tempfile.mkdtemp(prefix="measure-gpu-"))
@@ -185,6 +185,8 @@ class Bench:
 
     def run(self, *cmd: str, timeout: float = 300) -> tuple[int, str, str]:
         began = time.monotonic()
+        if self.pin:  # every process (and the program measure starts, and its workers) on these CPUs
+            cmd = ("taskset", "-c", self.pin, *cmd)
         try:
             r = subprocess.run(list(cmd), cwd=self.ws, env=self.env, capture_output=True, text=True,
                                timeout=min(timeout, max(10.0, self.left_s())))
@@ -192,7 +194,7 @@ class Bench:
         except subprocess.TimeoutExpired as e:
             code, out, err = 124, e.stdout or "", f"timed out after {e.timeout:.0f} s"
             out = out.decode() if isinstance(out, bytes) else out
-        self.commands.append({"cmd": " ".join(cmd[1:]), "exit": code, "s": round(time.monotonic() - began, 1),
+        self.commands.append({"cmd": " ".join(cmd[4 if self.pin else 1:]), "exit": code, "s": round(time.monotonic() - began, 1),
                               "stderr_tail": err.strip().splitlines()[-3:] if code else []})
         return code, out, err
 
@@ -413,12 +415,15 @@ def main() -> int:
     p.add_argument("--processes", type=int, default=4, help="alternating hand / measure processes of each step")
     p.add_argument("--profiles", type=int, default=1, help="profile processes of each step (2: distortion per process)")
     p.add_argument("--changes", default="layer,comment", help="which changes step 3 tries (comma-separated)")
+    p.add_argument("--pin", help="run every process on these CPUs (taskset -c, e.g. 0-3): is a step's pace per "
+                                 "process a matter of where the process lands?")
     args = p.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    bench = Bench(args.out, args.cpu)
+    bench = Bench(args.out, args.cpu, args.pin)
     bench.kinds = [k for k in args.kinds.split(",") if k in ("launch", "gpu", "loader")]
     program = setup(bench)
-    result: dict = {"machine": machine(bench), "cpu": args.cpu, "warmup": args.warmup, "passes": args.passes}
+    result: dict = {"machine": machine(bench), "cpu": args.cpu, "warmup": args.warmup, "passes": args.passes,
+                    "pin": args.pin}
     print(f"machine: {result['machine']}", flush=True)
     print("1-2. measure vs a hand-written loop (one synchronise), and the profile's distortion:", flush=True)
     result["timing"] = timing_cases(bench, program, args.warmup, args.passes, args.processes, args.profiles)
