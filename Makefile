@@ -49,8 +49,9 @@ test-client: tools
 test-vscode: vsix
 	$(VPY) -m pytest tests/vscode -q -m vscode
 
+# the slowest tests are listed at the end: CI has 90 minutes on 2 cores
 test: vsix test-client
-	$(VPY) -m pytest tests -q
+	$(VPY) -m pytest tests -q --durations=15
 
 clean:
 	rm -rf $(VENV) .cache build dist bundled extension/dist panel/dist .stepscope test-results
