@@ -185,6 +185,7 @@ class Bench:
 
     def run(self, *cmd: str, timeout: float = 300) -> tuple[int, str, str]:
         began = time.monotonic()
+        said = " ".join(cmd[1:])  # the command without its interpreter
         if self.pin:  # every process (and the program measure starts, and its workers) on these CPUs
             cmd = ("taskset", "-c", self.pin, *cmd)
         try:
@@ -194,7 +195,7 @@ class Bench:
         except subprocess.TimeoutExpired as e:
             code, out, err = 124, e.stdout or "", f"timed out after {e.timeout:.0f} s"
             out = out.decode() if isinstance(out, bytes) else out
-        self.commands.append({"cmd": " ".join(cmd[4 if self.pin else 1:]), "exit": code, "s": round(time.monotonic() - began, 1),
+        self.commands.append({"cmd": said, "exit": code, "s": round(time.monotonic() - began, 1),
                               "stderr_tail": err.strip().splitlines()[-3:] if code else []})
         return code, out, err
 
