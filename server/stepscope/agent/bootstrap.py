@@ -35,11 +35,13 @@ def load_agent() -> object:
     return package
 
 
-def run(spec_path: str) -> int:
+def run(spec_path: str, launcher_args: tuple = ()) -> int:
+    """Run the spec's program; `launcher_args`: what a launcher added to its program's arguments,
+    passed on before the program's own."""
     sys.path[0] = os.getcwd()  # not this folder: the agent's modules are reachable only as PACKAGE's
     load_agent()
     main = importlib.import_module(f"{PACKAGE}.main").main
-    return main(spec_path, _START)
+    return main(spec_path, _START, launcher_args)
 
 
 def exit_with(code: int) -> None:
