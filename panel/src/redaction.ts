@@ -3,7 +3,7 @@
 // `stepscope redact` decides); the panel only looks strings up and words the mark. The replacement
 // text never reaches the panel. No DOM.
 
-export const REDACT_KINDS = ["email", "token", "path", "workspace", "host", "user", "input"] as const;
+export const REDACT_KINDS = ["email", "token", "path", "workspace", "host", "user", "input", "phone", "national-id", "birth-date"] as const;
 /** The mark put before a string that would be redacted (on the timeline's canvas and in cells). */
 export const MARK = "⚑";
 

@@ -1,5 +1,6 @@
 """Analyse the trace files named on stdin, one per line, as `stepscope analyze` does (read, analyse,
-render the text report, encode the JSON report); answer one JSON line per file.
+render the text report, encode the JSON report, check its invariants: tests/analysis/invariants.py);
+answer one JSON line per file.
 
 Run by test_fuzz.py in a process of its own, so that a case that hangs is stopped from outside and a
 case that takes too much memory is measured (`max_rss_kb`, this process's peak so far) or stopped by
@@ -36,11 +37,15 @@ def main() -> None:
     from stepscope.errors import StepscopeError
     from stepscope.jsonio import dumps
 
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: the report's invariants
+    from tests.analysis.invariants import violations
+
     for line in sys.stdin:
         path = Path(line.rstrip("\n"))
         try:
             report = analyze([path])
-            answer = {"ok": True, "text": render_text(report), "json_bytes": len(dumps(report))}
+            answer = {"ok": True, "text": render_text(report), "json_bytes": len(dumps(report)),
+                      "violations": violations(report)}
         except StepscopeError as e:
             answer = {"error": type(e).__name__, "exit_code": e.exit_code, "message": str(e)}
         except BaseException:  # what the test is there to find: any other exception is a defect

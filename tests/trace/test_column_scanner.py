@@ -42,6 +42,7 @@ def snapshot(trace: Trace) -> dict:
     out.update(names=trace.names, tracks=trace.tracks, skipped=trace.skipped, process_names=trace.process_names,
                thread_names=trace.thread_names, times_out_of_range=trace.times_out_of_range,
                negative_durations=trace.negative_durations, ids_out_of_range=trace.ids_out_of_range,
+               unreadable_durations=trace.unreadable_durations, unreadable_examples=trace.unreadable_examples,
                flows=[list(getattr(trace.flows, c)) for c in ("id", "is_end", "track", "ts")],
                memory=[list(getattr(trace.memory, c)) for c in ("ts", "track", "nbytes", "total_allocated",
                                                                  "device_type", "device_id")])
@@ -116,8 +117,10 @@ def test_every_trace_reads_the_same_as_the_reference(path: Path) -> None:
     for pieces in ([body], slices(body, 7)):
         reference = read_body(pieces, compiled=False)
         assert read_body(pieces, compiled=True) == reference
-    # and the scanner really read them: no Kineto trace here needs the reference path
-    assert scanned(pieces) == len(pieces)
+    # and the scanner really read them: no Kineto trace here needs the reference path (the traces made to
+    # break the analysis are no Kineto trace: a `dur` written "NaN" is the reference's to read)
+    if "robustness" not in path.parts:
+        assert scanned(pieces) == len(pieces)
 
 
 @pytest.mark.skipif(reader.ColumnScanner is None, reason="covered by test_the_scanner_is_built")

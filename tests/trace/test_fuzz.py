@@ -89,6 +89,7 @@ def check(answer: dict, what: str) -> None:
     if answer.get("ok"):
         bad = [line for line in answer["text"].split("\n") if not line.isprintable()]
         assert not bad, f"{what}: unprintable report lines {bad[:3]}"
+        assert answer["violations"] == [], f"{what}: the report breaks its invariants: {answer['violations'][:5]}"
     else:
         assert answer["exit_code"] == 2, f"{what}: {answer}"
         assert "\n" not in answer["message"], f"{what}: {answer['message']!r}"

@@ -34,10 +34,13 @@ def run(args: argparse.Namespace) -> int:
     from ..redact.trace_file import check_trace, redact_beside, redact_trace
 
     trace = Path(args.trace)
-    if not trace.exists():
-        raise UsageError(f"no such file: {trace}")
-    if trace.is_dir():
-        raise UsageError(f"redact takes one trace file, not a folder: {trace}")
+    try:
+        if not trace.exists():
+            raise UsageError(f"no such file: {trace}")
+        if trace.is_dir():
+            raise UsageError(f"redact takes one trace file, not a folder: {trace}")
+    except PermissionError:
+        raise UsageError(f"cannot read {trace}: permission denied") from None
     if args.check and (args.output or args.beside):
         raise UsageError("--check writes nothing: leave out " + ("-o" if args.output else "--beside"))
     if args.output and args.beside:

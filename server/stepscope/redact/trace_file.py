@@ -4,20 +4,26 @@ Two passes over the file:
 1. The trace engine reads it (`read_trace`: the one-line refusals of bad input, and the fast
    reader's symbol table). Every distinct name, call stack, process and thread name and metadata
    string is decided here, knowing its role: labels get the label-only detectors, names of work
-   (operators, kernels, copies, runtime calls) none. The metadata says which user and host names
-   the trace carries, the home paths in its names which user.
-2. The JSON text streams through `stream.rewrite`: triggers find every string that may change —
-   the fixed patterns of what a string the first pass did not see can hold (an e-mail address, a
-   home or user path) and the text of each secret the first pass found — and each is replaced.
+   (operators, kernels, copies, runtime calls) none, a metadata value its key's. The metadata says
+   which user and host names the trace carries, the home paths in its names which user.
+2. The JSON text streams through `stream.rewrite`, which decides every string of the text — the
+   arguments, instant and counter events the reader does not keep included — with the same
+   decisions, and replaces those that change.
 
 Every string the first pass decided to change must be met again in the second; one that is not
-(written with unusual escapes) stops the command before anything is written.
+stops the command before anything is written (it would mean the passes disagree about the text).
+A trace that is not a regular file (a pipe, `/dev/stdin`) is read once into a temporary file,
+removed afterwards, since it is read twice.
 """
 
 from __future__ import annotations
 
-import json
+import os
 import re
+import shutil
+import stat
+import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -28,33 +34,14 @@ from ..errors import NotATraceError, StepscopeError, UsageError
 from ..trace import Kind, read_trace
 from ..trace.model import Trace
 from . import stream
-from .detect import PATH, WORKSPACE, Known
+from .detect import HOST, PATH, USER, WORKSPACE, Known
+from .keys import key_role, keyed_value, names_everywhere
+from .lookalike import fold
 from .redactor import Redactor, Secret
-
-# Trigger patterns for strings the first pass did not see (args other than call stacks, events
-# that are not complete events): an e-mail address, a home or user path (also with escaped
-# slashes or Windows separators), a per-user compiler cache folder, a private-key block, a JSON
-# Web Token. Each is one search of the text at C speed; other token formats there are not looked
-# for (docs/redact.md, "Known limits").
-FIXED_TRIGGERS = (
-    re.compile(rb"@"),
-    re.compile(rb"-----BEGIN"),
-    re.compile(rb"eyJ"),
-    re.compile(rb"/(?:home|Users|users|homes|root)[/\\]"),
-    re.compile(rb"\\[/\\](?:home|Users|users|homes|root)\\"),
-    re.compile(rb"~[A-Za-z0-9._-]*[/\\]"),
-    re.compile(rb"torchinductor_"),
-)
-_NAME_VALUE = re.compile(rb'"name"\s*:\s*"')
-MAX_LITERALS = 32  # more secrets than this: every event name is looked at instead
-_STRUCTURAL = frozenset(b"0123456789.+-eEtruefalsn{}[],: \t\r\n")
 
 _WORK_KINDS = (Kind.RUNTIME, Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.DEVICE_SYNC, Kind.DEVICE_OTHER)
 _LABEL_KINDS = (Kind.ANNOTATION, Kind.GPU_ANNOTATION)
 _OPERATOR = re.compile(r"::|^\w+Backward\d*$|^aten|^[a-z_][a-z0-9_]*$")
-_HOST_KEYS = frozenset({"host", "hostname", "hostaddr", "hostaddress", "nodename", "masteraddr", "masteraddress",
-                        "ipaddress"})
-_USER_KEYS = frozenset({"user", "username", "userid", "login", "owner"})
 _GENERIC_VALUES = frozenset({"", "localhost", "127.0.0.1", "::1", "0.0.0.0", "root", "nobody", "user", "unknown",
                              "none", "null", "n/a"})
 
@@ -107,26 +94,18 @@ def workspace_of(trace_path: Path) -> str | None:
 
 
 def _metadata_strings(value: Any, key: str | None) -> Iterator[tuple[str | None, str]]:
-    """(the key that holds it, string) for every string in the metadata."""
+    """(the key that holds it, string) for every string in the metadata: a string held by a key, or
+    in an array of strings held by a key, has that key (as the text pass reads keys); any other,
+    None. Keys are strings of the text too: each comes with None."""
     if isinstance(value, str):
         yield key, value
     elif isinstance(value, dict):
         for k, v in value.items():
+            yield None, str(k)
             yield from _metadata_strings(v, str(k))
     elif isinstance(value, list):
         for v in value:
-            yield from _metadata_strings(v, key)
-
-
-def _key_kind(key: str | None) -> str | None:
-    if key is None:
-        return None
-    k = re.sub(r"[\s_-]", "", key.lower())
-    if k in _HOST_KEYS or k.endswith("hostname"):
-        return "host"
-    if k in _USER_KEYS or k.endswith("user") or k.endswith("username"):
-        return "user"
-    return None
+            yield from _metadata_strings(v, key if isinstance(v, str) else None)
 
 
 @dataclass
@@ -138,7 +117,8 @@ class Inventory:
     work_names: set[str]
     strings: list[str]  # every string to decide, names first
     event_names: set[str]  # strings written as the `name` of an event (or of a process, a thread)
-    metadata: dict[str, set[str]]  # top-level key -> its strings
+    metadata: dict[str, set[str]]  # key (or top-level key, for keys themselves) -> the metadata strings it holds
+    keyed: list[tuple[str, str, str]]  # (string, role, key) of metadata values whose key names a secret
 
 
 def inventory(trace: Trace, workspace: str | None) -> Inventory:
@@ -160,15 +140,21 @@ def inventory(trace: Trace, workspace: str | None) -> Inventory:
     hosts: set[str] = set()
     metadata: dict[str, set[str]] = {}
     meta_strings: list[str] = []
+    keyed: list[tuple[str, str, str]] = []
     for top, value in trace.metadata.items():
+        meta_strings.append(str(top))
         for key, s in _metadata_strings(value, str(top)):
-            metadata.setdefault(str(top), set()).add(s)
+            metadata.setdefault(key or str(top), set()).add(s)
             meta_strings.append(s)
-            kind = _key_kind(key)
-            if kind and s.strip().lower() not in _GENERIC_VALUES and len(s.strip()) >= 2:
-                (users if kind == "user" else hosts).add(s.strip())
+            role = key_role(key) if key is not None else None
+            if role is None:
+                continue
+            keyed.append((s, role, key))
+            if names_everywhere(role, key) and keyed_value(role, key, s) and s.strip().lower() not in _GENERIC_VALUES:
+                (users if role == USER else hosts).add(fold(s.strip())[0])  # as the detectors read it
     # the user of a home path (`/home/<user>/`) in a frame, a call stack or the metadata
     for s in [*name_strings, *meta_strings]:
+        s = fold(s)[0]
         if "home" in s or "Users" in s or "users" in s:
             for m in re.finditer(r"(?:^|[\\/])(?:home|Users|users|homes)[\\/]([^\\/\s:;()<>|\"'`]+)", s):
                 user = m.group(1)
@@ -176,7 +162,7 @@ def inventory(trace: Trace, workspace: str | None) -> Inventory:
                     users.add(user)
     extra = [*trace.process_names.values(), *trace.thread_names.values()]
     return Inventory(Known(frozenset(users), frozenset(hosts), workspace), labels, work,
-                     [*name_strings, *extra, *meta_strings], event_names | set(extra), metadata)
+                     [*name_strings, *extra, *meta_strings], event_names | set(extra), metadata, keyed)
 
 
 def trace_redactor(trace: Trace, workspace: str | None) -> tuple[Redactor, Inventory]:
@@ -186,80 +172,51 @@ def trace_redactor(trace: Trace, workspace: str | None) -> tuple[Redactor, Inven
     redactor = Redactor(inv.known, labels=inv.labels, work_names=inv.work_names)
     for s in inv.strings:
         redactor.redact(s)
+    for s, role, key in inv.keyed:
+        redactor.redact_keyed(s, role, key)
     return redactor, inv
 
 
 # ---------------------------------------------------------------- the passes
 
-def _encodings(text: str) -> list[bytes]:
-    """How a JSON writer may have written `text` inside quotes."""
-    forms = {orjson.dumps(text)[1:-1], json.dumps(text)[1:-1].encode()}
-    for form in list(forms):
-        if b"/" in form:
-            forms.add(form.replace(b"/", b"\\/"))
-    return sorted(forms)
-
-
-def _literal_ok(lit: bytes) -> bool:
-    """A literal can only trigger inside strings if it holds a byte JSON allows nowhere else."""
-    return len(lit) >= 2 and any(b not in _STRUCTURAL for b in lit)
-
-
 class _Plan:
-    """The triggers of pass 2 and the decision for each raw string it meets."""
+    """The decisions of the text pass (`stream.Decisions`): the redactor's, by raw string."""
 
-    def __init__(self, redactor: Redactor, inv: Inventory, expected: set[str]):
+    def __init__(self, redactor: Redactor):
         self.redactor = redactor
-        self.decided: dict[bytes, bytes | None] = {}
-        self.text_of: dict[bytes, str] = {}
-        patterns = list(FIXED_TRIGGERS)
-        name_literals: set[bytes] = set()
-        other_literals: set[bytes] = set()
-        by_name = False
-        for s in sorted(expected):
-            if any(p.search(form) for p in FIXED_TRIGGERS for form in _encodings(s)):
-                continue
-            is_name = s in inv.event_names
-            lits = [lit for h in redactor.hits(s) for lit in _encodings(h.value)]
-            if lits and all(_literal_ok(lit) for lit in lits):
-                (name_literals if is_name else other_literals).update(lits)
-            elif is_name:
-                by_name = True
-            else:
-                other_literals.update(lit for lit in _encodings(s) if _literal_ok(lit))
-        if len(name_literals | other_literals) > MAX_LITERALS:
-            by_name = True  # one look at every event name costs less than this many searches
-            literals = other_literals
-        else:
-            literals = name_literals | other_literals
-        for lit in sorted(literals, key=lambda b: (-len(b), b)):
-            patterns.append(re.compile(re.escape(lit)))
-        self.patterns = patterns
-        self.by_name = by_name
+        self.text_of: dict[bytes, str] = {}  # each raw string replaced, decoded
+        self.written: dict[bytes, str] = {}  # ... and what it became (its key's decision, where it has one)
+        self._keys: dict[bytes, str] = {}
 
-    def triggers(self, buf: bytes | bytearray) -> Iterator[int]:
-        for p in self.patterns:
-            for m in p.finditer(buf):
-                yield m.start()
-        if self.by_name:
-            for m in _NAME_VALUE.finditer(buf):
-                yield m.end()
-
-    def decide(self, raw: bytes) -> bytes | None:
+    def _text(self, raw: bytes) -> str:
         try:
-            return self.decided[raw]
-        except KeyError:
-            pass
-        try:
-            text = orjson.loads(b'"' + raw + b'"')
+            return orjson.loads(b'"' + raw + b'"')
         except orjson.JSONDecodeError:
             raise NotATraceError("invalid JSON string in the trace") from None
-        new = self.redactor.redact(text)
-        out = None if new is None else orjson.dumps(new)[1:-1]
-        self.decided[raw] = out
-        if out is not None:
-            self.text_of[raw] = text
-        return out
+
+    def _raw(self, raw: bytes, text: str, new: str | None) -> bytes | None:
+        if new is None:
+            return None
+        self.text_of[raw] = text
+        self.written[raw] = new
+        return orjson.dumps(new)[1:-1]
+
+    def decide(self, raw: bytes) -> bytes | None:
+        text = self._text(raw)
+        return self._raw(raw, text, self.redactor.redact(text))
+
+    def key_role(self, raw: bytes) -> str | None:
+        if len(raw) > 64:
+            return None
+        key = self._text(raw)
+        role = key_role(key)
+        if role is not None:
+            self._keys[raw] = key
+        return role
+
+    def decide_keyed(self, raw: bytes, role: str, key: bytes) -> bytes | None:
+        text = self._text(raw)
+        return self._raw(raw, text, self.redactor.redact_keyed(text, role, self._keys[key]))
 
 
 def _mask(secret: Secret) -> str:
@@ -284,36 +241,65 @@ def _excerpt(new: str, placeholder: str, width: int = 100) -> str:
     return ("…" if start else "") + new[start:start + width] + ("…" if start + width < len(new) else "")
 
 
+@contextmanager
+def _regular_file(path: Path) -> Iterator[Path]:
+    """The trace as a regular file: itself, or, for a pipe, a FIFO or `/dev/stdin` (its bytes come
+    once, and redaction reads them twice), a temporary copy that is removed afterwards."""
+    try:
+        regular = stat.S_ISREG(os.stat(path).st_mode)
+    except PermissionError:
+        raise UsageError(f"cannot open {path}: permission denied") from None
+    except OSError as e:
+        raise UsageError(f"cannot open {path}: {e.strerror or e}") from None
+    if regular:
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="stepscope-redact-") as folder:
+        copy = Path(folder) / "trace.json"
+        try:
+            with open(path, "rb") as src, open(copy, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+        except OSError as e:
+            raise UsageError(f"cannot read {path}: {e.strerror or e}") from None
+        yield copy
+
+
 def _run(path: Path, out: Path | None, workspace: str | None) -> Result:
     path = Path(path)
-    trace = read_trace(path)
-    if workspace is None:
+    with _regular_file(path) as readable:
+        # a pipe keeps the name it was given (resolved, /dev/stdin is /proc/<pid>/fd/pipe:[...])
+        regular = readable == path
+        return _run_file(path.resolve() if regular else path.absolute(), readable, regular, out, workspace)
+
+
+def _run_file(path: Path, readable: Path, regular: bool, out: Path | None, workspace: str | None) -> Result:
+    trace = read_trace(readable)
+    if workspace is None and regular:
         workspace = workspace_of(path)
     if workspace is not None:
         workspace = workspace.rstrip("/\\") or workspace
     redactor, inv = trace_redactor(trace, workspace)
     del trace  # the columns are not needed past this point
     expected = {s for s in inv.strings if redactor.redact(s) is not None}
-    plan = _Plan(redactor, inv, expected)
+    expected |= {s for s, role, key in inv.keyed if redactor.redact_keyed(s, role, key) is not None}
+    plan = _Plan(redactor)
     output = None
     if out is not None:
         output = stream.Output(out, compress=out.name.endswith(".gz"))
     try:
-        scan = stream.rewrite(stream.json_chunks(path), plan.triggers, plan.decide,
-                              output.write if output is not None else None)
-        met = {plan.text_of[raw] for raw in scan.counts}
-        missing = expected - met
+        scan = stream.rewrite(stream.json_chunks(readable), plan, output.write if output is not None else None)
+        missing = expected - {plan.text_of[raw] for raw in scan.counts}
         if missing:
             raise StepscopeError(
-                f"{path}: {len(missing)} string(s) to redact were not found in the JSON text as the reader "
-                f"decoded them (unusual escapes); nothing was written")
+                f"{path}: {len(missing)} string(s) found to redact when the trace was read were not met again in "
+                f"its JSON text; nothing was written")
         if output is not None:
             output.commit()
             output = None
     finally:
         if output is not None:
             output.discard()
-    return Result(path.resolve(), out.resolve() if out is not None else None, workspace,
+    return Result(path, out.resolve() if out is not None else None, workspace,
                   _findings(redactor, plan, scan, inv), scan.json_bytes)
 
 
@@ -332,7 +318,7 @@ def _findings(redactor: Redactor, plan: _Plan, scan: stream.Scan, inv: Inventory
         text = plan.text_of[first_raw]
         if occ.key is not None and text in inv.metadata.get(occ.key, ()) and text not in inv.event_names:
             event = None  # a metadata value (written before or after the events)
-        new = redactor.redact(text) or text
+        new = plan.written[first_raw]  # as written: a value under its key is replaced whole
         found.append(Found(secret.kind, secret.placeholder, secret.what, _mask(secret), len(secret.strings),
                            sum(scan.counts[r] for r in raws), event, occ.key, occ.offset,
                            _excerpt(new, secret.placeholder)))
@@ -349,10 +335,13 @@ def redact_trace(path: Path, out: Path, *, workspace: str | None = None) -> Resu
     """Write the redacted copy of `path` to `out` (a new file: exit 5 if it exists; `.gz`:
     gzip). Raises StepscopeError with a one-line reason; nothing is left behind on failure."""
     out = Path(out)
-    if out.exists() or out.is_symlink():
-        raise StepscopeError(f"refusing to overwrite {out}", 5)
-    if not out.parent.is_dir():
-        raise UsageError(f"no such folder for the output: {out.parent}")
+    try:
+        if out.exists() or out.is_symlink():
+            raise StepscopeError(f"refusing to overwrite {out}", 5)
+        if not out.parent.is_dir():
+            raise UsageError(f"no such folder for the output: {out.parent}")
+    except PermissionError:
+        raise UsageError(f"cannot write in {out.parent}: permission denied") from None
     return _run(Path(path), out, workspace)
 
 

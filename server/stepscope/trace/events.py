@@ -9,7 +9,9 @@ object, which is most of what makes this faster than decoding every event into a
 Invariants:
 - Field types are exact in every returned `Event`: `ph`/`cat`/`name` are `str` or None, `pid`/`tid`
   are `int` or `str`, `ts`/`dur` are `float` or None, integer args are `int` with -1 for absent,
-  input shapes are raw JSON text (`NO_JSON` when absent).
+  input shapes are raw JSON text (`NO_JSON` when absent). A `dur` that is there but is no number
+  ("NaN", "abc", true, a list) is `UNREADABLE` (a NaN no JSON number gives), so the reader can say
+  which events it read as 0 µs instead of reading them as absent.
 - Events whose values do not fit those types (a string timestamp, an id written as a float, a
   non-object in the array, ...) are still read: the slice is decoded again generically and each
   event coerced the way the reader always has (digit strings to ints, hex ids, non-numbers to
@@ -93,6 +95,8 @@ def decode_events(body: bytes | bytearray | memoryview) -> list[Event]:
 
 
 NOT_AN_OBJECT = "?"  # the `ph` given to array items that are not objects (counted as skipped)
+#: the `dur` of an event whose `dur` is there but is no number: found by identity (`UNREADABLE in durs`)
+UNREADABLE = float("nan")
 
 
 def _coerce(item: Any) -> Event:
@@ -124,6 +128,8 @@ def _coerce(item: Any) -> Event:
             device_id=as_int(raw_args.get("Device Id")),
         )
     event_id = item.get("id")
+    raw_dur = item.get("dur")
+    dur = as_float(raw_dur)
     return Event(
         ph=ph if ph is None or isinstance(ph, str) else str(ph),
         cat=cat if cat is None or isinstance(cat, str) else None,
@@ -131,7 +137,7 @@ def _coerce(item: Any) -> Event:
         pid=norm_id(item.get("pid")),
         tid=norm_id(item.get("tid")),
         ts=as_float(item.get("ts")),
-        dur=as_float(item.get("dur")),
+        dur=UNREADABLE if dur is None and raw_dur is not None else dur,
         id=None if event_id is None else as_int(event_id),
         args=args,
     )

@@ -12,7 +12,15 @@ Invariants:
   value beyond int64 (Kineto writes ids as uint64) is absent too, and counted (`ids_out_of_range`).
 - Times are within ±MAX_TIME_US: a complete event whose `ts` or `dur` lies beyond it is left out
   and counted (`times_out_of_range`); a negative duration is read as 0 and counted
-  (`negative_durations`), so a row's end is never before its start and never overflows.
+  (`negative_durations`), so a row's end is never before its start and never overflows. A `dur`
+  that is there but no number ("NaN", "abc", true) is read as 0, counted and its first events named
+  (`unreadable_durations`, `unreadable_examples`).
+- Every row lies within IMPLAUSIBLE_US (a day) of the trace's median start, start and end: a row
+  beyond it (ts and dur swapped, a corrupted time: no profile spans a day) is left out after the
+  read, counted and its first events named (`implausible_times`, `implausible_examples`;
+  `drop_implausible`), so one bad event cannot stretch a window or a figure by years.
+- A document with a second `traceEvents` key has only its first array read; `later_event_array`
+  holds how many events the other one had (None when there is none).
 - Only the forward/backward flows (`fwdbwd`) are kept as flow links; launch flows (`ac2g`) are
   redundant with correlation ids.
 - Optional per-op detail is interned like names: `stack` (the 1.9-era `Call stack` arg, as written)
@@ -39,6 +47,13 @@ except ImportError:
 #: The largest |ts| and dur kept, in µs: 2**53, where a double stops holding every whole microsecond
 #: (the year 2255 since the epoch). Beyond it a value is no time a profiler writes.
 MAX_TIME_US = float(2**53)
+
+#: An event that starts or ends further than this from the trace's median start is no event of the
+#: recorded window (one day: no profile lasts that long; a `ts` and `dur` swapped put an event ~50
+#: years away from the others).
+IMPLAUSIBLE_US = 86_400e6
+#: how many events a note names for each kind of event the reader left out or changed
+NAMED_EVENTS = 3
 
 #: The per-row columns of a `Trace`, in the order the column scanner (_columns.c) commits them.
 ROW_COLUMNS = ("kind", "name", "track", "ts", "dur", "correlation", "external_id", "sequence", "nbytes", "stack",
@@ -173,6 +188,16 @@ class Trace:
     negative_durations: int = 0
     #: integer ids and counts beyond int64 (correlation, External id, Sequence number, bytes, ...), read as absent
     ids_out_of_range: int = 0
+    #: operators whose `Input Dims` were nested too deep to be shapes (hundreds of levels): read as absent
+    shapes_too_deep: int = 0
+    #: complete events whose `dur` is there but no number, read as 0; the first ones as (name, ts)
+    unreadable_durations: int = 0
+    unreadable_examples: list[tuple[str, float]] = field(default_factory=list)
+    #: complete events left out for a time more than IMPLAUSIBLE_US from the others; the first as (name, ts, dur)
+    implausible_times: int = 0
+    implausible_examples: list[tuple[str, float, float]] = field(default_factory=list)
+    #: the events of a second `traceEvents` array of the document (not read); None without one
+    later_event_array: int | None = None
     size_bytes: int = 0  # bytes of JSON read (after decompression)
     _rows_by_kind: tuple | None = field(default=None, repr=False, compare=False)  # (rows, {kind: rows})
 
@@ -274,3 +299,39 @@ def rows_by_kind_reference(kinds: array) -> dict[int, array]:
         lists[k] = array("i", by_kind[start : start + count])
         start += count
     return lists
+
+
+def name_events(named: list, events) -> None:
+    """Add to `named` the first of `events` until it names NAMED_EVENTS (what a note shows of them)."""
+    for event in events:
+        if len(named) >= NAMED_EVENTS:
+            return
+        named.append(event)
+
+
+def drop_implausible(trace: Trace) -> None:
+    """Leave out the rows that start or end more than IMPLAUSIBLE_US from the trace's median start
+    (in place: the row columns are rebuilt without them), counting them and naming the first few.
+    A trace whose events all lie within a day of each other (every real one) costs two passes over
+    its columns."""
+    n = len(trace)
+    if n == 0:
+        return
+    ts, dur = trace.ts, trace.dur
+    lowest, highest = min(ts), max(ts) + max(dur)
+    if highest - lowest <= IMPLAUSIBLE_US:
+        return
+    starts = sorted(ts)
+    middle = starts[n // 2]
+    lo, hi = middle - IMPLAUSIBLE_US, middle + IMPLAUSIBLE_US
+    keep = [lo <= t and t + d <= hi for t, d in zip(ts, dur)]
+    dropped = keep.count(False)
+    if not dropped:
+        return
+    trace.implausible_times += dropped
+    name_events(trace.implausible_examples,
+                ((trace.names[trace.name[r]], ts[r], dur[r]) for r in compress(range(n), (not k for k in keep))))
+    for column in ROW_COLUMNS:
+        values = getattr(trace, column)
+        setattr(trace, column, array(values.typecode, compress(values, keep)))
+    trace._rows_by_kind = None

@@ -58,9 +58,9 @@ from .. import forking
 from ..errors import (EmptyTrace, InvalidTraceJSON, NotAProfilerTrace, NotATraceError, NotJSON, ResourceError,
                       TraceTooLarge, TruncatedTrace, UsageError)
 from ..textsafe import printable
-from .events import Args, Event, InvalidJSON, as_int, decode_events, decode_string, norm_id
+from .events import UNREADABLE, Args, Event, InvalidJSON, as_int, decode_events, decode_string, norm_id
 from .jsonwalk import Walk, describe, ends_where, walk
-from .model import MAX_TIME_US, ROW_COLUMNS, Kind, Trace, category_kind
+from .model import MAX_TIME_US, ROW_COLUMNS, Kind, Trace, category_kind, drop_implausible, name_events
 
 try:  # the compiled column scanner (_columns.c); without it, the same rows come from _Builder.add
     from ._columns import ColumnScanner
@@ -283,6 +283,7 @@ class _Slices:
         self.trusted_cuts = trusted_cuts
         self.metadata: dict[str, Any] = {}
         self.header: bytes | None = None  # the document's text before `"traceEvents": [`; None for a bare array
+        self.later_events: int | None = None  # events of a later `traceEvents` key of the document (not read)
         self.header_at = 0  # its position in the text
         self._rejected: bytes | None = None
 
@@ -489,7 +490,9 @@ class _Slices:
             return None
         if not isinstance(doc, dict):
             return None
-        doc.pop("traceEvents", None)
+        later = doc.pop("traceEvents", None)
+        if later != []:  # the document names traceEvents again after the array read: that one is not read
+            self.later_events = len(later) if isinstance(later, list) else 0
         return doc
 
     def _raise_invalid(self, w: Walk, text: bytes, at: int, where: str | None = None) -> None:
@@ -566,10 +569,30 @@ class _Interner:
         raw = dims_text + b"\0" + types_text
         sid = self.detail_ids.get(raw)
         if sid is None:
-            # the decoder accepted this text, so it is valid JSON
-            pair = [orjson.loads(dims_text), orjson.loads(types_text) if types_text else None]
-            sid = self.detail_ids[raw] = self.name(orjson.dumps(pair).decode())
+            # the decoder accepted this text, so it is valid JSON; nested past orjson's depth (no
+            # shape is), it is no shape: `TOO_DEEP`, which the read makes absent (and counts)
+            try:
+                pair = [orjson.loads(dims_text), orjson.loads(types_text) if types_text else None]
+                text = orjson.dumps(pair).decode()
+            except (orjson.JSONDecodeError, orjson.JSONEncodeError, TypeError):
+                text = TOO_DEEP
+            sid = self.detail_ids[raw] = self.name(text)
         return sid
+
+
+#: the name an op's input shapes get when nested too deep to be shapes (a NUL: never a JSON text);
+#: once the trace is read, such ops have no shapes and are counted (`Trace.shapes_too_deep`)
+TOO_DEEP = "\0shapes nested too deep"
+
+
+def _drop_too_deep_shapes(trace: Trace, sid: int | None) -> None:
+    if sid is None:
+        return
+    shapes = trace.shapes
+    rows = [i for i, v in enumerate(shapes) if v == sid]
+    for i in rows:
+        shapes[i] = -1
+    trace.shapes_too_deep = len(rows)
 
 
 class _Builder:
@@ -703,6 +726,8 @@ class _Builder:
         t.times_out_of_range += part.times_out_of_range
         t.negative_durations += part.negative_durations
         t.ids_out_of_range += part.ids_out_of_range
+        t.unreadable_durations += part.unreadable_durations
+        name_events(t.unreadable_examples, part.unreadable_examples)
         self.check_limits()
 
     def add(self, events: list[Event]) -> None:
@@ -722,6 +747,12 @@ class _Builder:
     def _add_complete(self, complete: list[Event]) -> None:
         t = self.t
         durs = list(map(_DUR, complete))
+        if UNREADABLE in durs:  # a `dur` that is no number: read as 0 µs, counted and named (found by identity)
+            bad = [k for k, d in enumerate(durs) if d is UNREADABLE]
+            t.unreadable_durations += len(bad)
+            name_events(t.unreadable_examples, ((complete[k].name, complete[k].ts) for k in bad))
+            for k in bad:
+                durs[k] = 0.0
         known_durs = durs if None not in durs else [d for d in durs if d is not None]
         times = list(map(_TS, complete))
         if max(times) > MAX_TIME_US or min(times) < -MAX_TIME_US or max(known_durs, default=0.0) > MAX_TIME_US:
@@ -1048,8 +1079,14 @@ def _read(path: Path, n_workers: int, *, regular: bool) -> Trace:
             # process cuts in place, and says what is wrong if anything is
             raise _SliceFailed() from None
     builder.finish()
+    _drop_too_deep_shapes(trace, builder.name_ids.get(TOO_DEEP))
     trace.metadata.update(slices.metadata)
+    trace.later_event_array = slices.later_events
     trace.size_bytes = stream.total
     if len(trace) == 0:
         raise EmptyTrace(path, "the trace holds no events (empty window)")
+    drop_implausible(trace)
+    if len(trace) == 0:
+        raise EmptyTrace(path, f"the trace holds no event of plausible time ({trace.implausible_times} left out: "
+                               "they lie more than a day from each other)")
     return trace
