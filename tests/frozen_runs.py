@@ -1,6 +1,7 @@
 """Run folders frozen into tests/data, and loaded back: the one way the committed runs are made and read.
 
-A frozen run keeps `trace.json.gz`, `files.json` and `scenario.json` with no path of the machine that
+A frozen run keeps `trace.json.gz`, `files.json` and `scenario.json` (and `timings.json`, the steps
+timed without the profiler after the window, where the run has them) with no path of the machine that
 recorded it: the workspace root becomes "." (the repository, or `sources` in it) and the recording
 interpreter its bare name. `load` copies one into a temporary folder with "." made this repository
 again, so the lines a trace names resolve to the programs committed here.
@@ -46,6 +47,8 @@ def freeze(run: Path, dest: Path, *, max_bytes: int, sources: str | None = None)
         if str(program.get("python", "")).startswith("/"):  # the recording machine's interpreter: not kept
             program["python"] = Path(program["python"]).name
         (dest / "scenario.json").write_text(json.dumps(scenario, indent=1) + "\n")
+    if (run / "timings.json").is_file():  # figures only: the real step the findings compare with
+        shutil.copyfile(run / "timings.json", dest / "timings.json")
     size = (dest / "trace.json.gz").stat().st_size
     if size > max_bytes:
         raise SystemExit(f"{dest}: trace is {size} bytes compressed, over {max_bytes}: shrink the run")

@@ -2,14 +2,16 @@
 working tree, on every trace given, compared as JSON (ignoring only the keys the report model adds:
 `schema_version`, `files`, `file_id`) and as the text the CLI prints (byte for byte).
 
-usage: python tools/compare_reports.py [--base REF] [PATH ...]
+usage: python tools/compare_reports.py [--base REF] [--ignore-key KEY ...] [PATH ...]
 
 REF (default `main`) is exported with `git archive` into a temporary folder and its compiled
 modules are built there, so both sides run their own code with this interpreter. PATH is a trace,
 a run folder, or a folder searched for traces (every `*.json` / `*.json.gz`, plus each folder of
 per-rank traces as one input); by default ../shared/traces/public, ../shared/traces/public2 (when
 present) and tests/data/traces. A trace that both sides refuse with the same one-line reason counts
-as the same. Prints one line per input and a total; exit 1 when any input differs.
+as the same. `--ignore-key KEY` leaves a key out of the JSON on both sides, wherever it is (`evidence`:
+a change to the findings that adds facts to the evidence then shows where the findings themselves,
+or anything else, changed). Prints one line per input and a total; exit 1 when any input differs.
 """
 
 from __future__ import annotations
@@ -65,11 +67,11 @@ def analyze(server: Path, path: Path, *, as_json: bool) -> tuple[int, bytes, str
     return done.returncode, done.stdout, done.stderr.decode(errors="replace").strip()
 
 
-def without_added(value):
+def without_added(value, ignored: frozenset[str] = frozenset()):
     if isinstance(value, dict):
-        return {k: without_added(v) for k, v in value.items() if k not in ADDED_KEYS}
+        return {k: without_added(v, ignored) for k, v in value.items() if k not in ADDED_KEYS | ignored}
     if isinstance(value, list):
-        return [without_added(v) for v in value]
+        return [without_added(v, ignored) for v in value]
     return value
 
 
@@ -91,7 +93,7 @@ def first_difference(a, b, where: str = "$") -> str:
     return f"{where}: {a!r:.80} against {b!r:.80}"
 
 
-def compare(base: Path, here: Path, path: Path) -> tuple[bool, str]:
+def compare(base: Path, here: Path, path: Path, ignored: frozenset[str] = frozenset()) -> tuple[bool, str]:
     code_a, out_a, err_a = analyze(base, path, as_json=True)
     code_b, out_b, err_b = analyze(here, path, as_json=True)
     if code_a != 0 or code_b != 0:
@@ -99,7 +101,7 @@ def compare(base: Path, here: Path, path: Path) -> tuple[bool, str]:
         return same, f"refused by both (exit {code_a}: {err_a[-100:]})" if same else \
             f"exit {code_a} against {code_b}: {err_a[-100:]!r} / {err_b[-100:]!r}"
     # the base may predate the keys the report model added: they are left out on both sides
-    a, b = without_added(json.loads(out_a)), without_added(json.loads(out_b))
+    a, b = without_added(json.loads(out_a), ignored), without_added(json.loads(out_b), ignored)
     if a != b or list(a) != list(b):
         return False, "JSON differs at " + first_difference(a, b)
     text_a, text_b = analyze(base, path, as_json=False)[1], analyze(here, path, as_json=False)[1]
@@ -107,12 +109,15 @@ def compare(base: Path, here: Path, path: Path) -> tuple[bool, str]:
         line = next(i for i, (x, y) in enumerate(zip(text_a.splitlines() + [b""], text_b.splitlines() + [b""]))
                     if x != y)
         return False, f"text differs at line {line + 1}"
-    return True, "same JSON (but the added keys) and the same text"
+    return True, "same JSON (but the added keys" + (f" and {', '.join(sorted(ignored))}" if ignored else "") + \
+        ") and the same text"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", default="main", help="git revision to compare with (default: main)")
+    parser.add_argument("--ignore-key", action="append", default=[], metavar="KEY",
+                        help="leave this key out of both JSON reports, wherever it is (repeat for several)")
     parser.add_argument("paths", nargs="*", type=Path)
     args = parser.parse_args(argv)
     roots = args.paths or [p for p in DEFAULT_INPUTS if p.exists()]
@@ -124,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="stepscope-base-") as tmp:
         base = export(args.base, Path(tmp))
         for path in inputs:
-            same, said = compare(base, REPO / "server", path)
+            same, said = compare(base, REPO / "server", path, frozenset(args.ignore_key))
             differ += not same
             print(f"{'same' if same else 'DIFFERENT':<9} {path}: {said}", flush=True)
     print(f"{len(inputs) - differ} of {len(inputs)} inputs give the same report with {args.base} and this tree "

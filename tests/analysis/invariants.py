@@ -12,6 +12,8 @@ report whose figures agree with each other:
 - per-step counts are per the steps used: evidence counted over n steps says so (`steps` ≤ n), and a
   finding that names "N of M active steps" has M = the report's steps;
 - GPU figures are null, never 0, where GPU events were not observed;
+- a region's own time ≤ its wall time; the step's time split by whose code runs (`time_split`) adds
+  up to the mean step (or the window), no part above it, and the text's shares of it stay ≤ 100%;
 - one answer for the rank the others wait for: the rank table's mark, `slowest_rank` and the
   rank-imbalance finding agree;
 - the profiler's distortion has one definition, ms/step's: the unprofiled ms/step is the median of
@@ -75,6 +77,9 @@ def violations(report: dict, *, lines_on_one_thread: bool | None = None) -> list
     for region in report.get("regions") or []:
         if region["wall_ms"] > basis + ROUND:
             out.append(f"region {region['label']!r}: wall {region['wall_ms']} > the {basis} ms mean step")
+        if region.get("own_ms") is not None and region["own_ms"] > region["wall_ms"] + ROUND:
+            out.append(f"region {region['label']!r}: own {region['own_ms']} > wall {region['wall_ms']}")
+    out.extend(_time_split(report, basis))
     lines = report.get("lines") or []
     if lines_on_one_thread is None:
         lines_on_one_thread = all(line["precision"] == "exact" for line in lines)
@@ -90,12 +95,15 @@ def violations(report: dict, *, lines_on_one_thread: bool | None = None) -> list
         share = (finding.get("figures") or {}).get("share")
         if isinstance(share, (int, float)) and share > 1 + ROUND:
             out.append(f"[{kind}] share {share} > 1")
-        if kind == "dominant-op" and finding.get("file"):  # its time at its line fits in that line
+        if kind == "dominant-op" and finding.get("file"):
+            # its time at its line fits in that line: its wall, and the backward it records (backward
+            # work is the forward line's, in its backward_ms)
             line = next((x for x in report.get("lines") or []
                          if (x["file"], x["line"]) == (finding["file"], finding["line"])), None)
             own = (finding.get("figures") or {}).get("self_ms") or 0.0
-            if line is not None and own > line["wall_ms"] + ROUND:
-                out.append(f"[dominant-op] {own} ms of self time on a line whose wall is {line['wall_ms']} ms")
+            if line is not None and own > line["wall_ms"] + (line.get("backward_ms") or 0.0) + ROUND:
+                out.append(f"[dominant-op] {own} ms of self time on a line whose wall is {line['wall_ms']} ms "
+                           f"(and its backward {line.get('backward_ms')} ms)")
         for seen, of in OF_STEPS.findall(finding["observation"]):
             if int(of) != n or int(seen) > n:
                 out.append(f"[{kind}] says {seen} of {of} active steps; the report has {n}")
@@ -164,6 +172,25 @@ def _distortion(report: dict) -> list[str]:
             if p_ms != f"{profiled:.2f}" or u_ms != f"{unprofiled['ms_per_step']:.2f}":
                 out.append(f"[{finding['kind']}] says {p_ms} ms profiled and {u_ms} ms without; ms/step is "
                            f"{profiled}, unprofiled {unprofiled['ms_per_step']}")
+    return out
+
+
+def _time_split(report: dict, basis: float) -> list[str]:
+    split = report.get("time_split")
+    if not split:
+        return []
+    out = []
+    parts = split["parts"]
+    if abs(split["basis_ms"] - basis) > ROUND * 2:
+        out.append(f"time_split's basis {split['basis_ms']} is not the {basis} ms the shares are of")
+    total = sum(p["ms"] for p in parts)
+    if abs(total - split["basis_ms"]) > ROUND * (len(parts) + 2):
+        out.append(f"time_split's parts add up to {total} ms, not its basis {split['basis_ms']} ms")
+    out.extend(f"time_split part {p['role']!r} of {p['ms']} ms > its basis" for p in parts
+               if p["ms"] > split["basis_ms"] + ROUND)
+    for name, _, share in present.time_split_rows(report):
+        if share is not None and share > 1 + ROUND:
+            out.append(f"time_split says {name!r} is {share:.0%} of the step")
     return out
 
 

@@ -12,6 +12,7 @@ Completions 4200, 6500, 7000; the first step runs from its first launch (100): 4
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import jsonschema
@@ -136,3 +137,28 @@ def test_a_gpu_marker_drawn_on_two_streams_spans_both(tmp_path: Path) -> None:
     report = analyze([s.write(tmp_path / "t.json")])
     # step 1 runs over both streams' spans, 200 .. 1500; step 2 from there to 2000
     assert [x["ms"] for x in report["steps"]] == [1.3, 0.5]
+
+
+def test_a_step_whose_gpu_work_ends_before_the_previous_ones_gets_no_negative_time(tmp_path: Path) -> None:
+    """Step 1's marker is short, but work it launched on stream 8 runs on to 5000 µs; step 2's own work
+    ends at 3000, before that. Completions are monotonic, so step 2 lasts 0 ms (it completed with step 1,
+    and a note says so), never -2 ms, and step 3 runs from 5000 to 6000, not from 3000."""
+    from tests.conftest import run_stepscope
+
+    s = Synth()
+    s.launch(100, 300, 700)  # step 1's own work on stream 7
+    s.launch(150, 350, 4650, stream=8)  # ... and a long kernel on stream 8, to 5000
+    s.launch(1150, 1200, 1800)  # step 2's: ends at 3000
+    s.launch(3100, 3200, 2800)  # step 3's: ends at 6000
+    s.gpu_step(1, 300, 700)
+    s.gpu_step(2, 1200, 1800)
+    s.gpu_step(3, 3200, 2800)
+    trace = s.write(tmp_path / "trace.json")
+    r = run_stepscope("analyze", str(trace), "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    steps = [step["ms"] for step in report["steps"]]
+    assert all(ms >= 0 for ms in steps), steps
+    assert steps == [4.9, 0.0, 1.0]
+    assert any(n.startswith("1 step(s) completed no later than the step before them") and "ProfilerStep#2" in n
+               for n in report["notes"])

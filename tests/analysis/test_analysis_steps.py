@@ -167,6 +167,9 @@ def test_a_step_never_completes_before_the_step_before_it(tmp_path: Path) -> Non
     assert [x["ms"] for x in report["steps"]] == [5.0, 0.0, 0.1]
     assert report["ms_per_step"] == 0.1
     assert sum(x["ms"] for x in report["steps"]) == pytest.approx(5.1)  # the steps tile the window
+    # a real iteration, done in the shadow of the one before: a step of 0 ms, said
+    assert ("1 step(s) completed no later than the step before them (everything they ran had ended by then) "
+            "and count as 0 ms: ProfilerStep#2") in report["notes"]
 
 
 def test_gpu_work_launched_between_two_steps_belongs_to_neither(tmp_path: Path) -> None:

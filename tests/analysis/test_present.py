@@ -189,18 +189,36 @@ def test_every_flag_a_finding_names_has_the_editor_s_words(gpu_report: dict) -> 
         "compare the two from a terminal with `stepscope measure --against` (several timed passes)")
 
 
-def test_two_runs_side_by_side_line_by_line() -> None:
+def test_two_runs_side_by_side_statement_by_statement() -> None:
+    """Line 12 of A moved to line 14 in B (two lines inserted above it); A's line 13 changed into B's 15;
+    B's 22 (A's 20) was timed in B only. Matched by code: 12 beside 14, never beside what line 12 holds now."""
+    from stepscope.analysis.run_compare import RunLines, compare_statements
+
+    before = "import torch\n" + "\n" * 10 + "loss = model(x)\nold = step()\n" + "\n" * 6 + "opt.step()\n"
+    after = before.replace("import torch\n", "import torch\n# a\n# b\n").replace("old = step()", "new = step()")
     a = {"ms_per_step": 50.0, "machine": MACHINE, "steps": [{}] * 5,
          "lines": [{**LINE, "wall_ms": 10.0}, {**LINE, "line": 13, "wall_ms": 4.0}]}
     b = {"ms_per_step": 40.0, "machine": MACHINE, "steps": [{}] * 5,
-         "lines": [{**LINE, "wall_ms": 5.0}, {**LINE, "line": 20, "wall_ms": 1.0}]}
-    text = present.compare_runs(("A1", a), ("B2", b), "/ws")
+         "lines": [{**LINE, "line": 14, "wall_ms": 5.0}, {**LINE, "line": 15, "wall_ms": 2.0},
+                   {**LINE, "line": 22, "wall_ms": 1.0}]}
+    doc = compare_statements(RunLines("A1", a, {"train.py": before}, "/ws"), RunLines("B2", b, {"train.py": after}, "/ws"))
+    text = present.compare_runs(doc, "/ws")
     assert "| ms/step | 50.000 | 40.000 |" in text
-    assert "| `train.py:12` | 10.000 | 5.000 | -5.000 | 0.50× |" in text
-    assert "| `train.py:13` | 4.000 | – | – | – |" in text and "| `train.py:20` | – | 1.000 | – | – |" in text
+    assert "| `loss = model(x)` | `train.py:12` | `train.py:14` | 10.000 | 5.000 | -5.000 | 0.50× |" in text
+    assert "| `opt.step()` | `train.py:20` | `train.py:22` | – | 1.000 | – | – |" in text  # A did not time it
+    only_a, only_b = text.split("Only in A's code")[1].split("Only in B's code")
+    assert "| `old = step()` | `train.py:13` | 4.000 |" in only_a and "| `new = step()` | `train.py:15` | 2.000 |" in only_b
     assert "different machines" not in text
+    cli = present.compare_runs_text(doc, "/ws")
+    assert "train.py:12                  train.py:14                     10.000     5.000    -5.000   0.50×  loss = model(x)" in cli
     other = {**b, "machine": {**MACHINE, "host": "gpu-9"}}
-    assert "different machines" in present.compare_runs(("A1", a), ("B2", other), "/ws")
+    assert "different machines" in present.compare_runs(
+        compare_statements(RunLines("A1", a, {"train.py": before}, "/ws"), RunLines("B2", other, {"train.py": after}, "/ws")),
+        "/ws")
+    # without A's text, lines are matched by number (line 12 beside line 12), and the comparison says so
+    blind = compare_statements(RunLines("A1", a, {"train.py": None}, "/ws"), RunLines("B2", b, {"train.py": after}, "/ws"))
+    assert {e["match"] for e in blind["lines"]} == {"number"}
+    assert "matched by number" in present.compare_runs(blind, "/ws")
 
 
 @pytest.mark.parametrize(("cli", "editor"), [

@@ -70,6 +70,17 @@ def test_labels_of_the_step_missing_from_the_trace_are_listed_and_found(tmp_path
     assert any("NVTX" in note and "not checked" in note for note in report["notes"])
 
 
+def test_a_label_torch_wrote_as_unknown_is_not_said_to_have_not_run(tmp_path: Path) -> None:
+    report = labelled_run(tmp_path, ["forward", "augment", "unknown"])  # helper_ran's region, named "unknown"
+    (f,) = [f for f in report["findings"] if f["kind"] == "missing-label"]
+    assert f["figures"]["label"] == "helper_ran"
+    assert "did not run" not in f["hypothesis"].split(" Or ")[0] and "may have run" in f["hypothesis"]
+    assert "'unknown' regions" in f["next_check"]
+    plain = labelled_run(tmp_path / "plain", ["forward", "augment"])
+    (g,) = [g for g in plain["findings"] if g["kind"] == "missing-label"]
+    assert g["hypothesis"].startswith("This code did not run during the window")
+
+
 def test_no_label_is_missing_when_the_trace_holds_them_all(tmp_path: Path) -> None:
     report = labelled_run(tmp_path, ["forward", "augment", "helper_ran"])
     assert report["missing_labels"] == [] and "missing-label" not in kinds(report)

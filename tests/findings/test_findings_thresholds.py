@@ -55,6 +55,13 @@ def syncs(*, ms: float = 1.0, steps: int = 4) -> dict:
                                       "gpu_idle_after_ms": None}})
 
 
+def host(ms: float, *, gpu: bool = True) -> dict:
+    # the host's own work, on a GPU run while the GPU idles (all of the step), on a CPU run in a training step
+    work = {"ms": ms, "gpu_idle_ms": STEP_MS if gpu else None, "records_autograd": True, "lines": [], "within": [],
+            "file": "/ws/train.py", "line": 9, "precision": "exact", "anchor_ms": ms}
+    return report(gpu=gpu, evidence={"host_work": work})
+
+
 def copies(steps: int) -> dict:
     group = {"factory": "aten::arange", "in_batch_read": False, "steps": steps, "bytes": 1024, "per_step": 1,
              "precision": "exact", "file": "/ws/train.py", "line": 7}
@@ -100,6 +107,7 @@ CASES: dict[str, tuple[str, str, Callable[[float], dict], float]] = {
     "input_gpu_idle_share": ("input-bound", AT_LEAST, lambda v: batch_read(v, gpu=True),
                              T.input_gpu_idle_share * STEP_MS),
     "input_cpu_share": ("input-bound", AT_LEAST, lambda v: batch_read(v, gpu=False), T.input_cpu_share * STEP_MS),
+    "host_bound_share": ("host-bound", AT_LEAST, host, T.host_bound_share * STEP_MS),
     # a copy in v of the 4 active steps
     "repeated_copy_step_share": ("repeated-copy", AT_LEAST, lambda v: copies(int(v)), T.repeated_copy_step_share * 4),
     "small_launches_min_kernels": ("small-launches", AT_LEAST, lambda v: kernels(count=int(v)),

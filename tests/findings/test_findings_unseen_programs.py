@@ -244,3 +244,37 @@ def test_a_batch_read_inside_the_function_the_loop_calls_is_input_bound_on_the_n
     prepared = _case("read_prepared", tmp_path)  # the same step fed from batches prepared in advance
     assert "input-bound" not in _kinds(prepared)
     assert prepared["ms_per_step"] < report["ms_per_step"] / 5
+
+
+# Recorded on the lent NVIDIA H100 (torch 2.11.0+cu130) by benchmarks/findings_gpu.py, whose hand timings
+# gave each program's real cost outside the profiler (docs/findings.md): 71%, 88%, 66% and none.
+AUGMENT = REPO / "benchmarks" / "gpu_cases" / "augment_in_step.py"
+PER_SAMPLE = REPO / "benchmarks" / "gpu_cases" / "per_sample_forward.py"
+WRAPPED = REPO / "benchmarks" / "gpu_cases" / "wrapped_step.py"
+
+
+def test_h100_host_work_in_the_step_is_host_bound_at_the_loop_that_does_it(tmp_path: Path) -> None:
+    f = _only(_case("augment_host", tmp_path), "host-bound")
+    assert f["severity"] == "warning" and f["line"] == _line(AUGMENT, "for img in images:")
+    assert 0.5 < f["figures"]["share"] <= 1.0 and f["figures"]["real_step_ms"] < f["figures"]["step_ms"]
+    assert "NVIDIA H100" in f["observation"]
+    wrapped = _only(_case("wrapped", tmp_path), "host-bound")
+    # the per-row normalisation inside a wrapper of the user's own: said on the user's line, not torch's
+    assert wrapped["severity"] == "warning" and Path(wrapped["file"]).name == "wrapped_step.py"
+    assert wrapped["line"] == _line(WRAPPED, "x = torch.stack([(r - r.mean())")
+
+
+def test_h100_a_forward_per_sample_is_small_launches_on_the_loop_that_launches_them(tmp_path: Path) -> None:
+    f = _only(_case("per_sample", tmp_path), "small-launches")
+    assert f["severity"] == "warning" and f["line"] == _line(PER_SAMPLE, "h = torch.stack([torch.relu(self.hidden(row))")
+
+
+def test_h100_waits_in_a_step_whose_host_outlasts_the_gpu_are_info_with_the_bound_said(tmp_path: Path) -> None:
+    # by hand the waits cost nothing (1.43 ms a step with them, 1.56 ms without): the host's own work
+    # outlasts the GPU's, so they find it nearly done, though the bound alone reaches 35%
+    f = _only(_case("sync_real", tmp_path), "sync-in-step")
+    assert f["severity"] == "info" and f["line"] == _line(SYNCS, ".cpu() == y.cpu()")
+    figures = f["figures"]
+    assert figures["most_saved_share"] > 0.05 and figures["sync_ms"] < 0.05 * figures["step_ms"]
+    assert "the waits likely cost about their own time" in f["observation"]
+    assert "the host's own work outlasts the GPU's in the real step" in f["hypothesis"]

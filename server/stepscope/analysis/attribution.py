@@ -29,6 +29,10 @@ Invariants:
   nesting). Never more than its wall time; on one thread the lines' self times add up to at most
   the window. `cpu_total_ms` sums each
   thread's union (CPU time, may exceed wall on several threads).
+- A region's `own_ms` is its wall time without the lines and regions nested in it and without any
+  backward op (ownership.py): never more than its wall time. With a file table, `time_split` says
+  whose code the window's time runs in (your lines and their backward, a package's lines, torch's
+  own regions, the rest), parts that add up to the window (ownership.split_time).
 """
 
 from __future__ import annotations
@@ -51,9 +55,11 @@ from .labels import FileTable, FrameResolver, parse_frame
 from .line_work import named_work, outermost_ops
 from .links import Links, copy_direction
 from .op_details import add_op_details, call_stack_nodes
+from .ownership import own_time, region_role, split_time
 from .steps import Step
 
-_BACKWARD = re.compile(r"^(autograd::engine::evaluate_function: |[A-Za-z0-9_]+Backward\d*$)")
+_EVALUATE = "autograd::engine::evaluate_function: "
+_BACKWARD = re.compile(rf"^({re.escape(_EVALUATE)}|[A-Za-z0-9_]+Backward\d*$)")
 _STEP = re.compile(r"^ProfilerStep#\d+$")
 
 US_PER_MS = 1000.0
@@ -68,7 +74,7 @@ class _Node:
 
 
 @dataclass
-class _Points:
+class Points:
     """Moments that caused work: (track, ts) with what they caused (a row of the trace)."""
 
     track: list[int] = field(default_factory=list)
@@ -81,7 +87,7 @@ class _Points:
         self.row.append(row)
 
 
-def _hits(nodes: list[_Node], points: _Points, step_track: int | None,
+def _hits(nodes: list[_Node], points: Points, step_track: int | None,
           step_starts: list[float] | None = None) -> dict[Hashable, set[int]]:
     """For each node key, the indices of the points it contains (fallback: the step's thread, then
     the statement that thread ran last in the step when `step_starts` is given)."""
@@ -120,7 +126,7 @@ def _hits(nodes: list[_Node], points: _Points, step_track: int | None,
     return hits
 
 
-def _waiting_statements(track_nodes: list[_Node], points: _Points, idx: list[int],
+def _waiting_statements(track_nodes: list[_Node], points: Points, idx: list[int],
                         step_starts: list[float]) -> list[tuple[int, Hashable]]:
     """(point, statement key) for points that no node holds: the `Call stack` statement whose last op
     on the step's thread ended last before the point, in the point's step."""
@@ -215,6 +221,7 @@ class Attribution:
     compiled: dict | None = None  # compiled graphs in the window (compiled_code.py), None without any
     compiled_notes: list[str] = field(default_factory=list)
     gpu_launched_before: int = 0  # of gpu_unlinked: launched before the trace's first launch call (links.py)
+    time_split: dict | None = None  # whose code the window's time runs in (ownership.split_time); None: no file table
 
 
 def attribute(
@@ -280,15 +287,15 @@ def attribute(
     # --- points: GPU launches, host syncs, forward points of backward ops
     launch_row = links.launch_row
     launched = [(g, r) for g in links.gpu_rows if (r := launch_row.get(g)) is not None and w0 <= ts_col[r] <= w1]
-    gpu_points = _Points([track_col[r] for _, r in launched], [ts_col[r] for _, r in launched],
+    gpu_points = Points([track_col[r] for _, r in launched], [ts_col[r] for _, r in launched],
                          [g for g, _ in launched])
     syncs = [r for r in links.sync_rows if w0 <= ts_col[r] <= w1]
-    sync_points = _Points([track_col[r] for r in syncs], [ts_col[r] for r in syncs], syncs)
+    sync_points = Points([track_col[r] for r in syncs], [ts_col[r] for r in syncs], syncs)
     op_rows = [r for r in trace.rows(Kind.CPU_OP) if w0 <= ts_col[r] <= w1 and track_col[r] not in devices]
-    op_points = _Points([track_col[r] for r in op_rows], [ts_col[r] for r in op_rows], op_rows)
-    backward_points, backward_link = _backward_points(trace, w0, w1)
-    gpu_under = _gpu_under_backward(trace, backward_points, gpu_points)
-    named_op_points = _Points(*outermost_ops(trace, w0, w1, devices))  # what each line called, by name
+    op_points = Points([track_col[r] for r in op_rows], [ts_col[r] for r in op_rows], op_rows)
+    bwd_points, backward_link = backward_points(trace, w0, w1)
+    gpu_under = gpu_under_backward(trace, bwd_points, gpu_points)
+    named_op_points = Points(*outermost_ops(trace, w0, w1, devices))  # what each line called, by name
 
     step_starts = [s.cpu_start for s in steps]
 
@@ -297,7 +304,7 @@ def attribute(
         named_op_hits = _hits(nodes, named_op_points, step_track, step_starts) if named else {}
         sync_hits = _hits(nodes, sync_points, step_track, step_starts)
         op_hits = _hits(nodes, op_points, None)  # the operators the line's own thread ran inside it
-        bwd_hits = _hits(nodes, backward_points, None)  # forward points are on the forward thread
+        bwd_hits = _hits(nodes, bwd_points, None)  # forward points are on the forward thread
         self_intervals = _self_intervals(nodes)
         per_key: dict[Hashable, list[_Node]] = defaultdict(list)
         for n in nodes:
@@ -321,7 +328,7 @@ def attribute(
                                     w0, w1))
             sync_rows = [sync_points.row[i] for i in sync_hits.get(key, ())]
             fig["sync_ms"] = _ms(_window_union(trace, sync_rows, w0, w1), n_steps)
-            bwd_rows = [backward_points.row[i] for i in bwd_hits.get(key, ())]
+            bwd_rows = [bwd_points.row[i] for i in bwd_hits.get(key, ())]
             if backward_link == "unavailable":
                 fig["backward_ms"] = None
             else:
@@ -351,6 +358,8 @@ def attribute(
     lines = merge_lines(lines, compiled.lines)
     lines.sort(key=lambda d: (-d["wall_ms"], d["file"], d["line"]))
 
+    backward_spans = [(ts_col[r], ts_col[r] + dur_col[r], track_col[r]) for r in backward_rows(trace, w0, w1)]
+    own = own_time(region_nodes, backward_spans, w0, w1, step_track)
     regions: list[dict] = []
     for label, fig in figures(region_nodes).items():
         path, line = region_info.get(label, (None, None))
@@ -363,11 +372,31 @@ def attribute(
             "cpu_total_ms": fig["cpu_total_ms"],
             "kernels": fig["kernels"],
             "count": fig["count"],
+            "own_ms": min(fig["wall_ms"], _ms(union_length(own.get(label, [])), n_steps)),
         })
     regions.sort(key=lambda d: (-d["wall_ms"], d["label"]))
     kernels = sum(1 for g, _ in launched if trace.kind[g] == Kind.KERNEL)
+    split = None
+    if file_table is not None:
+        packages = file_table.package_files()
+        user_nodes = [n for n in line_nodes + frame_nodes if n.key[1] not in packages]
+        user_backward = {bwd_points.row[i] for hit in _hits(user_nodes, bwd_points, None).values() for i in hit}
+        user = [(n.start, n.end) for n in user_nodes] + [(ts_col[r], ts_col[r] + dur_col[r]) for r in user_backward]
+
+        def owner_of(label: Hashable) -> tuple[str, str] | None:
+            path = region_info.get(str(label), (None, None))[0]
+            if path is not None:
+                return ("package", packages[path]) if path in packages else None
+            role = region_role(str(label))
+            return ("torch", role) if role else None
+
+        # on the step's thread, each moment is the innermost region's, backward included: a package
+        # line's backward is its package's; the user's backward is already theirs
+        main_own = own_time([n for n in region_nodes if n.track == step_track], [], w0, w1) \
+            if step_track is not None else {}
+        split = split_time(user=user, main_own=main_own, owner_of=owner_of, w0=w0, w1=w1, n_steps=n_steps)
     return Attribution(lines, regions, len(links.gpu_rows), links.unlinked, backward_link, len(op_rows), kernels,
-                       compiled.summary, compiled.notes, links.launched_before)
+                       compiled.summary, compiled.notes, links.launched_before, split)
 
 
 def _ms(us: float, n_steps: int) -> float:
@@ -407,7 +436,7 @@ def _gpu_figures(trace: Trace, rows: list[int], n_steps: int, observed: bool, w0
     }
 
 
-def _gpu_under_backward(trace: Trace, backward_points: _Points, gpu_points: _Points) -> dict[int, list[int]]:
+def gpu_under_backward(trace: Trace, backward_points: Points, gpu_points: Points) -> dict[int, list[int]]:
     """For each backward op, the GPU events launched from inside it (same thread, by launch time)."""
     ts_col, dur_col = trace.ts, trace.dur
     by_track: dict[int, list[int]] = defaultdict(list)
@@ -439,12 +468,19 @@ def _backward_gpu_ms(trace: Trace, bwd_rows: list[int], gpu_under: dict[int, lis
     return _ms(_window_union(trace, (g for r in bwd_rows for g in gpu_under.get(r, ())), w0, w1), n_steps)
 
 
-def _backward_points(trace: Trace, w0: float, w1: float) -> tuple[_Points, str]:
+def backward_rows(trace: Trace, w0: float, w1: float) -> list[int]:
+    """The backward ops (autograd's, by name) that start in the window, on any thread."""
+    backward_ids = frozenset(i for i, n in enumerate(trace.names) if _BACKWARD.match(n))
+    return [i for i in trace.rows_named(backward_ids) if trace.kind[i] == Kind.CPU_OP and w0 <= trace.ts[i] <= w1]
+
+
+def backward_points(trace: Trace, w0: float, w1: float) -> tuple[Points, str]:
     """Forward points of the backward ops in the window, and how they were linked."""
-    ts_col, dur_col = trace.ts, trace.dur
-    points = _Points()
+    ts_col, dur_col, name_col = trace.ts, trace.dur, trace.name
+    points = Points()
     bwd_rows_by_track: dict[int, list[int]] = defaultdict(list)
     backward_ids = frozenset(i for i, n in enumerate(trace.names) if _BACKWARD.match(n))
+    evaluate_ids = frozenset(i for i in backward_ids if trace.names[i].startswith(_EVALUATE))
     for i in trace.rows_named(backward_ids):
         if trace.kind[i] == Kind.CPU_OP and w0 <= trace.ts[i] <= w1:
             bwd_rows_by_track[trace.track[i]].append(i)
@@ -467,15 +503,19 @@ def _backward_points(trace: Trace, w0: float, w1: float) -> tuple[_Points, str]:
             rows = bwd_rows_by_track.get(etrack)
             if start is None or not rows:
                 continue
-            # the innermost backward op on the end thread that contains the flow's end
+            # the innermost backward op on the end thread that contains the flow's end, and the engine's
+            # `evaluate_function` around it: the same node, whose evaluation also adds its gradients into the
+            # next nodes' inputs (a per-sample loop's accumulations), as sequence numbers link it too. The
+            # engine calls the node's op first thing, so its wrapper is the backward op just before it.
             j = bisect.bisect_right(bwd_starts[etrack], ets) - 1
-            chosen = -1
-            for r in reversed(rows[max(0, j - 64) : j + 1]):
+            for k in range(j, max(-1, j - 65), -1):
+                r = rows[k]
                 if ts_col[r] + dur_col[r] >= ets:
-                    chosen = r
+                    add(start[0], start[1], r)
+                    wrapper = rows[k - 1] if k > 0 else -1
+                    if wrapper >= 0 and name_col[wrapper] in evaluate_ids and ts_col[wrapper] + dur_col[wrapper] >= ets:
+                        add(start[0], start[1], wrapper)
                     break
-            if chosen >= 0:
-                add(start[0], start[1], chosen)
         return points, "flows"
     # no flows: match backward ops to forward ops by sequence number
     forward_by_seq: dict[int, list[tuple[float, int]]] = defaultdict(list)  # number -> [(start, row)]

@@ -162,6 +162,9 @@ def align(clocks: list[RankClock]) -> tuple[dict[str, Any], dict[Any, float | No
                                "reference_rank": reference.rank, "hosts": hosts, "check": None}
     offsets: dict[Any, float | None] = {c.rank: (0.0 if _clock_name(c) == home else None) for c in clocks}
     late: dict[Any, float | None] = {c.rank: None for c in clocks}
+    if len({c.rank for c in clocks}) < len(clocks):  # ranks claimed twice: not one run's ranks (ranks.py says so)
+        section["method"] = "not aligned"
+        return section, {rank: None for rank in offsets}, late, []
     matched, notes = _align_hosts(clocks, by_domain, reference, section, offsets)
     if matched and all(v is not None for v in offsets.values()):  # each rank's lateness, on aligned clocks
         late = _lateness(clocks, offsets)

@@ -10,14 +10,16 @@
   called the op. Figures from it have "call" precision: the right statement, but only the time of
   the ops it called (Python time between them is not in the trace).
 - The file table (`files.json` of a run folder) maps file ids to workspace-relative POSIX paths
-  under an absolute root; resolved paths are absolute.
+  under an absolute root, or to absolute paths for files outside it; resolved paths are absolute.
+  Its `packages` names the files of installed packages (the module of a step named in a package)
+  with their package: every other file of the table is the user's own.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UsageError
@@ -47,12 +49,24 @@ def parse_frame(name: str) -> Frame | None:
 class FileTable:
     root: Path
     files: dict[str, str]
+    packages: dict[str, str] = field(default_factory=dict)  # file id -> its installed package
 
     def resolve(self, file_id: str) -> str | None:
         rel = self.files.get(file_id)
         if rel is None:
             return None
+        if rel.startswith("/"):
+            return rel
         return str(self.root.joinpath(*rel.split("/")))
+
+    def package_files(self) -> dict[str, str]:
+        """Absolute path -> package, for each file of the table that belongs to an installed package."""
+        out = {}
+        for file_id, package in self.packages.items():
+            path = self.resolve(file_id)
+            if path is not None:
+                out[path] = package
+        return out
 
 
 def load_file_table(path: Path) -> FileTable:
@@ -68,7 +82,9 @@ def load_file_table(path: Path) -> FileTable:
     root = Path(doc["root"])
     if not root.is_absolute():  # a run folder moved with its sources: relative to the table itself
         root = (Path(path).parent / root).resolve()
-    return FileTable(root, files)
+    packages = doc.get("packages")
+    packages = {str(k): str(v) for k, v in packages.items() if str(k) in files} if isinstance(packages, dict) else {}
+    return FileTable(root, files, packages)
 
 
 _SKIP_DIRS = {".git", ".hg", ".venv", "venv", "env", "node_modules", "__pycache__", "site-packages",

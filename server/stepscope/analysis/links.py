@@ -21,6 +21,10 @@ Invariants:
   blocking copy, and that wait belongs to the copy (`wait_kind`).
 - The main track is the thread of the step markers; without them, the CPU track whose events (ops,
   annotations, Python frames) span the longest time; None when the trace has no CPU events at all.
+- A track that holds both device events and the host's own (operators, annotations, frames, runtime
+  calls) — a writer that put kernels on the CPU thread's pid/tid — is that CPU thread, not a device
+  track (`shared_tracks`): its step markers are steps and its ops are the thread's; its device events
+  are still GPU work (`gpu_rows` go by kind), not drawn as a stream of their own.
 - Step markers drawn on a GPU stream (`gpu_user_annotation` `ProfilerStep#N`, one event per stream
   the step's work ran on) are kept apart in `gpu_step_rows`: they are read as steps only when no CPU
   thread holds a step marker (steps.py).
@@ -41,6 +45,8 @@ _MEMCPY_CALL = re.compile(r"memcpy", re.IGNORECASE)
 #: a synchronize call that starts this close after a blocking copy's call, on its thread, is that copy's
 COPY_SYNC_GAP_US = 100.0
 _ASYNC_CALL = re.compile(r"async", re.IGNORECASE)
+#: events only the host writes: a track that holds them is a CPU thread
+_HOST_KINDS = (Kind.CPU_OP, Kind.ANNOTATION, Kind.PYTHON, Kind.RUNTIME)
 
 
 @dataclass
@@ -54,6 +60,7 @@ class Links:
     gpu_step_rows: list[int] = field(default_factory=list)  # ProfilerStep#N on GPU streams, by start time
     blocking_copies: dict[int, int] = field(default_factory=dict)  # runtime row of a blocking copy -> its GPU copy
     launched_before: int = 0  # unlinked GPU events launched before the trace's first launch call
+    shared_tracks: set[int] = field(default_factory=set)  # CPU threads that also hold device events (see above)
 
     @property
     def unlinked(self) -> int:
@@ -64,6 +71,9 @@ def build_links(trace: Trace) -> Links:
     kinds = trace.kind
     device_rows = trace.rows(*_DEVICE_KINDS)
     device_tracks = {trace.track[i] for i in device_rows}
+    # a track that holds device events and the host's own (kernels written on the CPU thread's pid/tid)
+    shared = {trace.track[i] for i in trace.rows(*_HOST_KINDS)} & device_tracks if device_tracks else set()
+    device_tracks -= shared
     gpu_rows = [i for i in device_rows if kinds[i] in Kind.GPU_WORK]
     names = trace.names
     sync_name_ids = frozenset(i for i, n in enumerate(names) if _SYNC_CALL.search(n))
@@ -101,7 +111,7 @@ def build_links(trace: Trace) -> Links:
                            key=trace.ts.__getitem__)
     main_track = trace.track[step_rows[0]] if step_rows else _main_cpu_track(trace, device_tracks)
     return Links(device_tracks, gpu_rows, launch_row, sync_rows, step_rows, main_track, gpu_step_rows, blocking,
-                 launched_before)
+                 launched_before, shared)
 
 
 def _syncs_after_copies(trace: Trace, waits: list[int], copies: dict[int, int]) -> dict[int, int]:

@@ -18,23 +18,79 @@ from ..trace import Kind, Trace
 from .links import Links
 
 
+def _device_list(meta: dict[str, Any]) -> list[Any]:
+    """The trace's list of devices (`deviceProperties`, or MTIA's `computeProperties`); [] when it
+    has none or holds something else (a number, a string: see `machine_notes`)."""
+    props = meta.get("deviceProperties") or meta.get("computeProperties") or []
+    return props if isinstance(props, list) else []
+
+
+def _device_name(i: int, d: Any) -> str | None:
+    """A listed device's name; one listed without a name is named by its place (`device 0 (no name)`)."""
+    if not isinstance(d, dict):
+        return None
+    name = d.get("name")
+    if isinstance(name, str) and name.strip():
+        return name
+    index = d.get("id") if isinstance(d.get("id"), int) and not isinstance(d.get("id"), bool) else i
+    return f"device {index} (no name)"
+
+
+#: the highest rank or world size read from a trace (no job has more processes)
+MAX_RANK = 2**31 - 1
+
+
+def _count(value: Any, least: int) -> int | None:
+    """An integer rank or world size as the trace writes it (an int, or digits in a string), or None."""
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= MAX_RANK:
+        return None
+    return value
+
+
 def machine_from_trace(trace: Trace) -> dict[str, Any]:
     meta = trace.metadata
-    props = meta.get("deviceProperties") or meta.get("computeProperties") or []
-    devices = [str(d.get("name")) for d in props if isinstance(d, dict) and d.get("name")]
+    devices = [n for n in (_device_name(i, d) for i, d in enumerate(_device_list(meta))) if n is not None]
     dist = meta.get("distributedInfo") if isinstance(meta.get("distributedInfo"), dict) else {}
     machine: dict[str, Any] = {
         "source": "trace",
         "host": meta.get("host_name") if isinstance(meta.get("host_name"), str) else None,
         "devices": devices,
         "device": devices[0] if devices else "no device listed in the trace",
-        "rank": dist.get("rank"),
-        "world_size": dist.get("world_size"),
+        "rank": _count(dist.get("rank"), 0),
+        "world_size": _count(dist.get("world_size"), 1),
     }
     for key in ("cuda_runtime_version", "cuda_driver_version", "cupti_version", "hip_runtime_version"):
         if key in meta:
             machine[key] = meta[key]
     return machine
+
+
+def machine_notes(trace: Trace) -> list[str]:
+    """What the trace says of its machine that cannot be read as it is: a device list that is not a
+    list, devices without a name, a rank or world size that is no count."""
+    meta = trace.metadata
+    notes = []
+    for key in ("deviceProperties", "computeProperties"):
+        value = meta.get(key)
+        if value is not None and not isinstance(value, list):
+            notes.append(f"{key} is {_shown(value)}, not a list of devices: no device is read from it")
+    unnamed = [d for i, d in enumerate(_device_list(meta)) if (_device_name(i, d) or "").endswith("(no name)")]
+    if unnamed:
+        notes.append(f"{len(unnamed)} device(s) listed without a name: named by their id (device N (no name))")
+    dist = meta.get("distributedInfo")
+    if isinstance(dist, dict):
+        for key, least in (("rank", 0), ("world_size", 1)):
+            if key in dist and dist[key] is not None and _count(dist[key], least) is None:
+                notes.append(f"distributedInfo.{key} is {_shown(dist[key])}, not a whole number from {least} to "
+                             f"{MAX_RANK}: read as unknown")
+    return notes
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def describe_machine(trace: Trace, scenario: dict[str, Any] | None) -> dict[str, Any]:
@@ -77,8 +133,9 @@ def gpu_observation(trace: Trace, links: Links, scenario: dict[str, Any] | None)
         return {"observed": True, "reason": None}
     runtime_calls = trace.kind.count(Kind.RUNTIME)
     other_device, other_seen = other_accelerator_events(trace)
-    props = trace.metadata.get("deviceProperties") or trace.metadata.get("computeProperties") or []
-    errors = [e for e in (trace.metadata.get("ERROR") or []) if isinstance(e, str)]
+    props = _device_list(trace.metadata)
+    logged = trace.metadata.get("ERROR")
+    errors = [e for e in logged if isinstance(e, str)] if isinstance(logged, list) else []
     scenario = scenario if isinstance(scenario, dict) else {}
     options = scenario.get("options") if isinstance(scenario.get("options"), dict) else {}
     activities = scenario.get("activities")

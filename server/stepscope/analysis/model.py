@@ -148,11 +148,14 @@ class _RegionRequired(TypedDict):
 
 
 class Region(_RegionRequired, total=False):
-    """A labelled region of the trace (Stepscope's `ss:` labels and the program's own)."""
+    """A labelled region of the trace (Stepscope's `ss:` labels and the program's own). `own_ms`: its
+    wall time without the lines and regions nested in it and without backward ops (ownership.py): what
+    a region that wraps other work (an optimizer's step around its closure) does itself."""
     cpu_total_ms: Ms
     kernels: Count
     count: Annotated[float, msgspec.Meta(ge=0)]
     file_id: FileId | None
+    own_ms: Ms
 
 
 class _FindingRequired(TypedDict):
@@ -164,11 +167,23 @@ class _FindingRequired(TypedDict):
     next_check: str
 
 
+class Variant(TypedDict):
+    """A change `stepscope try` can measure for a finding (docs/try.md); `applicable` false: an
+    experiment that answers a question, not a change to keep."""
+    name: str
+    title: str
+    description: str
+    applicable: bool
+
+
 class Finding(_FindingRequired, total=False):
-    """What the trace suggests trying next (docs/findings.md)."""
+    """What the trace suggests trying next (docs/findings.md), and the variants `stepscope try` can
+    measure for it (`variants`), or why there is none (`variants_reason`)."""
     severity: str
     figures: dict[str, Any]
     file_id: FileId | None
+    variants: list[Variant]
+    variants_reason: str | None
 
 
 class _StepRequired(TypedDict):
@@ -349,6 +364,50 @@ class StepContents(TypedDict, total=False):
     summary: str
 
 
+class StepCaller(TypedDict, total=False):
+    """The code that called the step function: its package (null: the workspace) and module."""
+    package: str | None
+    module: str | None
+
+
+class StepDefinition(TypedDict, total=False):
+    """Which step the figures are of (step_scope.py): each iteration of the loop at `line` of `file`, or
+    each call of `function` (defined at `line`), or one optimizer step of `calls_per_step` calls of it
+    (`unit`); `package`: the installed package whose module holds the step (null: the workspace)."""
+    kind: Literal["loop", "function"]
+    file: str  # as the scenario records it (absolute for a run made here)
+    line: LineNumber | None
+    file_id: FileId | None
+    function: str | None
+    unit: Literal["iteration", "call", "optimizer step"]
+    unit_reason: str | None
+    calls_per_step: Annotated[float, msgspec.Meta(ge=0)] | None
+    optimizer_steps_per_step: Annotated[float, msgspec.Meta(ge=0)] | None
+    caller: StepCaller | None
+    package: str | None
+
+
+class TimePart(TypedDict):
+    """One owner's part of the step's time (step_scope.py): `owner` "you" (`role` "lines": your lines
+    and their backward; "loop": your code between them), "package" (`package` names it; `role` "step":
+    the lines of its module that holds the step, "caller": its code that calls your step function,
+    "loop": its loop that is the step, "optimizer"/"data": torch's own regions, named in `regions`), or
+    "unknown"."""
+    owner: Literal["you", "package", "unknown"]
+    package: str | None
+    role: Literal["lines", "loop", "step", "caller", "optimizer", "data", "unknown"]
+    ms: Ms
+    regions: list[str]
+
+
+class TimeSplit(TypedDict):
+    """Whose code the step's time runs in: parts that add up to `basis_ms`, the mean step (or the
+    window, `per` "window")."""
+    per: Literal["step", "window"]
+    basis_ms: Ms
+    parts: list[TimePart]
+
+
 class MissingLabel(TypedDict, total=False):
     """A region label written in the step's source but absent from the window."""
     file: str
@@ -427,6 +486,8 @@ class Report(_ReportRequired, total=False):
     nodes: list[NodeEntry]
     clocks: Clocks
     redacted: list[RedactedCopy]  # `profile --redact` only
+    step_definition: StepDefinition | None
+    time_split: TimeSplit | None
 
 
 class InvalidReport(UsageError):

@@ -17,6 +17,11 @@ Definitions said here once (docs/figures.md says them to users):
   report without steps, so no share of a figure that lies inside the window can exceed 100%, and
   shares of lines that do not nest add up to at most 100%. Where a share is shown, its basis is
   named ("of the mean step"). The heat of an inline label is the line's share.
+- by construction here, whatever a figure holds: every share any surface says (`share_percent`,
+  `bounded_share`; the findings' too) lies in 0..100%, and a line's CPU self time is said as at most
+  its wall time (`self_ms`). The analysis clips every interval to the window, so these bounds only
+  ever hold back a figure of time that was not the window's (tests/analysis/invariants.py checks the
+  figures themselves).
 - the machine a figure came from is `machine_label`: device, host and rank when known, and whether
   the description came from the run's record or from the trace.
 - the profiler's distortion is profiled ms/step over the median of the steps timed without the
@@ -31,7 +36,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..agent.protocol import parse_label
+from ..agent.protocol import CLOSURE_LABEL, parse_label
+from ..textsafe import NAME_LIMIT, printable
 from .distortion import window_overlap
 
 NOT_OBSERVED = "n/o"  # a figure whose events were not observed (never shown as 0)
@@ -76,7 +82,19 @@ def share_of(ms: float | None, report: dict[str, Any]) -> float | None:
     basis = share_basis(report)
     if ms is None or not basis:
         return None
-    return ms / basis
+    return bounded_share(ms / basis)
+
+
+def bounded_share(share: float) -> float:
+    """A share as every surface says it: within 0..1 (a figure is of time inside the window, which
+    its basis is the whole of)."""
+    return min(1.0, max(0.0, share))
+
+
+def self_ms(line: dict[str, Any]) -> float:
+    """A line's CPU self time as every surface says it: never more than its wall time (its self
+    intervals lie inside its wall intervals)."""
+    return min(line["cpu_self_ms"], line["wall_ms"])
 
 
 def busiest_share(line: dict[str, Any], report: dict[str, Any]) -> float | None:
@@ -97,7 +115,8 @@ def worth_a_label(line: dict[str, Any], report: dict[str, Any], min_share: float
 
 
 def share_percent(share: float) -> str:
-    return f"{100 * share:.0f}%"
+    """`24%`: a share, bounded to 0..100% (`bounded_share`)."""
+    return f"{100 * bounded_share(share):.0f}%"
 
 
 def bytes_text(n: int | None) -> str:
@@ -160,14 +179,20 @@ def region_name(label: str, file: str | None, line: int | None = None, root: str
     the file is not known), the program's own labels as written. Never Stepscope's raw label."""
     ss = parse_label(label)
     if ss is None:
-        return label
+        return "optimizer closure (the code optimizer.step ran)" if label == CLOSURE_LABEL else label
     place = f"{short_path(file, root)}:{ss.line}" if file else f"line {line if line is not None else ss.line}"
     return place + (" (batch read)" if ss.is_next else "")
 
 
 def short_path(path: str | None, root: str | None) -> str:
+    """`model/net.py` under the root; a file of an installed package from its package folder on
+    (`transformers/trainer.py`); else the path as given."""
     if not path:
         return "-"
+    parts = Path(path).parts
+    for i in range(len(parts) - 2, -1, -1):
+        if parts[i] in ("site-packages", "dist-packages"):
+            return Path(*parts[i + 1:]).as_posix()
     if root:
         try:
             return Path(path).relative_to(root).as_posix()
@@ -187,6 +212,129 @@ def per_words(report: dict[str, Any]) -> str:
         return "per window"
     steps = len(report.get("steps") or [])
     return f"per step (mean of {steps} active step{'' if steps == 1 else 's'})"
+
+
+# -- which step, and whose code its time runs in -----------------------------------------------------
+def _count(n: float, one: str, many: str) -> str:
+    """`4 calls`, `1 optimizer step`, `0.25 optimizer steps`."""
+    return f"{n:g} {one if n == 1 else many}"
+
+
+def _function_name(definition: dict[str, Any]) -> str:
+    """`training_step`: the step function's own name (the last part of its qualified name)."""
+    return str(definition.get("function") or "").rsplit(".", 1)[-1]
+
+
+def step_definition_text(report: dict[str, Any]) -> str | None:
+    """Which step the figures are of: `each iteration of the loop at train.py:40`; `each call of
+    LitModel.training_step (train.py:14), called by lightning`; `one optimizer step: 4 calls of
+    LitModel.training_step (train.py:14, its micro-batches) and the optimizer step after them, called by
+    lightning`. None for a trace without the run's records."""
+    d = report.get("step_definition")
+    if not isinstance(d, dict):
+        return None
+    root = report.get("source_root")
+    place = where(d.get("file"), d.get("line"), root) if d.get("line") is not None else short_path(d.get("file"), root)
+    if d.get("kind") == "loop":
+        return f"each iteration of the loop at {place}"
+    name = f"{d.get('function')} ({place})"
+    calls, optimizer = d.get("calls_per_step"), d.get("optimizer_steps_per_step")
+    if d.get("unit") == "optimizer step":
+        if calls is not None and calls != 1:
+            text = (f"one optimizer step: {_count(calls, 'call', 'calls')} (micro-batches) of {name} and the "
+                    "optimizer step after them")
+        else:
+            text = f"one optimizer step: each call of {name} and the optimizer step it makes"
+    else:
+        text = f"each call of {name}"
+        if optimizer == 1:
+            text += ", with 1 optimizer step"
+        elif optimizer:
+            text += f", with {optimizer:g} optimizer steps per call on average"
+        if d.get("unit_reason") and "micro-batch" in str(d.get("unit_reason")):
+            text += " (each micro-batch, as asked)"
+    caller = (d.get("caller") or {}).get("package")
+    if caller:
+        text += f"; {_function_name(d)} is called by {caller}"
+    return text
+
+
+def def_line_text(report: dict[str, Any]) -> str | None:
+    """What the def line of a step function stands for: `train.py:14 (the def line): the 4 calls of
+    training_step per step, each from its first statement to its return, what it calls included; the
+    step also holds what runs between the calls (lightning's loop and hooks)`. None for a loop step."""
+    d = report.get("step_definition")
+    if not isinstance(d, dict) or d.get("kind") != "function" or d.get("line") is None:
+        return None
+    calls = d.get("calls_per_step")
+    function = _function_name(d)
+    what = (f"the {calls:g} calls of {function} per step, each" if calls is not None and calls != 1
+            else f"the call of {function}")
+    caller = (d.get("caller") or {}).get("package")
+    between = f"the loop and hooks of {caller}" if caller else "the code that calls it"
+    return (f"{where(d.get('file'), d.get('line'), report.get('source_root'))} (the def line): {what} from its "
+            f"first statement to its return, what it calls included; the step also holds what runs between the "
+            f"calls ({between})")
+
+
+def is_step_def_line(line: dict[str, Any], report: dict[str, Any]) -> bool:
+    """Whether `line` is the def line of the step function (its figure is the whole call)."""
+    d = report.get("step_definition")
+    return (isinstance(d, dict) and d.get("kind") == "function" and line.get("file") == d.get("file")
+            and line.get("line") == d.get("line"))
+
+
+def _region_short(label: str) -> str:
+    """`AdamW.step` from `Optimizer.step#AdamW.step`; a DataLoader's region as `DataLoader`."""
+    if label.startswith("enumerate(DataLoader)#"):
+        return "DataLoader"
+    return label.split("#", 1)[-1]
+
+
+def time_part_name(part: dict[str, Any], report: dict[str, Any]) -> str:
+    """A part of the step's time in words: `your code (your lines, what they call, their backward)`,
+    `in lightning: its loop and hooks around training_step`, `in torch: the optimizer (AdamW.step),
+    its own time` (without the closure it ran)."""
+    d = report.get("step_definition") or {}
+    function = _function_name(d) if d.get("kind") == "function" else None
+    role, package = part.get("role"), part.get("package")
+    regions = ", ".join(dict.fromkeys(_region_short(r) for r in part.get("regions") or []))
+    if part.get("owner") == "you":
+        if role == "lines":
+            return "your code (your lines, what they call, their backward)"
+        return "your loop, between its lines" if d.get("kind") == "loop" else "your code around the step function"
+    if role == "optimizer":
+        return f"in {package}: the optimizer ({regions}), its own time"
+    if role == "data":
+        return f"in {package}: batch read ({regions})"
+    if role == "step":
+        return f"in {package}: the step's own lines ({function or 'the loop'} in {Path(str(d.get('file'))).name})"
+    if role == "caller":
+        return f"in {package}: its loop and hooks around {function or 'the step'}"
+    if role == "loop":
+        return f"in {package}: its loop, between its lines"
+    return "outside your lines (no caller recorded)"
+
+
+def time_split_rows(report: dict[str, Any]) -> list[tuple[str, float, float | None]]:
+    """(words, ms, share of the basis) of each part of `time_split`, in the report's order."""
+    split = report.get("time_split")
+    if not isinstance(split, dict):
+        return []
+    basis = split.get("basis_ms") or None
+    return [(time_part_name(p, report), p["ms"], p["ms"] / basis if basis else None) for p in split.get("parts") or []]
+
+
+def time_split_summary(report: dict[str, Any]) -> str | None:
+    """One line for the status bar's tooltip: `your code 83% · in torch 9% · in lightning 7%`."""
+    split = report.get("time_split")
+    if not isinstance(split, dict) or not split.get("basis_ms"):
+        return None
+    shares: dict[str, float] = {}
+    for part in split.get("parts") or []:
+        name = "your code" if part.get("owner") == "you" else f"in {part.get('package') or 'unknown code'}"
+        shares[name] = shares.get(name, 0.0) + part["ms"] / split["basis_ms"]
+    return " · ".join(f"{name} {share_percent(share)}" for name, share in shares.items())
 
 
 # -- the headline -----------------------------------------------------------------------------------
@@ -309,6 +457,12 @@ def status_tooltip(report: dict[str, Any], run_id: str | None = None) -> str:
     distortion = distortion_text(report)
     if distortion:
         parts.append(md_text(distortion))
+    step = step_definition_text(report)
+    if step:
+        parts.append(md_text(f"the step: {step}"))
+    split = time_split_summary(report)
+    if split:
+        parts.append(md_text(f"where its time goes: {split}"))
     if run_id:
         parts.append(f"run `{md_code(run_id)}`")
     return "\n\n".join(parts)
@@ -425,7 +579,7 @@ def line_hover(line: dict[str, Any], report: dict[str, Any], run_id: str | None 
                         f"{ms_short(report['ms_per_step'])} ms/step, is the headline)")
         else:
             rows.append(f"- share of the window: {share_percent(share)} of {ms_short(share_basis(report))} ms")
-    rows.append(f"- CPU self: {ms_short(line['cpu_self_ms'])} ms")
+    rows.append(f"- CPU self: {ms_short(self_ms(line))} ms")
     gpu = line.get("gpu_ms")
     rows.append(f"- GPU: {'not observed' if gpu is None else ms_short(gpu) + ' ms'}")
     backward = [f"{ms_short(line['backward_ms'])} ms"] if line.get("backward_ms") else []
@@ -448,6 +602,8 @@ def line_hover(line: dict[str, Any], report: dict[str, Any], run_id: str | None 
     precision = _PRECISION_WORDS.get(line.get("precision"))
     if precision:
         rows.append(f"- line: {precision}")
+    if is_step_def_line(line, report):
+        rows.append(f"- {md_text(def_line_text(report) or '')}")
     rows += _named_rows("Operators it called", "outermost calls", line.get("top_ops"), unit)
     kernels = line.get("top_kernels")
     if kernels is None and gpu is None:
@@ -553,39 +709,99 @@ def finding_message(finding: dict[str, Any], report: dict[str, Any], root: str |
 
 
 # -- runs side by side -----------------------------------------------------------------------------
-def compare_runs(a: tuple[str, dict[str, Any]], b: tuple[str, dict[str, Any]], root: str | None) -> str:
-    """Two runs line by line, in Markdown: each run's ms/step and machine, then every line either
-    measured, with its wall time per step in each and the change. Lines are matched by file and
-    number, so a line that moved between the runs shows as two rows (said under the table)."""
-    (id_a, ra), (id_b, rb) = a, b
-    rows = [f"# Stepscope: run {md_text(id_a)} against run {md_text(id_b)}", ""]
+def _side_place(side: dict[str, Any] | None, root: str | None) -> str:
+    return "–" if side is None else where(side.get("file"), side.get("line"), root)
+
+
+def _side_ms(side: dict[str, Any] | None) -> float | None:
+    return None if side is None else side.get("wall_ms")
+
+
+def _change(entry: dict[str, Any]) -> tuple[str, str]:
+    change, ratio = entry.get("change_ms"), entry.get("ratio")
+    return (f"{change:+.3f}" if change is not None else "–", f"{ratio:.2f}×" if ratio is not None else "–")
+
+
+def _both_and_one_sided(doc: dict[str, Any]) -> tuple[list[dict], list[dict], list[dict]]:
+    """The statements of a run comparison (analysis/run_compare.py) in both runs' code, in A's only, in B's only."""
+    entries = doc.get("lines") or []
+    return ([e for e in entries if e.get("a") and e.get("b")], [e for e in entries if e.get("a") and not e.get("b")],
+            [e for e in entries if e.get("b") and not e.get("a")])
+
+
+def _matched_words(doc: dict[str, Any]) -> str:
+    by_number = any(e.get("match") == "number" for e in doc.get("lines") or [])
+    return ("statements matched by their code, so one that moved keeps its row" + (
+        "; those of files whose code a run measured is not known, by line number" if by_number else ""))
+
+
+def compare_runs(doc: dict[str, Any], root: str | None) -> str:
+    """Two profile runs statement by statement (a run comparison, analysis/run_compare.py), in
+    Markdown: each run's ms/step and machine, then every statement either run measured, with its
+    place and wall time per step in each, the change and the ratio; then the statements present in
+    one run's code only."""
+    a, b = doc["a"], doc["b"]
+    rows = [f"# Stepscope: run {md_text(a['run'])} against run {md_text(b['run'])}", ""]
     rows.append("| | A | B |")
     rows.append("|---|---|---|")
-    rows.append(f"| run | `{md_code(id_a)}` | `{md_code(id_b)}` |")
-    rows.append(f"| ms/step | {_ms_or_none(ra.get('ms_per_step'))} | {_ms_or_none(rb.get('ms_per_step'))} |")
-    rows.append(f"| machine | {md_text(machine_label(ra.get('machine')))} | {md_text(machine_label(rb.get('machine')))} |")
-    rows.append(f"| steps | {len(ra.get('steps') or [])} | {len(rb.get('steps') or [])} |")
+    rows.append(f"| run | `{md_code(a['run'])}` | `{md_code(b['run'])}` |")
+    rows.append(f"| ms/step | {_ms_or_none(a.get('ms_per_step'))} | {_ms_or_none(b.get('ms_per_step'))} |")
+    if a.get("unprofiled_ms_per_step") is not None or b.get("unprofiled_ms_per_step") is not None:
+        rows.append(f"| without the profiler | {_ms_or_none(a.get('unprofiled_ms_per_step'))} | "
+                    f"{_ms_or_none(b.get('unprofiled_ms_per_step'))} |")
+    rows.append(f"| machine | {md_text(a.get('machine'))} | {md_text(b.get('machine'))} |")
+    rows.append(f"| steps | {a.get('steps')} | {b.get('steps')} |")
     rows.append("")
-    if machine_label(ra.get("machine")) != machine_label(rb.get("machine")):
-        rows += ["**The runs were measured on different machines**: their figures do not compare.", ""]
-    lines_a = {(short_path(ln.get("file"), root), ln.get("line")): ln for ln in ra.get("lines") or []}
-    lines_b = {(short_path(ln.get("file"), root), ln.get("line")): ln for ln in rb.get("lines") or []}
-    keys = sorted(set(lines_a) | set(lines_b),
-                  key=lambda k: -max((lines_a.get(k) or {}).get("wall_ms", 0.0), (lines_b.get(k) or {}).get("wall_ms", 0.0)))
-    rows.append(f"Wall time per {per(ra)} of each line (ms), costliest first:")
+    both, only_a, only_b = _both_and_one_sided(doc)
+    rows.append(f"Wall time per {a.get('per') or 'step'} of each statement (ms), costliest first; {_matched_words(doc)}:")
     rows.append("")
-    rows.append("| line | A | B | B − A | B ÷ A |")
-    rows.append("|---|---:|---:|---:|---:|")
-    for key in keys:
-        wa = (lines_a.get(key) or {}).get("wall_ms")
-        wb = (lines_b.get(key) or {}).get("wall_ms")
-        delta = f"{wb - wa:+.3f}" if wa is not None and wb is not None else "–"
-        ratio = f"{wb / wa:.2f}×" if wa and wb is not None else "–"
-        rows.append(f"| `{md_code(f'{key[0]}:{key[1]}')}` | {_ms_or_none(wa)} | {_ms_or_none(wb)} | {delta} | {ratio} |")
-    rows += ["", "– : the line was not measured in that run (not reached, or its code moved: lines are matched "
-                 "by number). Two profiled runs are not a measurement: the profiler's own cost and the run-to-run "
-                 "noise are in both; compare ms/step without the profiler (several timed passes) before deciding."]
+    rows.append("| statement | A | B | A ms | B ms | B − A | B ÷ A |")
+    rows.append("|---|---|---|---:|---:|---:|---:|")
+    for e in both:
+        change, ratio = _change(e)
+        rows.append(f"| `{md_code(e.get('text') or '?')}` | `{md_code(_side_place(e['a'], root))}` | "
+                    f"`{md_code(_side_place(e['b'], root))}` | {_ms_or_none(_side_ms(e['a']))} | "
+                    f"{_ms_or_none(_side_ms(e['b']))} | {change} | {ratio} |")
+    for title, entries, key in (("Only in A's code (changed or removed since)", only_a, "a"),
+                                ("Only in B's code (new, or changed since A)", only_b, "b")):
+        if not entries:
+            continue
+        rows += ["", f"{title}:", "", "| statement | line | ms |", "|---|---|---:|"]
+        for e in entries:
+            rows.append(f"| `{md_code(e.get('text') or '?')}` | `{md_code(_side_place(e[key], root))}` | "
+                        f"{_ms_or_none(_side_ms(e[key]))} |")
+    rows += ["", "– : not measured in that run (not reached, or not in its code)."]
+    rows += [f"- {md_text(note)}" for note in doc.get("notes") or []]
     return "\n".join(rows)
+
+
+def compare_runs_text(doc: dict[str, Any], root: str | None) -> str:
+    """The CLI's text of the same comparison (`stepscope runs compare` of two profile runs)."""
+    out = []
+    for key in ("a", "b"):
+        side = doc[key]
+        unprofiled = side.get("unprofiled_ms_per_step")
+        out.append(f"{key.upper()}  {side['run']}  {_ms_or_none(side.get('ms_per_step'))} ms/{side.get('per') or 'step'} "
+                   "profiled" + (f", {ms_table(unprofiled)} without the profiler" if unprofiled is not None else "")
+                   + f", {side.get('steps')} steps, {side.get('machine')}")
+    both, only_a, only_b = _both_and_one_sided(doc)
+    out.append("")
+    out.append(f"statements, wall ms per {doc['a'].get('per') or 'step'}, costliest first ({_matched_words(doc)}):")
+    out.append(f"  {'A':<28} {'B':<28} {'A ms':>9} {'B ms':>9} {'B − A':>9} {'B ÷ A':>7}  statement")
+    for e in both:
+        change, ratio = _change(e)
+        out.append(f"  {printable(_side_place(e['a'], root))[-28:]:<28} {printable(_side_place(e['b'], root))[-28:]:<28} "
+                   f"{_ms_or_none(_side_ms(e['a'])):>9} {_ms_or_none(_side_ms(e['b'])):>9} {change:>9} {ratio:>7}  "
+                   f"{printable(e.get('text') or '?', NAME_LIMIT)}")
+    for title, entries, key in (("only in A's code (changed or removed since)", only_a, "a"),
+                                ("only in B's code (new, or changed since A)", only_b, "b")):
+        if entries:
+            out.append(f"{title}:")
+            out.extend(f"  {printable(_side_place(e[key], root))[-28:]:<28} {_ms_or_none(_side_ms(e[key])):>9}  "
+                       f"{printable(e.get('text') or '?', NAME_LIMIT)}" for e in entries)
+    out.append("– : not measured in that run (not reached, or not in its code)")
+    out.extend(f"note: {printable(note)}" for note in doc.get("notes") or [])
+    return "\n".join(out) + "\n"
 
 
 def _ms_or_none(ms: float | None) -> str:

@@ -72,6 +72,21 @@ def _slowest(entries: list[dict[str, Any]]) -> dict[str, Any] | None:
     return max(compared, key=lambda e: e[measure])  # max keeps the first of equal values: the lower rank
 
 
+def ranks_distinct(entries: list[dict[str, Any]]) -> bool:
+    """Whether every trace has a rank of its own (no rank claimed twice, at most one unknown)."""
+    return len({e["rank"] for e in entries}) == len(entries)
+
+
+def _not_distinct(entries: list[dict[str, Any]]) -> str:
+    by_rank: dict[Any, list[str]] = {}
+    for e in entries:
+        by_rank.setdefault(e["rank"], []).append(Path(e["trace"]).name)
+    shared = "; ".join(f"{'unknown' if rank is None else f'rank {rank}'}: {', '.join(names)}"
+                       for rank, names in by_rank.items() if len(names) > 1)
+    return (f"the traces' ranks are not distinct ({shared}): they may be several runs or cycles of one rank, so "
+            "each is listed in ranks[] by its trace, and no rank is said to wait for another nor any clock aligned")
+
+
 def _rank_name(entry: dict[str, Any]) -> str:
     return f"rank {entry['rank']}" if entry["rank"] is not None else entry["trace"]
 
@@ -133,7 +148,11 @@ def summarize_ranks(reports: list[dict[str, Any]], thresholds: Any = None
     notes = [f"{len(entries)} rank traces: the headline figures (ms/step, lines, regions, findings) are "
              f"{_rank_name(headline)}'s, the lowest rank; ranks[] holds each rank's own ms/step, GPU time, "
              "top lines and regions"]
-    late, measure, compared = waiting_in_collectives(entries, min_ms, ratio)
+    if not ranks_distinct(entries):
+        notes.append(_not_distinct(entries))
+        late, measure, compared = None, None, []
+    else:
+        late, measure, compared = waiting_in_collectives(entries, min_ms, ratio)
     if measure is not None:
         said = next(words for m, _, words in _COLLECTIVE_MEASURES if m == measure)
         if late is None:

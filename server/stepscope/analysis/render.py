@@ -126,6 +126,9 @@ def render_text(report: dict) -> str:
     compiled = render_torch_compile(report)
     if compiled:
         out.append(compiled)
+    definition = present.step_definition_text(report)
+    if definition:
+        out.append(f"the step: {printable(definition)}")
     contents = report.get("step_contents")
     if contents:
         out.append(f"the step contains: {printable(contents['summary'])} ({printable(contents['kind'])})")
@@ -146,20 +149,30 @@ def render_text(report: dict) -> str:
 
     root = report.get("source_root")
     lines = report.get("lines") or []
+    out.extend(render_time_split(report))
     out.append("")
     if lines:
         out.append(f"per line, {present.per_words(report)} (wall = union of intervals; n/o = not observed):")
         header = f"{'file:line':<40} {'prec':<8} {'wall ms':>9} {'self ms':>9} {'gpu ms':>9} {'bwd ms':>9} {'bwd gpu':>9} {'kern':>5} {'sync ms':>8}"
         out.append(header)
+        holders = False
         for row in lines[:MAX_ROWS]:
             where = printable(f"{_short(row['file'], root)}:{row['line']}")
+            if _holds_lines(row):
+                where, holders = where[-39:] + "*", True
             out.append(
-                f"{where[-40:]:<40} {row['precision']:<8} {row['wall_ms']:>9.3f} {row['cpu_self_ms']:>9.3f} "
+                f"{where[-40:]:<40} {row['precision']:<8} {row['wall_ms']:>9.3f} {present.self_ms(row):>9.3f} "
                 f"{_fmt_ms(row['gpu_ms']):>9} {_fmt_ms(row['backward_ms']):>9} {_fmt_ms(row.get('backward_gpu_ms')):>9} {row['kernels']:>5} "
                 f"{row['sync_ms']:>8.3f}"
             )
         if len(lines) > MAX_ROWS:
             out.append(f"... {len(lines) - MAX_ROWS} more lines (see --json)")
+        if holders:
+            out.append("* holds other timed lines (a with/for/if block, or the step function's def line): its wall "
+                       "includes theirs; its self time is its own")
+        def_line = present.def_line_text(report)
+        if def_line:
+            out.append(printable(def_line))
         costly = [row for row in lines[:MAX_ROWS] if (row.get("profiler_ms_estimate") or 0) > 0]
         if costly:
             top = max(costly, key=lambda row: row["profiler_ms_estimate"])
@@ -173,9 +186,17 @@ def render_text(report: dict) -> str:
     regions = report.get("regions") or []
     if regions:
         out.append("")
-        out.append(f"regions, {present.per_words(report)}:")
+        has_own = any(r.get("own_ms") is not None for r in regions)
+        if has_own:  # a region that wraps other work (an optimizer's step around its closure) by what it does
+            out.append(f"regions, {present.per_words(report)} (own = wall without the lines, regions and backward "
+                       "inside it), by own time:")
+            regions = sorted(regions, key=lambda r: (-(r.get("own_ms") or 0.0), -r["wall_ms"], r["label"]))
+        else:
+            out.append(f"regions, {present.per_words(report)}:")
         for r in regions[:MAX_ROWS]:
-            out.append(f"  {printable(_region_name(r, root), 50):<50} wall {r['wall_ms']:>9.3f} ms   gpu {_fmt_ms(r['gpu_ms']):>9} ms")
+            own = f"own {r['own_ms']:>9.3f} ms   " if has_own else ""
+            out.append(f"  {printable(_region_name(r, root), 50):<50} {own}wall {r['wall_ms']:>9.3f} ms   "
+                       f"gpu {_fmt_ms(r['gpu_ms']):>9} ms")
     findings = report.get("findings") or []
     if findings:
         out.append("")
@@ -192,6 +213,27 @@ def render_text(report: dict) -> str:
         for n in notes:
             out.append(f"  - {printable(n)}")
     return "\n".join(out) + "\n"
+
+
+def _holds_lines(row: dict) -> bool:
+    """A line whose wall time is mostly other timed lines nested in it (its self time is under half)."""
+    return row.get("precision") == "exact" and row["wall_ms"] > 0 and row["cpu_self_ms"] < 0.5 * row["wall_ms"]
+
+
+def render_time_split(report: dict) -> list[str]:
+    """Where the step's time goes by whose code runs (the report's `time_split`): each part with its ms
+    and share; nothing without it."""
+    rows = present.time_split_rows(report)
+    if not rows:
+        return []
+    basis = present.basis_words(report)
+    out = ["", f"whose code the time runs in, {present.per_words(report)} (each moment once; shares of {basis}):"]
+    width = min(90, max(len(printable(name)) for name, _, _ in rows))
+    for name, ms, share in rows:
+        text = printable(name)
+        text = text if len(text) <= width else text[:width - 1] + "…"
+        out.append(f"  {text:<{width}} {ms:>9.3f} ms {present.share_percent(share) if share is not None else '':>5}")
+    return out
 
 
 # -- compiled code (torch.compile) ----------------------------------------------------------------

@@ -19,6 +19,9 @@ Invariants:
   (region labels written in the step's source but absent from the window); see docs/findings.md.
 - `unprofiled` / `distortion` come from the steps the agent timed without the profiler after the
   window (the run folder's timings record; distortion.py); null for a trace without one.
+- `step_definition` says which step the figures are of (a loop's iteration, a function's call, or
+  one optimizer step of several calls) and `time_split` whose code its time runs in (step_scope.py,
+  ownership.py); both null for a trace without the run's records.
 
 A folder of per-rank traces gives one report: the figures of the lowest rank (the headline), and
 `ranks` with every rank's own ms/step, GPU time and top lines, plus `slowest_rank` (the rank the others wait for, when
@@ -39,8 +42,10 @@ from typing import Any
 from .. import jsonio
 from ..agent.protocol import COMPILE, FILES, RECORDS, SCENARIO, TIMINGS, parse_label, parse_run_file_name, run_file_name
 from ..errors import EmptyTrace, NotAProfilerTrace, NotATraceError, NotJSON, UsageError
+from ..textsafe import shorten
 from ..trace import Kind, Trace, read_trace
 from ..trace.model import MAX_TIME_US
+from ..trying.variants import describe_variants
 from . import parallel
 from .attribution import Attribution, attribute
 from .distortion import add_line_estimates, distortion, unprofiled_figures
@@ -48,17 +53,19 @@ from .findings import Thresholds, find, load_thresholds, missing_labels
 from .findings.evidence import evidence_window, merge_evidence, moment_evidence, operator_evidence
 from .intervals import clip, union_length
 from .step_contents import describe_step
+from .step_scope import define_step, time_split
 from .compiled_code import compile_events
 from .labels import FileTable, FrameResolver, load_file_table
 from .links import Links, build_links
-from .machine import describe_machine, gpu_observation
+from .machine import describe_machine, gpu_observation, machine_notes
 from .clocks import collective_events
 from .model import attach_files
 from .nodes import name_ranks, summarize_nodes
 from .panel import timeline_json
 from .timeline import SpanTable, build_spans
 from .ranks import order_by_rank, summarize_ranks
-from .steps import GPU_MARKERS_NOTE, Step, find_steps, gpu_marker_steps, ms_per_step, whole_window, window_note
+from .steps import (GPU_MARKERS_NOTE, Step, find_steps, gpu_marker_steps, ms_per_step, step_notes, whole_window,
+                    window_note)
 
 
 def trace_paths(path: Path) -> tuple[list[Path], Path | None]:
@@ -69,17 +76,20 @@ def trace_paths(path: Path) -> tuple[list[Path], Path | None]:
     every `.json` / `.json.gz` but a run folder's own records is.
     """
     path = Path(path)
-    if not path.exists():
-        raise UsageError(f"no such file or folder: {path}")
-    if not path.is_dir():  # a file, or a device / pipe: the reader says what it holds
-        run_dir = path.parent if (path.parent / FILES).is_file() else None
-        return [path], run_dir
-    run_dir = path if (path / FILES).is_file() else None
-    found = sorted(
-        p for p in path.iterdir()
-        if p.is_file() and p.name not in RECORDS and (p.name.endswith(".json") or p.name.endswith(".json.gz"))
-        and (run_dir is None or parse_run_file_name(p.name).is_trace)
-    )
+    try:
+        if not path.exists():
+            raise UsageError(f"no such file or folder: {path}")
+        if not path.is_dir():  # a file, or a device / pipe: the reader says what it holds
+            run_dir = path.parent if (path.parent / FILES).is_file() else None
+            return [path], run_dir
+        run_dir = path if (path / FILES).is_file() else None
+        found = sorted(
+            p for p in path.iterdir()
+            if p.is_file() and p.name not in RECORDS and (p.name.endswith(".json") or p.name.endswith(".json.gz"))
+            and (run_dir is None or parse_run_file_name(p.name).is_trace)
+        )
+    except PermissionError:  # the folder, or one on the way to it, that this user may not read
+        raise UsageError(f"cannot read {path}: permission denied") from None
     if not found:
         raise UsageError(f"no trace (.json / .json.gz) in folder: {path}")
     return found, run_dir
@@ -180,6 +190,7 @@ def analyze(paths: list[Path], *, source_root: Path | None = None, run_dir: Path
     report["notes"].extend(config_notes + label_notes)
     report["step_contents"] = describe_step(report)
     report["findings"] = find(report, thresholds)
+    describe_variants(report)  # what each finding can try (`stepscope try`, docs/try.md)
     return attach_files(report)
 
 
@@ -216,6 +227,14 @@ def _lines_not_split(scenario: dict[str, Any] | None, file_table: FileTable | No
     return out
 
 
+def _agent_notes(scenario: dict[str, Any] | None) -> list[str]:
+    """What the agent said of the run: the workspace modules it ran as they are, because their rewrite
+    did not compile (kind "instrument", agent/program.py), and a window that ended before all its
+    active steps ran (kind "window", agent/main.py)."""
+    return [str(note["detail"]) for note in (scenario or {}).get("notes") or []
+            if isinstance(note, dict) and note.get("kind") in ("instrument", "window") and note.get("detail")]
+
+
 def _timings_of(trace: Path, run_dir: Path | None) -> dict[str, Any] | None:
     """The steps the agent that wrote `trace` timed without the profiler after its window
     (timings.json, per rank timings-rank<r>.json), or None."""
@@ -229,11 +248,22 @@ def _timings_of(trace: Path, run_dir: Path | None) -> dict[str, Any] | None:
     return doc if isinstance(doc, dict) else None
 
 
-def active_steps(trace: Trace, links: Links) -> tuple[list[Step], bool, bool]:
+def active_steps(trace: Trace, links: Links, steps_run: int | None = None) -> tuple[list[Step], bool, bool]:
     """The steps the figures are per: (steps, stepless, gpu_marked). Steps from the CPU markers; else
     from the markers on a GPU stream (gpu_marked); else the whole trace as one window (stepless:
-    figures per window, no ms/step). Raises NotATraceError when that window is empty."""
+    figures per window, no ms/step). Raises NotATraceError when that window is empty.
+
+    `steps_run` (a run's scenario record): the steps the agent counted. A loop whose data ran out
+    inside the window leaves one more marker in the trace, holding only the `next()` that found the
+    data exhausted (torch's profiler begins a step at each boundary): a ProfilerStep#N with N at
+    or past `steps_run` is no step."""
     steps = find_steps(trace, links)
+    if steps_run is not None and steps:
+        ran = [s for s in steps if (n := _step_number(s.name)) is None or n < steps_run]
+        if not ran:
+            raise EmptyTrace(trace.path, f"no active step ran: {steps[0].name} holds only the loop's last next(), "
+                                         "which found the data exhausted")
+        steps = ran
     # markers only on a GPU stream (no CPU thread holds one): steps complete on the GPU (steps.py)
     gpu_marked = not steps and bool(links.gpu_step_rows)
     if gpu_marked:
@@ -250,6 +280,23 @@ def active_steps(trace: Trace, links: Links) -> tuple[list[Step], bool, bool]:
     return steps, stepless, gpu_marked
 
 
+_STEP_NUMBER = re.compile(r"^ProfilerStep#(\d+)$")
+
+
+def _step_number(name: str) -> int | None:
+    m = _STEP_NUMBER.match(name)
+    return int(m.group(1)) if m else None
+
+
+def _steps_run(scenario: dict[str, Any] | None) -> int | None:
+    """The steps a run's agent counted (its step k is the trace's ProfilerStep#k), None without a
+    record of them."""
+    if not isinstance(scenario, dict):
+        return None
+    n = scenario.get("steps_run")
+    return n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else None
+
+
 def timeline_spans(trace_path: Path) -> SpanTable:
     """The trace panel's span table of one trace of a run folder (or a trace alone), read with the
     records and options its analysis uses (`analyze(..., timelines=...)`), for a timeline of any range
@@ -257,11 +304,11 @@ def timeline_spans(trace_path: Path) -> SpanTable:
     (path,), run_dir = trace_paths(Path(trace_path))
     run_dir = Path(run_dir).resolve() if run_dir is not None else None
     file_table = load_file_table(run_dir / FILES) if run_dir and (run_dir / FILES).is_file() else None
-    own_table, _ = _records_of(path, run_dir, file_table, None)
+    own_table, own_scenario = _records_of(path, run_dir, file_table, _read_scenario(run_dir))
     thresholds, _ = load_thresholds(file_table.root if file_table else None)
     trace = read_trace(path)
     links = build_links(trace)
-    steps, stepless, _ = active_steps(trace, links)
+    steps, stepless, _ = active_steps(trace, links, _steps_run(own_scenario))
     return build_spans(trace, links, steps, file_table=own_table, source_root=None,
                        per="window" if stepless else "step", batch_read_patterns=thresholds.batch_read_patterns)
 
@@ -271,7 +318,7 @@ def _analyze_one(trace: Trace, *, file_table: FileTable | None, source_root: Pat
                  timelines: dict[Path, bytes] | None = None, timings: dict[str, Any] | None = None,
                  collectives: dict[Path, Any] | None = None, compile_doc: dict[str, Any] | None = None) -> dict:
     links = build_links(trace)
-    steps, stepless, gpu_marked = active_steps(trace, links)
+    steps, stepless, gpu_marked = active_steps(trace, links, _steps_run(scenario))
     window_us = (steps[0].cpu_start, steps[-1].completion)
     if collectives is not None:  # what the clocks of several ranks are aligned from (clocks.py)
         collectives[trace.path] = collective_events(trace, links, window_us)
@@ -318,8 +365,15 @@ def _report(trace: Trace, links: Links, steps: list[Step], att: Attribution, *,
         schedule = {"wait": None, "warmup": None, "active": 0 if stepless else len(steps), "repeat": None, "source": "trace"}
     notes = [window_note(trace, links, steps[0])] if stepless else []
     notes.extend(left_out_notes(trace))
+    notes.extend(machine_notes(trace))
+    for track in sorted(links.shared_tracks):
+        pid, tid = trace.tracks[track]
+        notes.append(f"device events were recorded on the CPU thread pid {pid}, tid {tid}: read as GPU work "
+                     "(not drawn as a stream in the trace panel), and the thread's own events as that thread's")
     if gpu_marked:
         notes.append(GPU_MARKERS_NOTE)
+    if not stepless:
+        notes.extend(step_notes(steps))
     if not gpu["observed"]:
         notes.append(gpu["reason"])
     notes.extend(unlinked_notes(att))
@@ -328,6 +382,7 @@ def _report(trace: Trace, links: Links, steps: list[Step], att: Attribution, *,
     if file_table is None and any(r["label"].startswith("ss:") for r in att.regions):
         notes.append("Stepscope region labels found but no file table (files.json): lines are not resolved")
     notes.extend(_lines_not_split(scenario, file_table))
+    notes.extend(_agent_notes(scenario))
     notes.extend(att.compiled_notes)
     if not att.lines:
         notes.append("no figure could be attributed to a source line (no Stepscope labels and no user-code "
@@ -352,6 +407,8 @@ def _report(trace: Trace, links: Links, steps: list[Step], att: Attribution, *,
         "distortion": round(ratio, 4) if ratio is not None else None,
         "lines": att.lines,
         "regions": att.regions,
+        "step_definition": (definition := define_step(scenario, file_table)),
+        "time_split": time_split(att.time_split, definition, "window" if stepless else "step"),
         "findings": [],
         "window": {"ms": round((window_us[1] - window_us[0]) / 1000.0, 4), "steps": 0 if stepless else len(steps),
                    "per": "window" if stepless else "step",
@@ -408,10 +465,34 @@ def left_out_notes(trace: Trace) -> list[str]:
                      f"±{MAX_TIME_US:.0f} µs (2^53 µs, about 285 years), no time a profiler writes")
     if trace.negative_durations:
         notes.append(f"{trace.negative_durations} complete event(s) with a negative dur, read as 0 µs")
+    if trace.shapes_too_deep:
+        notes.append(f"{trace.shapes_too_deep} operator(s) with Input Dims nested hundreds of levels deep: "
+                     "no shapes are shown for them")
     if trace.ids_out_of_range:
         notes.append(f"{trace.ids_out_of_range} id(s) or byte count(s) outside the signed 64-bit range (correlation, External id, "
                      "Sequence number, bytes, flow id), read as absent: the events they would link are not linked")
+    if trace.unreadable_durations:
+        named = ", ".join(f"{_event_name(name)} at ts {ts:.0f} µs" for name, ts in trace.unreadable_examples)
+        notes.append(f"{trace.unreadable_durations} complete event(s) whose dur is not a number (a string, true, "
+                     f"NaN), read as 0 µs: {named}{_more(trace.unreadable_durations, trace.unreadable_examples)}")
+    if trace.implausible_times:
+        named = ", ".join(f"{_event_name(name)} (ts {ts:.0f} µs, dur {dur:.0f} µs)"
+                          for name, ts, dur in trace.implausible_examples)
+        notes.append(f"{trace.implausible_times} complete event(s) left out: they start or end more than a day away "
+                     "from the trace's other events (ts and dur swapped, or a corrupted time), no time of the window: "
+                     f"{named}{_more(trace.implausible_times, trace.implausible_examples)}")
+    if trace.later_event_array is not None:
+        notes.append(f"the trace names traceEvents twice: only the first array was read, the later one "
+                     f"({trace.later_event_array} events) was left out")
     return notes
+
+
+def _event_name(name: str) -> str:
+    return repr(shorten(name)) if name else "an event without a name"
+
+
+def _more(count: int, named: list) -> str:
+    return f" and {count - len(named)} more" if count > len(named) else ""
 
 
 def _cpu_ms(step: Step) -> float | None:

@@ -5,6 +5,13 @@ event launched inside that span has ended. A step's duration runs from the previ
 completion to its own; the first active step's duration runs from its CPU start (it may include
 GPU work queued before the window: that is part of the window, not start-up).
 
+Completions are monotonic: a step never completes before the one before it, so no step lasts less
+than 0 ms. A CPU marker that starts inside the step before it and completes no later than it (a
+doubled or broken marker: the same `ts`, or a span inside the other's) is no step of its own: it is
+part of the step before it (`absorbed` names it). A step whose span follows the one before it but
+whose GPU work ended first lasts 0 ms: a real iteration, done in the shadow of the one before.
+`step_notes` says both, naming the markers.
+
 GPU events are assigned to the step whose CPU span holds their launch call; unlinked GPU events are
 assigned by their own start time to the step whose span, extended to the next step's start, holds it.
 
@@ -28,10 +35,11 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import compress
 from statistics import median
 
+from ..textsafe import shorten
 from ..trace import Kind, Trace
 from .links import Links
 
@@ -45,6 +53,12 @@ class Step:
     ms: float  # elapsed: previous completion -> own completion
     #: steps read from GPU-stream markers: cpu_start/cpu_end are launch bounds, not a recorded CPU span
     from_gpu_markers: bool = False
+    #: the markers that completed no later than this step, counted as part of it (their labels)
+    absorbed: tuple[str, ...] = ()
+
+
+def _absorb(step: Step, label: str) -> Step:
+    return replace(step, absorbed=step.absorbed + (label,))
 
 
 def find_steps(trace: Trace, links: Links) -> list[Step]:
@@ -71,9 +85,12 @@ def find_steps(trace: Trace, links: Links) -> list[Step]:
         g_end = trace.end(g)
         if g_end > completion[i]:
             completion[i] = g_end
-    steps = []
+    steps: list[Step] = []
     previous = starts[0]
     for r, s, e, c in zip(rows, starts, ends, completion):
+        if steps and s < steps[-1].cpu_end and c <= previous:  # a marker inside the step before it
+            steps[-1] = _absorb(steps[-1], trace.label(r))
+            continue
         # completions are monotonic: a step cannot complete before the one before it
         c = max(c, previous)
         steps.append(Step(trace.label(r), s, e, c, (c - previous) / 1000.0))
@@ -118,6 +135,30 @@ GPU_MARKERS_NOTE = ("steps were taken from the ProfilerStep#N markers on the GPU
                     "before its first launch is outside the window")
 
 
+def step_notes(steps: list[Step]) -> list[str]:
+    """What the report says of markers counted as part of the step before them, and of steps of 0 ms
+    (none of either: no note)."""
+    notes = []
+    held = [(s.name, s.absorbed) for s in steps if s.absorbed]
+    if held:
+        count = sum(len(absorbed) for _, absorbed in held)
+        shown = "; ".join(f"{', '.join(shorten(a) for a in absorbed[:3])}{' and more' if len(absorbed) > 3 else ''} "
+                          f"with {shorten(name)}" for name, absorbed in held[:3])
+        notes.append(f"{count} step marker(s) start inside the step before them and complete no later than it "
+                     f"(doubled or broken markers: the same ts, or a span inside the other's): {shown}"
+                     f"{'; ...' if len(held) > 3 else ''}. Each is counted as part of the step before it, not as a "
+                     f"step of 0 ms; ms/step is the median of the {len(steps)} step(s) that remain")
+    empty = [s.name for s in steps[1:] if s.ms <= 0.0]
+    if empty:
+        median_words = (f"; so many that ms/step, the median, is 0 ms: the mean, "
+                        f"{sum(s.ms for s in steps) / len(steps):.3f} ms, is the pace" if ms_per_step(steps) <= 0.0
+                        else "")
+        notes.append(f"{len(empty)} step(s) completed no later than the step before them (everything they ran "
+                     f"had ended by then) and count as 0 ms: {', '.join(shorten(n) for n in empty[:3])}"
+                     f"{' and more' if len(empty) > 3 else ''}{median_words}")
+    return notes
+
+
 WHOLE_WINDOW = "whole trace (no step markers)"
 
 
@@ -149,7 +190,15 @@ def window_note(trace: Trace, links: Links, window: Step) -> str:
     """What a report says about a trace read as one window, with the repeated iteration-like
     labels of its main thread (named, not used: they mark a point of each iteration, not where a
     step starts and completes)."""
-    note = (f"{window.name}: no ProfilerStep#N events, so the trace is read as one window of "
+    on_devices = _markers_on_device_tracks(trace, links)
+    if on_devices:
+        track = trace.tracks[trace.track[on_devices[0]]]
+        why = (f"{len(on_devices)} ProfilerStep#N marker(s) lie on a track that also holds GPU events (pid "
+               f"{shorten(str(track[0]))}, tid {shorten(str(track[1]))}: host and device events on one track), "
+               "where they are not read as steps")
+    else:
+        why = "no ProfilerStep#N events"
+    note = (f"{window.name}: {why}, so the trace is read as one window of "
             f"{window.ms:.3f} ms (its main thread's span); per-line, per-op and per-region figures are per "
             "window, not per step, and there is no ms/step")
     counts: dict[str, int] = {}
@@ -164,6 +213,16 @@ def window_note(trace: Trace, links: Links, window: Step) -> str:
         note += (f". Iteration-like labels repeat on the main thread ({shown}): record with a scheduled "
                  "profiler and prof.step() for per-step figures")
     return note
+
+
+def _markers_on_device_tracks(trace: Trace, links: Links) -> list[int]:
+    """Host step markers (an annotation or operator `ProfilerStep#N`) on a track that holds device events."""
+    ids = frozenset(i for i, name in enumerate(trace.names) if _STEP_MARKER.match(name))
+    return [r for r in trace.rows_named(ids) if trace.track[r] in links.device_tracks
+            and trace.kind[r] in (Kind.ANNOTATION, Kind.CPU_OP, Kind.OTHER)] if ids else []
+
+
+_STEP_MARKER = re.compile(r"^ProfilerStep#\d+$")
 
 
 def ms_per_step(steps: list[Step]) -> float:

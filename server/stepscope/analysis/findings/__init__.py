@@ -10,7 +10,7 @@ possible reading (not a conclusion), and no finding ever claims a speed-up.
 Findings whose evidence the profiler distorts (host waits, launch-bound steps, the batch read) say
 so with the report's `distortion` and point at `stepscope measure` (distorted.py).
 
-Kinds: profiled-faster, input-bound, repeated-copy, small-launches, dominant-op, sync-in-step, startup-cost,
+Kinds: profiled-faster, input-bound, host-bound, repeated-copy, small-launches, dominant-op, sync-in-step, startup-cost,
 unsteady-window, gpu-not-observed, missing-label, rank-imbalance, recompilation, graph-break (docs/findings.md
 describes each). Findings about
 the loop as a whole are anchored on the loop header line when the trace has one, else on no line.
@@ -21,6 +21,7 @@ from __future__ import annotations
 from .common import loop_header
 from .compile_rule import graph_break, recompilation
 from .distorted import mark_distorted
+from .host_rule import host_bound
 from .labels_rule import missing_label
 from .ranks_rule import rank_imbalance
 from .source_labels import missing_labels
@@ -33,9 +34,9 @@ __all__ = ["find", "Thresholds", "load_thresholds", "thresholds_from_table", "mi
            "DEFAULT_BATCH_READ_PATTERNS", "RULES", "KINDS"]
 
 #: in the order findings are listed: what to look at first comes first
-RULES = (gpu_not_observed, profiled_faster, input_bound, repeated_copy, sync_in_step, small_launches, dominant_op,
+RULES = (gpu_not_observed, profiled_faster, input_bound, host_bound, repeated_copy, sync_in_step, small_launches, dominant_op,
          rank_imbalance, recompilation, unsteady_window, graph_break, startup_cost, missing_label)
-KINDS = ("gpu-not-observed", "profiled-faster", "input-bound", "repeated-copy", "sync-in-step", "small-launches",
+KINDS = ("gpu-not-observed", "profiled-faster", "input-bound", "host-bound", "repeated-copy", "sync-in-step", "small-launches",
          "dominant-op", "rank-imbalance", "recompilation", "unsteady-window", "graph-break", "startup-cost",
          "missing-label")
 

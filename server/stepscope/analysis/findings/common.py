@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..present import machine_words  # noqa: F401  (the machine in a finding's words: present.py)
-from ..present import share_basis, short_path
+from ..present import share_basis, share_percent, short_path
 
 Anchor = tuple[str | None, int | None]
 
@@ -85,7 +85,7 @@ class Basis:
 
     def share(self, ms: float) -> str:
         """`24% of the 2.63 ms mean step`."""
-        return f"{ms / self.ms:.0%} of {self.words()}"
+        return f"{share_percent(ms / self.ms)} of {self.words()}"
 
 
 def basis(report: dict, *, window: bool = False) -> Basis | None:
@@ -112,3 +112,15 @@ def placed(item: dict, fallback: Anchor, evidence: dict) -> tuple[Anchor, str]:
     if fallback[0]:
         return fallback, ""
     return (None, None), precision_words(None, evidence)
+
+
+def real_gpu_idle(report: dict) -> tuple[float, float, float] | None:
+    """(the step timed without the profiler, the GPU's work per step in the window, the GPU's idle
+    time in the real step), or None where either is unknown. The step is the mean of the passes
+    after the window (what the window's per-step figures, means too, compare with)."""
+    unprofiled = report.get("unprofiled") or {}
+    real = unprofiled.get("mean_ms") or unprofiled.get("ms_per_step")
+    busy = (report.get("window") or {}).get("gpu_ms")
+    if not isinstance(real, (int, float)) or real <= 0 or not isinstance(busy, (int, float)):
+        return None
+    return float(real), float(busy), max(0.0, float(real) - float(busy))

@@ -2,7 +2,8 @@
 
 The profiler costs host time per recorded event. Where a finding's evidence is host time or the
 host's pace — the host waiting on the device (sync-in-step), launch overhead setting the step's
-time (small-launches), the host reading the batch while the device waits (input-bound) — a slower
+time (small-launches), the host reading the batch while the device waits (input-bound), the host's
+own work setting the step's pace (host-bound) — a slower
 host changes the evidence itself: waits shrink or vanish because the device now finishes first,
 launch gaps grow. When the report measured the step without the profiler (`distortion`), those
 findings carry the figure and the measure command; when it did not, they say the profiler's cost
@@ -17,7 +18,7 @@ import os
 
 from ..distortion import window_overlap
 
-DISTORTED_KINDS = ("sync-in-step", "small-launches", "input-bound")
+DISTORTED_KINDS = ("sync-in-step", "small-launches", "input-bound", "host-bound")
 NOTICEABLE = 1.05  # below this the profiled and unprofiled steps agree within the usual noise
 
 
@@ -28,10 +29,24 @@ def _shown(path: str, cwd: str | None) -> str:
     return path
 
 
+def installed_module(path: str) -> str | None:
+    """`transformers.trainer` for a file of an installed package (under site-packages or
+    dist-packages), as `--function module:qualname` names it; None for any other file."""
+    parts = path.replace("\\", "/").split("/")
+    for i in range(len(parts) - 2, -1, -1):
+        if parts[i] in ("site-packages", "dist-packages"):
+            names = parts[i + 1:]
+            names[-1] = names[-1][:-3] if names[-1].endswith(".py") else names[-1]
+            if names[-1] == "__init__":
+                names.pop()
+            return ".".join(names) if names and all(n.isidentifier() for n in names) else None
+    return None
+
+
 def measure_command(report: dict) -> str:
     """`stepscope measure train.py --line 42` for the report's step (relative to where it ran);
-    a step function of another file than the program's start is named `file.py:qualname`, after
-    the program's script (or with `-m MODULE`)."""
+    a step function of another file than the program's start is named `file.py:qualname` (or
+    `module:qualname` in an installed package), after the program's script (or with `-m MODULE`)."""
     scenario = report.get("scenario") or {}
     step = scenario.get("step") or {}
     script = step.get("file")
@@ -46,7 +61,8 @@ def measure_command(report: dict) -> str:
         elsewhere = f" --entry {_shown(started, cwd)}" if started and started != script else ""
         return f"stepscope measure {_shown(script, cwd)} --line {step.get('line')}{elsewhere}{module}"
     if started and started != script:
-        return f"stepscope measure {_shown(started, cwd)} --function {_shown(script, cwd)}:{step['function']}"
+        where = installed_module(script) or _shown(script, cwd)
+        return f"stepscope measure {_shown(started, cwd)} --function {where}:{step['function']}"
     return f"stepscope measure {_shown(script, cwd)} --function {step['function']}{module}"
 
 
@@ -78,7 +94,8 @@ def mark_distorted(findings: list[dict], report: dict) -> list[dict]:
         elif d is None:
             f["observation"] += (" The step was not timed without the profiler, so how much the profiler distorts "
                                  "this host-side evidence is unknown.")
-        if command not in f["next_check"]:  # a finding may name the check already (sync-in-step)
+        # a finding may name the check already, or the measurement of the change itself (sync-in-step)
+        if command not in f["next_check"] and "`stepscope measure --against`" not in f["next_check"]:
             f["next_check"] += f" Check the step without the profiler: `{command}`."
         f["figures"]["distortion"] = d
     return findings

@@ -1,8 +1,9 @@
 """Evidence for the findings: the few trace facts they need, computed once when the report is built.
 
 The report's `evidence` is a JSON-ready dict: batch reads, operators, kernels, host-to-device
-copies, host synchronisations and names that appear only after the first active step. `find(report)`
-then stays a pure function of the report.
+copies, host synchronisations, names that appear only after the first active step, and the host's
+own work (host_work.py, which also places backward work on the forward line that recorded it).
+`find(report)` then stays a pure function of the report.
 
 It is computed in two halves that share one read-only `evidence_window` (the window, the line
 nodes, the moments): `operator_evidence` (the operator tree and every operator's line: most of the
@@ -48,9 +49,10 @@ from ..intervals import Interval, clip, length, merge
 from ..attribution import LastStatement
 from ..labels import CallLines, FileTable, FrameResolver, parse_frame
 from ..links import Links, copy_direction, wait_kind, wait_words
-from ..nesting import add_self_times, nest_tracks
+from ..nesting import Nested, add_self_times, nest_tracks
 from ..op_roles import op_role
 from ..steps import Step
+from .host_work import backward_op_causes, host_work, launch_causes
 
 #: ops that build a tensor from nothing but their arguments (deterministic values: a constant)
 FACTORY_OPS = frozenset({
@@ -291,7 +293,7 @@ def _matcher(patterns: Iterable[str]):
 
 
 EVIDENCE_KEYS = ("source", "line_precision", "call_stacks", "step_mean_ms", "batch_read", "ops", "kernels",
-                 "h2d_copies", "syncs", "new_names", "phases")
+                 "h2d_copies", "syncs", "new_names", "phases", "host_work")
 #: operators and labels that show the step trains: an autograd node's backward, an optimizer's step
 BACKWARD_NAME = re.compile(r"^(autograd::engine::evaluate_function: |[A-Za-z0-9_]+Backward\d*$)")
 OPTIMIZER_NAME = re.compile(r"^(Optimizer\.step#|aten::_fused_(adam|adamw|sgd|adagrad)_?$)")
@@ -463,6 +465,7 @@ def evidence_window(trace: Trace, links: Links, steps: list[Step], *, file_table
 def _operators(trace: Trace, links: Links, win: EvidenceWindow) -> _Operators:
     """The operator tree (order, parents, self times), and with `Call stack` args the call lines."""
     nested = nest_tracks(win.ops_by_track, trace.ts, trace.dur)
+    _clip_own_times(nested, win.w0, win.w1)
     op_spans = {track: (starts, ends, rows) for track, (rows, starts, ends, _) in nested.tracks.items()}
     own_us = {track: own for track, (_, _, _, own) in nested.tracks.items()}
     parent = nested.parent
@@ -478,18 +481,42 @@ def _operators(trace: Trace, links: Links, win: EvidenceWindow) -> _Operators:
     return _Operators(parent, own_us, op_spans, launch_ops, calls, launch_lines, sync_lines)
 
 
+def _clip_own_times(nested: Nested, w0: float, w1: float) -> None:
+    """Each operator's self time inside the window only: an op that starts before it or ends after it
+    (a background thread's op spanning the window) holds only its time in the window, less that of
+    the ops it holds, also clipped; so no op's self time per step exceeds the mean step. Tracks whose
+    ops all lie inside the window (nearly all) are left as they are."""
+    parent = nested.parent
+    for rows, starts, ends, own in nested.tracks.values():
+        if not rows or (starts[0] >= w0 and max(ends) <= w1):
+            continue
+        inside = {r: max(0.0, min(e, w1) - max(s, w0)) for r, s, e in zip(rows, starts, ends)}
+        clipped = dict(inside)
+        for r in rows:
+            up = parent[r]
+            if up in clipped:
+                clipped[up] -= inside[r]
+        own[:] = [clipped[r] for r in rows]
+
+
 def operator_evidence(trace: Trace, links: Links, win: EvidenceWindow) -> dict:
     """The half of the evidence that needs every operator placed on a line: operators' self and GPU
     time (`ops`), host-to-device copies with the op that fed them, and the precision of lines.
     It is most of the work on a large trace (report.py computes it in a child process)."""
     tree = _operators(trace, links, win)
     line_of_op: dict[int, _Node | None] = {}
+    # an operator of the backward counts on the forward line that recorded it (host_work.py)
+    caused = backward_op_causes(trace, win, tree.op_spans, tree.parent)
+    cause_of_op: dict[int, _Node | None] = {}
     op_tracks = []
     for track, (op_starts, _, rows) in tree.op_spans.items():
         located = win.locator.locate_sorted(track, op_starts)
         if tree.calls is not None:
             tree.calls.fill([track] * len(rows), op_starts, tree.calls.of_track_ops(rows), located)
         line_of_op.update(zip(rows, located))
+        if caused:
+            located = [caused.get(r, node) for r, node in zip(rows, located)]
+        cause_of_op.update(zip(rows, located))
         op_tracks.append((rows, op_starts, tree.own_us[track], located))
     if tree.calls is not None:
         _batch_place(trace, win, tree)  # as the other half does: the call lines it meets count below
@@ -498,8 +525,8 @@ def operator_evidence(trace: Trace, links: Links, win: EvidenceWindow) -> dict:
         precision = "call"
     return {
         "line_precision": precision,
-        "ops": _operator_figures(trace, op_tracks, line_of_op, win.launches, tree.launch_ops, win.batch_merged,
-                                 win.n, bool(links.gpu_rows), win.w0, win.w1),
+        "ops": _operator_figures(trace, op_tracks, cause_of_op, win.launches, tree.launch_ops, win.batch_merged,
+                                 win.n, bool(links.gpu_rows), win.w0, win.w1, frozenset(caused)),
         "h2d_copies": _copy_groups(trace, links, win.launches, tree.launch_ops, tree.launch_lines, tree.parent,
                                    tree.op_spans, line_of_op, win.batch_merged, win.step_of, win.n),
     }
@@ -516,6 +543,8 @@ def moment_evidence(trace: Trace, links: Links, steps: list[Step], win: Evidence
     batch_node = _batch_place(trace, win, tree)
     gpu_observed = bool(links.gpu_rows)
     n = win.n
+    # backward work belongs to the forward line that recorded it (host_work.py)
+    cause_lines, forward_nodes = launch_causes(trace, win, launch_lines)
     return {
         "source": "stepscope" if win.saw_ss else "other",
         "call_stacks": win.has_stacks,
@@ -526,7 +555,7 @@ def moment_evidence(trace: Trace, links: Links, steps: list[Step], win: Evidence
             "signals": list(win.batch_signals)[:5],
             **_where(batch_node),
         },
-        "kernels": _kernel_figures(trace, win.in_window_gpu, win.gpu_busy, win.launches, launch_lines,
+        "kernels": _kernel_figures(trace, win.in_window_gpu, win.gpu_busy, win.launches, launch_lines, cause_lines,
                                    win.w0, win.cpu_end, n) if gpu_observed else None,
         "syncs": _sync_figures(trace, win.sync_rows, sync_lines, win.gpu_busy, win.step_of, n, gpu_observed,
                                win.w0, win.w1, lambda r: wait_words(trace, links, r),
@@ -534,6 +563,7 @@ def moment_evidence(trace: Trace, links: Links, steps: list[Step], win: Evidence
         "new_names": _new_names(trace, win.ops_by_track, steps, win.step_of, links.device_tracks, win.w0,
                                 win.cpu_end, file_table),
         "phases": _phases(trace, links, win),
+        "host_work": host_work(trace, links, win, launch_lines, forward_nodes),
     }
 
 
@@ -612,9 +642,12 @@ def _batch_place(trace: Trace, win: EvidenceWindow, tree: _Operators | None) -> 
 
 def _operator_figures(trace: Trace, op_tracks: list[tuple[list[int], list[float], list[float], list]],
                       line_of_op: dict, launches: list[tuple[int, int]], launch_ops: list, batch: list[Interval],
-                      n: int, gpu_observed: bool, w0: float, w1: float) -> list[dict]:
+                      n: int, gpu_observed: bool, w0: float, w1: float,
+                      in_backward: frozenset[int] = frozenset()) -> list[dict]:
     """The operators by self and GPU time. `op_tracks`: per thread, its ops' rows, starts, self
-    times and lines, aligned and sorted by start (as the operator tree holds them)."""
+    times and lines, aligned and sorted by start (as the operator tree holds them); `in_backward`:
+    the rows that run in a backward op, placed on the forward line that recorded it (their calls at
+    a line are counted apart too)."""
     starts = [lo for lo, _ in batch]
     ts, dur, name_col, names = trace.ts, trace.dur, trace.name, trace.names
 
@@ -627,12 +660,16 @@ def _operator_figures(trace: Trace, op_tracks: list[tuple[list[int], list[float]
     count_by_name: Counter = Counter()
     time_at: dict[tuple[int, tuple], float] = {}  # (name id, line key) -> µs
     count_at: dict[tuple[int, tuple], int] = {}  # (name id, line key) -> calls
+    backward_at: Counter = Counter()  # (name id, line key) -> calls of them in a backward op
     for rows, op_starts, own_us, lines in op_tracks:
         kept = _outside(op_starts, batch)  # ops that start in a batch read are not counted
         if kept != [(0, len(rows))]:  # one call a thread, over the kept ops in order
             rows, own_us, lines = (list(chain.from_iterable(seq[lo:hi] for lo, hi in kept))
                                    for seq in (rows, own_us, lines))
         add_self_times(time_at, count_at, name_col, rows, own_us, lines)
+        if in_backward:
+            for r, line in compress(zip(rows, lines), map(in_backward.__contains__, rows)):
+                backward_at[(name_col[r], _key(line))] += 1
     line_time: dict[int, Counter] = defaultdict(Counter)
     own_at_line: dict[int, Counter] = defaultdict(Counter)  # the CPU self time alone, by line
     for (nid, key), us in time_at.items():  # few entries: a name's lines
@@ -663,6 +700,7 @@ def _operator_figures(trace: Trace, op_tracks: list[tuple[list[int], list[float]
             # at that line only: what the line's own figures can be compared with
             "line_self_ms": _ms(own_at_line[nid].get(where, 0.0), n),
             "line_count": round(count_at.get((nid, where), 0) / n, 2),
+            "line_backward_count": round(backward_at.get((nid, where), 0) / n, 2),
         })
     out.sort(key=lambda d: -max(d["self_ms"], d["gpu_ms"] or 0.0))
     return out[:15]
@@ -771,13 +809,18 @@ def _feeding_factory(trace: Trace, op: int | None, parent: array, top_of, line_o
 
 
 def _kernel_figures(trace: Trace, gpu_rows: list[int], busy: list[Interval], launches: list[tuple[int, int]],
-                    launch_lines: list, w0: float, cpu_end: float, n: int) -> dict:
+                    launch_lines: list, cause_lines: list, w0: float, cpu_end: float, n: int) -> dict:
+    """Kernels and launches per step; the line that causes the most kernels: its own launches and
+    those of the backward its forward ops recorded (`cause_lines`, host_work.launch_causes)."""
     kernels = [g for g in gpu_rows if trace.kind[g] == Kind.KERNEL]
     durations = sorted(trace.dur[g] for g in kernels)
     per_line: Counter = Counter()
-    for (g, _), line in zip(launches, launch_lines):
-        if trace.kind[g] == Kind.KERNEL and line is not None:
-            per_line[line.key] += 1
+    backward_at: Counter = Counter()
+    for (g, _), line, cause in zip(launches, launch_lines, cause_lines):
+        if trace.kind[g] == Kind.KERNEL and cause is not None:
+            per_line[cause.key] += 1
+            if cause is not line:
+                backward_at[cause.key] += 1
     launch_ids = frozenset(i for i, name in enumerate(trace.names) if _LAUNCH.search(name))
     launch_iv = [(trace.ts[r], trace.end(r)) for r in trace.rows_named(launch_ids)
                  if trace.kind[r] == Kind.RUNTIME and w0 <= trace.ts[r] <= cpu_end]
@@ -801,6 +844,7 @@ def _kernel_figures(trace: Trace, gpu_rows: list[int], busy: list[Interval], lau
         "gpu_busy_ms": _ms(length(busy), n),
         "launch_ms": _ms(length(merge(launch_iv)), n),
         "top_line_kernels": round(top[0][1] / n, 2) if top else 0,
+        "top_line_backward_kernels": round(backward_at[where] / n, 2) if top else 0,
         "file": where[1], "line": where[2], "precision": where[0],
     }
 

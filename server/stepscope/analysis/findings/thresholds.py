@@ -58,6 +58,10 @@ class Thresholds:
     input_cpu_share: float = 0.5
     #: event names that read a batch (fnmatch, case-insensitive); used when the report is built
     batch_read_patterns: tuple[str, ...] = DEFAULT_BATCH_READ_PATTERNS
+    # -- host-bound
+    #: the host's own work (outside the model's training work, launches, waits and the batch read) holds
+    #: at least this share of the step — with GPU events, while the GPU is idle
+    host_bound_share: float = 0.5
     # -- repeated-copy
     #: a copy group must appear in at least this share of the active steps
     repeated_copy_step_share: float = 1.0

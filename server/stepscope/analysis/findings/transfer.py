@@ -18,7 +18,8 @@ Invariants:
 
 from __future__ import annotations
 
-from .common import Anchor, basis, finding, machine_words, placed, short_place
+from ..present import share_percent
+from .common import Anchor, basis, finding, machine_words, placed, real_gpu_idle, short_place
 from .distorted import measure_check
 from .thresholds import Thresholds
 from .work import window_words
@@ -142,10 +143,17 @@ def sync_in_step(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
     else:
         observation = (f"The host waits on the device {count:g} time(s) per step, in {steps} of {n} active steps"
                        f"{places}, for {ms:.3f} ms per step ({on.share(ms)}){idle_words} ({machine_words(report)}).")
-    if not large:
+    # what the waits can cost in the real step (the bound's reasoning: _most_saved)
+    real = real_gpu_idle(report) if on.per == "step" and (report.get("gpu") or {}).get("observed") else None
+    saved = _most_saved(real, ms) if real is not None else None
+    outlasts = real is not None and _host_outlasts(real, ms)
+    costly = real is None or (saved >= t.sync_min_share * real[0] and not outlasts)
+    if not large and costly:
         observation += (" Under the profiler these waits look short: the profiler slows the host more than the "
                         "device, so the device is often done before the host asks, and without the profiler the "
                         "same waits can cost a real share of the step.")
+    if real is not None:
+        observation += _real_cost_words(report, real, saved, costly, ms if outlasts else None)
     uploads_only = bool(kinds) and set(kinds) == {"upload"}
     if uploads_only:
         hypothesis = ("A copy from pageable host memory starts only when the device has finished the work queued "
@@ -156,14 +164,77 @@ def sync_in_step(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
         hypothesis = ("A value read back inside the step (.item(), .cpu(), .tolist(), printing a tensor, a tensor in an "
                       "if), a copy to or from pageable host memory, or an explicit synchronize stops the host from "
                       "queueing ahead, so CPU and GPU work no longer overlap.")
-        check = (f"First {measure_check(report)}; then move the read-back out of the step (accumulate on the device and read "
-                 "every N steps, or after the loop), check that the values you log are unchanged, and compare the two "
-                 "with `stepscope measure --against` (several timed passes, no profiler).")
+        if real is not None:  # the step is timed without the profiler already: measure the change itself
+            check = ("Measure what the waits cost: move the read-back out of the step (accumulate on the device and "
+                     "read every N steps, or after the loop), check that the values you log are unchanged, and time "
+                     "both versions without the profiler with `stepscope measure --against` (several timed passes "
+                     "each).")
+        else:
+            check = (f"First {measure_check(report)}; then move the read-back out of the step (accumulate on the device "
+                     "and read every N steps, or after the loop), check that the values you log are unchanged, and "
+                     "compare the two with `stepscope measure --against` (several timed passes, no profiler).")
+    if real is not None and not costly:
+        hypothesis += (" Here the host's own work outlasts the GPU's in the real step: the GPU keeps up with the "
+                       "host, so the host finds it nearly done when it asks and the waits can cost little however "
+                       "long the GPU idles; the step is the host's to shorten." if outlasts else
+                       " Here the GPU is busy nearly all of the real step, so the host stays ahead of it despite the "
+                       "waits, and they can cost little.")
+    figures = {"sync_ms": ms, "count": count, "steps": steps, "gpu_idle_after_ms": idle, "step_ms": on.ms,
+               "per": on.per, "every_step": every_step, "kinds": kinds,
+               "lines": [{"file": e.get("file"), "line": e.get("line"), "count": e.get("count"), "ms": e.get("ms")}
+                         for e in shown if e.get("file")]}
+    if real is not None:
+        figures.update(real_step_ms=real[0], real_gpu_busy_ms=real[1], real_gpu_idle_ms=round(real[2], 4),
+                       most_saved_ms=round(saved, 4), most_saved_share=round(saved / real[0], 4))
     return finding(
         "sync-in-step", where, observation + precision + window_words(on.per), hypothesis, check,
-        severity="warning" if large else "info",
-        figures={"sync_ms": ms, "count": count, "steps": steps, "gpu_idle_after_ms": idle, "step_ms": on.ms,
-                 "per": on.per, "every_step": every_step, "kinds": kinds,
-                 "lines": [{"file": e.get("file"), "line": e.get("line"), "count": e.get("count"), "ms": e.get("ms")}
-                           for e in shown if e.get("file")]},
+        # with the real step known, severity follows what the waits can cost there, not the profiled share
+        severity=("warning" if costly else "info") if real is not None else ("warning" if large else "info"),
+        figures=figures,
     )
+
+
+def _most_saved(real: tuple[float, float, float], wait_ms: float) -> float:
+    """The most removing the waits can save in the step timed without the profiler: no more than the
+    GPU's idle time there (the step cannot get shorter than the GPU's work), and no more than the GPU's
+    work itself plus the waits as profiled (a wait lasts while the GPU finishes work queued before it,
+    plus the read-back's own latency): where the GPU has little work, the host finds it done and the
+    waits cost little however idle the GPU is."""
+    _, busy, idle = real
+    return min(idle, busy + wait_ms)
+
+
+def _host_outlasts(real: tuple[float, float, float], wait_ms: float) -> bool:
+    """Whether the host's own work in the real step (the step less the longest the waits can last there,
+    the GPU's work plus the waits as profiled) is at least the GPU's work: then the GPU keeps up with a
+    host that launches its work as it goes, and a wait finds only the work launched just before it, so
+    the waits likely cost about their own time; only GPU work launched in a burst just before a wait
+    makes them cost up to the bound."""
+    step, busy, _ = real
+    return step - (busy + wait_ms) >= busy
+
+
+def _real_cost_words(report: dict, real: tuple[float, float, float], saved: float, costly: bool,
+                     outlasting_wait: float | None) -> str:
+    """What the waits can cost in the step timed without the profiler (_most_saved; `outlasting_wait`:
+    the waits as profiled, where the host's own work outlasts the GPU's, _host_outlasts)."""
+    step, busy, idle = real
+    passes = (report.get("unprofiled") or {}).get("passes")
+    said = (f" Without the profiler (the mean of the {passes} steps timed after the window, same process) the step "
+            f"takes {step:.2f} ms and the GPU's work {busy:.2f} ms of it (its kernels and copies as the window timed "
+            f"them): the GPU is idle {idle:.2f} ms of the real step ({share_percent(idle / step)}).")
+    # where the bound is below the idle time, the host outlasts the GPU (busy + waits < idle = step - busy)
+    bound = (f"up to that idle time, {share_percent(saved / step)} of the real step" if saved >= idle else
+             f"at most {saved:.2f} ms ({share_percent(saved / step)} of the real step): a wait lasts while the GPU "
+             "finishes the work queued before it, and the GPU has no more work than that, the waits' own time added")
+    if outlasting_wait is not None:
+        return said + (f" The host's own work, at least {step - busy - outlasting_wait:.2f} ms of it, outlasts the "
+                       f"GPU's {busy:.2f} ms, so the GPU keeps up with a host that launches as it goes and a wait "
+                       f"finds only the work launched just before it: the waits likely cost about their own time, "
+                       f"{outlasting_wait:.3f} ms ({share_percent(outlasting_wait / step)} of the real step). Only GPU "
+                       f"work launched in a burst just before a wait would make them cost more, {bound}.")
+    if costly:
+        return said + (" After each wait the GPU idles until the host queues new work, so removing the waits can save "
+                       f"{bound}; how much of it they cost (the host's own work can leave the GPU idle too) only a "
+                       "measurement with and without them tells.")
+    return said + (f" Removing the waits could save {bound}: that is the most, so in the real step they cost little.")

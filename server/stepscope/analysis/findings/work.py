@@ -13,12 +13,15 @@ Invariants:
   whichever is larger, to the step; operators inside the batch read are left to input-bound.
 - small-launches needs GPU events and steps: kernel counts and durations are never guessed from CPU
   events, and a count per window says nothing about one per step.
+- Backward work is the forward line's that recorded it (host_work.py): small-launches' line is the
+  one causing the most kernels, backward ones included, and dominant-op counts an operator's calls in
+  a backward op at the forward line; both say how many of them are backward ones.
 """
 
 from __future__ import annotations
 
 from ...textsafe import shorten
-from ..present import region_name
+from ..present import bounded_share, region_name, share_percent
 from .common import Anchor, basis, finding, machine_words, placed, where_words
 from .thresholds import Thresholds
 from .window import gpu_expected
@@ -62,7 +65,7 @@ def input_bound(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
         # only a program that used a GPU can have left one waiting
         unknown = " GPU activity was not observed, so whether a GPU waited is unknown." if gpu_expected(report) else ""
         observation = (f"The batch read ({signals}) takes {read_ms:.2f} ms of {on.words()} "
-                       f"({read_ms / step:.0%}; {machine_words(report)}).{unknown}")
+                       f"({share_percent(read_ms / step)}; {machine_words(report)}).{unknown}")
     return finding(
         "input-bound", where, observation + precision + window_words(on.per),
         "The input pipeline cannot keep up with the step (reading, decoding or collating in the main process). "
@@ -102,9 +105,13 @@ def dominant_op(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
         elsewhere = (f"; on other lines it runs {others:g} more time(s) per {on.per}, "
                      f"{max(0.0, (top.get('self_ms') or 0.0) - cpu):.2f} ms of CPU self time")
     where, precision = placed(top, (None, None), evidence)
+    backward = top.get("line_backward_count") or 0
+    # backward work counts on the forward line that recorded it (evidence.py), and is said so
+    in_backward = f" ({backward:g} of them in the backward it records)" if backward and top.get("file") else ""
     return finding(
         "dominant-op", where,
-        f"{shorten(top['name'])} holds {which}, in {calls:g} call(s) per {on.per}{where_words(top, report.get('source_root'))}{elsewhere} "
+        f"{shorten(top['name'])} holds {which}, in {calls:g} call(s) per {on.per}{where_words(top, report.get('source_root'))}"
+        f"{in_backward}{elsewhere} "
         f"({machine_words(report)})." + precision + window_words(on.per),
         "A decisive shape or algorithm choice for this operator sets the step's time; the call count may also be "
         "higher than intended.",
@@ -112,7 +119,7 @@ def dominant_op(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
         "same operator on the same inputs in isolation (another algorithm, dtype or layout) and check the outputs.",
         figures={"op": top["name"], "self_ms": cpu, "gpu_ms": top.get("gpu_ms"), "count": calls,
                  "all_lines_self_ms": top.get("self_ms"), "all_lines_count": top.get("count"),
-                 "share": round(own / step, 4), "step_ms": step, "per": on.per},
+                 "share": round(bounded_share(own / step), 4), "step_ms": step, "per": on.per},
     )
 
 
@@ -121,6 +128,12 @@ def _replayed_words(k: dict) -> str:
         return ""
     return (f" ({k['graph_kernels']:g} of them replayed by {k['graph_launches']:g} CUDA graph launch(es): "
             f"{k['launches']:g} launches in all)")
+
+
+def _backward_words(k: dict) -> str:
+    """` (40 of them in the backward its operations recorded)`: backward kernels are the forward line's."""
+    backward = k.get("top_line_backward_kernels") or 0
+    return f" ({backward:g} of them in the backward its operations recorded)" if backward else ""
 
 
 def _small_launches_check(report: dict) -> str:
@@ -152,9 +165,9 @@ def small_launches(report: dict, t: Thresholds, anchor: Anchor) -> dict | None:
     return finding(
         "small-launches", where,
         f"{k['count']:g} kernels per step{_replayed_words(k)} with a median of {k['median_us']:.1f} µs (p90 "
-        f"{k['p90_us']:.1f} µs); the GPU is busy {k['gpu_busy_ms']:.2f} ms of {on.words()} ({busy_share:.0%}) while "
+        f"{k['p90_us']:.1f} µs); the GPU is busy {k['gpu_busy_ms']:.2f} ms of {on.words()} ({share_percent(busy_share)}) while "
         f"launch calls take {k['launch_ms']:.2f} ms on the host"
-        + (f"; {k['top_line_kernels']:g} kernels per step come from this line" if k.get("file") else "")
+        + (f"; {k['top_line_kernels']:g} kernels per step come from this line{_backward_words(k)}" if k.get("file") else "")
         + f" ({machine_words(report)})." + precision,
         "The work is fragmented: per-launch overhead, not the kernels, sets the step's time.",
         _small_launches_check(report),
