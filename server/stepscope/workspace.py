@@ -5,6 +5,10 @@ Invariants:
   `.gitignore` that ignores its whole content.
 - A run folder is created with `exist_ok=False` under a fresh name: an earlier run is never touched.
 - Files inside a run folder are written atomically (see jsonio).
+- The text a run measured of a workspace file (`measured_text`) is its run folder's `sources.json`
+  entry, else the file on disk when it has not changed since the run started (spec.json was
+  written); otherwise it is not known (None), never guessed. `keep_sources` writes sources.json once
+  (never over an earlier one): a run's files as they ran, kept for comparing and showing it later.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import re
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 STATE_DIR = ".stepscope"
 RUNS_DIR = "runs"
@@ -98,8 +103,74 @@ def find_root(start: Path) -> Path:
 
 
 def relpath(path: Path, root: Path) -> str:
-    """Workspace-relative POSIX path (falls back to the absolute path outside the root)."""
+    """Workspace-relative POSIX path (the absolute path for a file outside the root: an installed
+    package's module that holds the step)."""
     try:
-        return Path(os.path.relpath(Path(path).resolve(), Path(root).resolve())).as_posix()
-    except ValueError:
+        rel = Path(os.path.relpath(Path(path).resolve(), Path(root).resolve())).as_posix()
+    except ValueError:  # another drive
         return Path(path).resolve().as_posix()
+    return Path(path).resolve().as_posix() if rel == ".." or rel.startswith("../") else rel
+
+
+def run_sources(run_dir: Path) -> dict[str, str]:
+    """The texts in a run folder's sources.json: workspace-relative path -> text ({} without one)."""
+    from . import jsonio
+    from .agent.protocol import SOURCES
+
+    try:
+        doc = jsonio.read_json(Path(run_dir) / SOURCES)
+    except (OSError, ValueError):
+        return {}
+    files = doc.get("files") if isinstance(doc, dict) else None
+    if not isinstance(files, dict):
+        return {}
+    return {rel: text for rel, text in files.items() if isinstance(rel, str) and isinstance(text, str)}
+
+
+def run_started_ns(run_dir: Path) -> int | None:
+    """When a run's program started, as a file time: spec.json is written just before it starts."""
+    from .agent.protocol import SPEC
+
+    try:
+        return (Path(run_dir) / SPEC).stat().st_mtime_ns
+    except OSError:
+        return None
+
+
+def unchanged_text(path: Path, since_ns: int | None) -> str | None:
+    """The file's text when it has not changed since `since_ns` (a file time); None otherwise."""
+    try:
+        if since_ns is None or Path(path).stat().st_mtime_ns > since_ns:
+            return None
+        return Path(path).read_text(encoding="utf-8", errors="surrogateescape")
+    except OSError:
+        return None
+
+
+def measured_texts(run_dir: Path, root: Path, paths: Iterable[Path]) -> dict[str, str | None]:
+    """The text the run measured of each file (by workspace-relative path; see the module's
+    invariants): from sources.json, else the file when unchanged since the run started, else None."""
+    kept = run_sources(run_dir)
+    started = run_started_ns(run_dir)
+    out: dict[str, str | None] = {}
+    for path in paths:
+        rel = relpath(Path(path), root)
+        out[rel] = kept[rel] if rel in kept else unchanged_text(Path(root) / rel, started)
+    return out
+
+
+def keep_sources(run_dir: Path, root: Path, paths: Iterable[Path]) -> list[str]:
+    """Write the run's sources.json: the text each of `paths` had when the run ran (`measured_texts`),
+    once (an earlier sources.json is what ran, and stays). Returns the files left out: changed since
+    the run started, so what ran is not known."""
+    from . import jsonio
+    from .agent.protocol import SOURCES
+
+    texts = measured_texts(run_dir, root, sorted({Path(p) for p in paths}))
+    try:
+        jsonio.write_json(Path(run_dir) / SOURCES,
+                          {"version": 1, "files": {rel: text for rel, text in texts.items() if text is not None}},
+                          replace=False)
+    except FileExistsError:
+        pass  # written before: the first copy is what ran
+    return sorted(rel for rel, text in texts.items() if text is None)

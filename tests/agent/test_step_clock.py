@@ -80,8 +80,8 @@ class StepsOnly:
     def region(self, label: str):
         return None
 
-    def call_returned(self) -> None:
-        self.calls.append("returned")
+    def call_returned(self, value=None, raised: bool = False) -> None:
+        self.calls.append("raised" if raised else f"returned {value!r}")
 
     def frame(self, label: str):
         raise AssertionError("a rewrite without regions never enters a frame")
@@ -120,22 +120,28 @@ def test_a_step_function_without_regions_gets_its_boundary_and_its_call_only():
     # the call's end is timed (measure's call figure), its statements get no region
     assert _count(tree, ast.With) == 1 and ast.unparse(body[1].items[0].context_expr) == \
         f"{RUNTIME_NAME}.step_call('ss:f0:1')"
-    assert [ast.unparse(s) for s in body[1].body] == ["y = x + 1", "return y"]
+    # its return passes what it returns to the runtime, unchanged
+    assert [ast.unparse(s) for s in body[1].body] == ["y = x + 1", f"return {RUNTIME_NAME}.returned(y)"]
 
 
-def test_the_clock_tells_the_recorder_when_a_step_functions_call_returns_even_when_it_raises():
+def test_the_clock_tells_the_recorder_when_a_step_functions_call_returns_and_what_even_when_it_raises():
     schedule = Schedule(wait=0, warmup=0, active=3, repeat=1)
     recorder = StepsOnly(schedule)
     clock = StepClock(schedule=schedule, recorder=recorder, emit=lambda event: None, process_start=time.perf_counter())
     runtime = clock.runtime()
     runtime.step_boundary()
     with runtime.step_call("ss:f0:1"):
-        pass
+        pass  # falls off its end: returns None
+    runtime.step_boundary()
+    with runtime.step_call("ss:f0:1"):
+        with runtime.step_call("ss:f0:1"):  # a call to itself returns first, with its own value
+            runtime.returned("inner")
+        runtime.returned(42)
     runtime.step_boundary()
     with pytest.raises(ValueError):
         with runtime.step_call("ss:f0:1"):
             raise ValueError("the handler failed")
-    assert recorder.calls == ["start", "window at 0", "returned", "returned"]
+    assert recorder.calls == ["start", "window at 0", "returned None", "returned 'inner'", "returned 42", "raised"]
 
 
 def test_a_calls_duration_runs_from_its_steps_boundary_to_its_first_return(monkeypatch: pytest.MonkeyPatch):
@@ -223,3 +229,5 @@ def test_a_program_that_leaves_its_loop_after_the_window_stops_there():
             pass
         assert ("after the loop" in namespace["log"]) is after, (steps, break_at, run_to_end)
         assert clock.window_complete and tail.timer.marks >= 2
+        # the loop's end after the window takes back no step of the window (its last is ProfilerStep#1)
+        assert clock.steps_run() == 2 and clock.active_steps_seen() == 2, (steps, break_at, run_to_end)

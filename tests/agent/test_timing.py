@@ -93,3 +93,48 @@ def test_a_value_of_several_elements_reads_as_their_sum_and_numbers_pass_through
     for v in (torch.tensor([1.0, 2.0, 3.0]), 2.5, "text"):
         probe.capture(type("F", (), {"f_globals": {}, "f_locals": {"v": v}})())
     assert probe.values() == [6.0, 2.5, None]
+
+
+def _frame(**names):
+    return type("F", (), {"f_globals": {}, "f_locals": names})()
+
+
+def test_a_step_functions_value_is_what_its_calls_returned_read_as_a_loss():
+    from collections import OrderedDict
+
+    class Output(OrderedDict):  # an HF ModelOutput is a dict whose `loss` is also an attribute
+        pass
+
+    class Result:
+        def __init__(self, loss):
+            self.loss = loss
+
+    w = torch.ones(2, requires_grad=True)
+    probe = ValueProbe(None, function_step=True)
+    returned = [(w * 2).sum(), {"loss": torch.tensor(3.0), "log": {"acc": 0.5}}, (torch.tensor(4.0), "logits"),
+                Output(loss=torch.tensor(5.0)), Result(6.0), torch.ones(8, 10), None]
+    for value in returned:
+        probe.add(probe.read(_frame(), value))
+    probe.add(None)  # a pass whose call never returned before the next began
+    assert probe._kept[0][0].grad_fn is None  # detached
+    # a batch of outputs is no loss, and is not kept for every pass
+    assert probe.values() == [4.0, 3.0, 4.0, 5.0, 6.0, None, None, None]
+    assert probe.expression == "return"
+
+
+def test_a_step_function_that_returns_nothing_falls_back_to_its_loss():
+    probe = ValueProbe(None, function_step=True)
+    for i in range(3):
+        probe.add(probe.read(_frame(loss=torch.tensor(float(i))), None))
+    assert probe.values() == [0.0, 1.0, 2.0] and probe.expression == "loss"
+    nothing = ValueProbe(None, function_step=True)
+    nothing.add(nothing.read(_frame(x=1), "not a number"))
+    assert nothing.values() is None and nothing.expression == "return"
+
+
+def test_a_value_expression_of_a_step_function_reads_its_frame_and_what_it_returned():
+    probe = ValueProbe('return["acc"] * 100 + bias', function_step=True)
+    probe.add(probe.read(_frame(bias=1.0), {"loss": torch.tensor(9.0), "acc": 0.25}))
+    assert probe.values() == [26.0]
+    with pytest.raises(BadValueExpression, match="a name is not defined in the step function's frame as it returns"):
+        ValueProbe("acc", function_step=True).read(_frame(), 1.0)

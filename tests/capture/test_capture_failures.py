@@ -102,15 +102,52 @@ def test_program_that_never_reaches_the_loop_exits_6(workspace: Path):
 
 
 def test_loop_too_short_for_the_window_says_what_to_change(workspace: Path):
+    """wait 1 + warmup 2: the data runs out at the first active step's batch read, whose next() alone
+    was once reported as a one-step window."""
     _write(workspace, "short.py", """\
         import torch
         model = torch.nn.Linear(4, 4)
-        for i in range(2):
+        for i in range(3):
             model(torch.randn(2, 4)).sum().backward()
         """)
-    r = run_stepscope("profile", "short.py", cwd=workspace)
-    assert r.returncode == 3, r.stderr
-    assert "the loop ran 2 steps" in r.stderr and "--warmup" in r.stderr
+    r = run_stepscope("profile", "short.py", "--json", cwd=workspace)
+    assert (r.returncode, r.stdout) == (3, ""), r.stderr
+    assert r.stderr.strip().splitlines()[-1].startswith("stepscope: the loop ran 3 steps, fewer than the 4 needed")
+    assert "--warmup" in r.stderr
+
+
+def test_the_loops_last_next_is_never_a_step(workspace: Path):
+    """wait 1 + warmup 2, 4 iterations: one active step ran; the next() that found the data exhausted
+    left a second marker in the trace, once reported as a second, near-empty step."""
+    _write(workspace, "short.py", """\
+        import torch
+        model = torch.nn.Linear(4, 4)
+        for i in range(4):
+            model(torch.randn(2, 4)).sum().backward()
+        """)
+    r = run_stepscope("profile", "short.py", "--json", cwd=workspace)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert [s["name"] for s in report["steps"]] == ["ProfilerStep#3"]
+    assert "the loop ended after 1 of the 5 active steps asked: the figures are over the 1 that ran" in \
+        " ".join(report["notes"])
+
+
+def test_a_program_that_exits_inside_the_window_is_reported_with_a_note(workspace: Path):
+    _write(workspace, "quits.py", """\
+        import sys
+        import torch
+        model = torch.nn.Linear(4, 4)
+        for i in range(20):
+            model(torch.randn(2, 4)).sum().backward()
+            if i == 2:
+                sys.exit(0)
+        """)
+    r = run_stepscope("profile", "quits.py", "--wait", "0", "--warmup", "1", "--active", "3", "--json", cwd=workspace)
+    assert r.returncode == 0, r.stderr  # the program's own decision, not a failure
+    report = json.loads(r.stdout)
+    assert len(report["steps"]) == 2
+    assert any(n.startswith("the program exited (status 0) after 2 of the 3 active steps asked") for n in report["notes"])
 
 
 def test_hanging_program_is_stopped_at_the_time_limit_with_its_workers(workspace: Path):

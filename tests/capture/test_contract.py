@@ -213,6 +213,13 @@ def test_a_launched_agents_events_are_appended_to_its_rank_file(tmp_path):
     assert files.poll() == []
 
 
+def test_a_measure_runs_later_process_writes_events_of_its_own(tmp_path):
+    sink = protocol.open_event_sink({}, run_dir=str(tmp_path), rank=1, cycle=2)
+    sink.send(StepEvent(index=0, phase="wait"))
+    sink.close()
+    assert [p.name for p in tmp_path.iterdir()] == ["events-rank1-2.jsonl"]
+
+
 def test_an_unwritable_events_file_drops_events_and_the_program_goes_on(tmp_path):
     sink = protocol.open_event_sink({}, run_dir=str(tmp_path / "gone"), rank=0)
     sink.send(StepEvent(index=0, phase="wait"))
@@ -232,6 +239,9 @@ def test_an_unwritable_events_file_drops_events_and_the_program_goes_on(tmp_path
       "GROUP_RANK": "1", "WORLD_SIZE": "8", "TORCHELASTIC_RESTART_COUNT": "1"}, protocol.Placement("torchrun", 6, 8, 2, 1, 1)),
     ({"OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_LOCAL_RANK": "0", "OMPI_COMM_WORLD_SIZE": "4"},
      protocol.Placement("mpirun (Open MPI)", 2, 4, 0, None, 0)),
+    # deepspeed's launcher, as it sets a worker's environment: torchrun's variables and its node as CROSS_RANK
+    ({"RANK": "3", "LOCAL_RANK": "1", "WORLD_SIZE": "4", "CROSS_RANK": "1", "CROSS_SIZE": "2", "LOCAL_SIZE": "2",
+      "MASTER_ADDR": "10.0.0.1"}, protocol.Placement("deepspeed", 3, 4, 1, 1, 0)),
     ({"RANK": ""}, None),
     ({"PATH": "/usr/bin"}, None),
 ])

@@ -65,7 +65,8 @@ def test_two_ranks_give_one_trace_each_and_one_report(workspace: Path, pids_file
     # agent every rank ran is the run's own copy
     assert sorted(p.name for p in run.iterdir()) == [
         "agent", "events-rank0.jsonl", "events-rank1.jsonl", "files-rank0.json", "files-rank1.json", "files.json",
-        "program.log", "report.json", "scenario-rank0.json", "scenario-rank1.json", "scenario.json", "spec.json",
+        "program.log", "report.json", "scenario-rank0.json", "scenario-rank1.json", "scenario.json", "sources.json",
+        "spec.json",
         "status.json", "timeline-rank0.json", "timeline-rank1.json", "timings-rank0.json", "timings-rank1.json",
         "trace-rank0.json", "trace-rank1.json"]
     assert sorted(p.name for p in (run / "agent").iterdir()) == sorted(

@@ -1,7 +1,9 @@
 """Profiling where the job runs, with the real launchers on the CPU (gloo): two torchrun processes
 joined as two nodes through c10d rendezvous on 127.0.0.1, started by hand from a prepared run
-folder; tasks with the environment srun gives them, on two "nodes"; a group torchrun restarts after
-a rank dies; and a launcher command that cannot start."""
+folder; tasks with the environment srun gives them, on two "nodes"; `accelerate launch` and
+`deepspeed` given as they are typed, each running the agent as its script; a group torchrun
+restarts after a rank dies; a launcher command that cannot start, and one that ends before any
+rank started."""
 
 from __future__ import annotations
 
@@ -21,7 +23,30 @@ pytestmark = pytest.mark.torch
 
 HERE = Path(__file__).resolve().parent
 TORCHRUN = str(Path(sys.executable).with_name("torchrun"))
+ACCELERATE = str(Path(sys.executable).with_name("accelerate"))
+DEEPSPEED = str(Path(sys.executable).with_name("deepspeed"))
 FAST = ("--wait", "0", "--warmup", "1", "--active", "3")
+
+# An Accelerate training loop as its users write it, on the CPU (Accelerator(cpu=True) joins the
+# ranks torchrun starts in a gloo group)
+ACCELERATE_PROGRAM = """\
+import torch
+from accelerate import Accelerator
+from torch import nn
+
+accelerator = Accelerator(cpu=True)
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+model, opt = accelerator.prepare(model, opt)
+print("accelerate", accelerator.distributed_type, accelerator.process_index, accelerator.num_processes)
+for i in range(30):
+    x = torch.randn(16, 32)
+    loss = model(x).square().mean()
+    accelerator.backward(loss)
+    opt.step()
+    opt.zero_grad()
+"""
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -69,6 +94,74 @@ def test_two_torchrun_nodes_joined_through_c10d_record_one_run_folder(workspace:
     assert report["clocks"]["check"]["holds"] and report["clocks"]["check"]["collectives"] >= 3
     assert all(n["clock_offset_us"] == 0 for n in report["nodes"])
     assert all(e["late_ms"] is not None for e in report["ranks"])
+
+
+def _line_of(path: Path, text: str) -> int:
+    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
+def test_accelerate_launch_runs_the_agent_as_its_script_on_every_rank(workspace: Path):
+    program = workspace / "acc.py"
+    program.write_text(ACCELERATE_PROGRAM)
+    launcher = f"{ACCELERATE} launch --multi_gpu --num_processes 2 --main_process_port {_free_port()}"
+    r = run_stepscope("profile", "acc.py", "--launcher", launcher, "--json", *FAST, cwd=workspace, timeout=300)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    # accelerate ran the agent with its own interpreter, on two ranks of one gloo group
+    assert "accelerate DistributedType.MULTI_CPU 1 2" in r.stderr
+    assert [(e["rank"], e["steps"]) for e in report["ranks"]] == [(0, 3), (1, 3)]
+    distributed = report["scenario"]["distributed"]
+    assert distributed["launcher"] == launcher and distributed["world_size"] == 2
+    assert distributed["started_by"] == "torchrun"  # accelerate launch --multi_gpu runs torchrun itself
+    assert distributed["process_group"] == {"backend": "gloo", "rank": 0, "world_size": 2}
+    backward = _line_of(program, "accelerator.backward(loss)")
+    assert ("acc.py", backward) in {(Path(e["file"]).name, e["line"]) for e in report["lines"]}
+
+
+def test_accelerate_launch_on_the_cpu_runs_one_process_and_says_so(workspace: Path):
+    (workspace / "acc.py").write_text(ACCELERATE_PROGRAM)
+    r = run_stepscope("measure", "acc.py", "--launcher", f"{ACCELERATE} launch --num_processes 2 --cpu", "--warmup",
+                      "1", "--passes", "3", "--json", cwd=workspace, timeout=300)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    # what accelerate itself does: one process, no rank (the command failed before: `python python <agent>`)
+    assert "accelerate DistributedType.NO 0 1" in r.stderr
+    assert doc["ranks"] is None and doc["scope"]["world_size"] == 1 and len(doc["raw_ms"]) == 3
+    assert doc["notes"][0].startswith("the launcher started one process, with no rank in its environment: the program "
+                                      "ran once, not as ranks of a job (accelerate launch --cpu starts a single "
+                                      "process; on the CPU, `accelerate launch --multi_gpu --num_processes N`")
+
+
+def test_deepspeed_runs_the_agent_as_its_script_and_the_program_gets_its_local_rank(
+        workspace: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)  # as in a plain shell: deepspeed does not set it
+    write_ddp_program(workspace, "ds.py", prologue='print("argv", sys.argv[1:], flush=True)')
+    launcher = f"{DEEPSPEED} --num_gpus 2 --master_port {_free_port()}"
+    r = run_stepscope("profile", "ds.py", "--launcher", launcher, "--json", *FAST, "--", "--epochs", "1",
+                      cwd=workspace, timeout=300)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    # deepspeed's --local_rank reached the program before its own arguments, where deepspeed puts it
+    for rank in (0, 1):
+        assert f"argv ['--local_rank={rank}', '--epochs', '1']" in r.stderr
+    assert [(e["rank"], e["node"], e["steps"]) for e in report["ranks"]] == [(0, "0", 3), (1, "0", 3)]
+    distributed = report["scenario"]["distributed"]
+    assert (distributed["started_by"], distributed["launcher"], distributed["world_size"]) == ("deepspeed", launcher, 2)
+    assert report["scenario"]["program"]["args"] == ["--epochs", "1"]
+    # two ranks on this CPU machine, each taking a thread per core: said, with what to do
+    assert distributed["omp_num_threads"] is None
+    assert "stepscope: note: OMP_NUM_THREADS was not set for the 2 ranks on " in r.stderr
+    assert "set it before Stepscope (OMP_NUM_THREADS=1 stepscope …)" in r.stderr
+
+
+def test_a_launcher_that_ends_before_any_rank_started_is_said_in_its_own_words(workspace: Path):
+    r = run_stepscope("profile", "train_ddp.py", "--launcher", f"{TORCHRUN} --nproc-per-node 2 --no-such-flag",
+                      cwd=workspace)
+    assert r.returncode == 3
+    said = r.stderr.strip().splitlines()[-1]
+    assert said.startswith("stepscope: the launcher exited with status 2 before any rank started: torchrun: error: "
+                           "unrecognized arguments: --no-such-flag (its output is above and in program.log) (run "
+                           "folder: "), said
 
 
 SLURM_INIT = ('dist.init_process_group("gloo", init_method=os.environ["INIT_METHOD"], '

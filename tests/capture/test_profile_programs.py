@@ -65,8 +65,10 @@ def test_the_example_shows_the_slow_batch_read_as_the_top_line(workspace: Path):
     assert (workspace / ".stepscope" / ".gitignore").read_text().strip().endswith("*")
     run_dir = Path(report["traces"][0]).parent
     assert sorted(p.name for p in run_dir.iterdir()) == [
-        "files.json", "program.log", "report.json", "scenario.json", "spec.json", "status.json", "timeline.json",
-        "timings.json", "trace.json"]
+        "files.json", "program.log", "report.json", "scenario.json", "sources.json", "spec.json", "status.json",
+        "timeline.json", "timings.json", "trace.json"]
+    # the text of the file the run has figures on, as it ran (what a later comparison matches statements through)
+    assert json.loads((run_dir / "sources.json").read_text())["files"] == {"train_cpu.py": source.decode()}
 
 
 def test_lines_inside_a_model_in_another_file_are_exact(workspace: Path):
@@ -107,6 +109,73 @@ def test_lines_inside_a_model_in_another_file_are_exact(workspace: Path):
 
     shallow = _lines(_profile(workspace, "train.py", "--depth", "0"))
     assert {name for name, _ in shallow} == {"train.py"}
+
+
+def test_helpers_written_as_real_code_is_written_are_profiled_line_by_line(workspace: Path):
+    # `global` and `nonlocal` in the step's helpers, branches in every kind of `else`, a deep
+    # elif chain: code of this shape stopped `profile` before its first step.
+    _write(workspace, "helper.py", """\
+        import torch
+
+        _CALLS = 0
+
+
+        def scale():
+            global _CALLS
+            _CALLS += 1
+            return 1.0
+
+
+        def counter():
+            seen = 0
+
+            def bump():
+                nonlocal seen
+                seen += 1
+                return seen
+            return bump
+
+
+        def mix(x, step):
+            if step % 2 == 0:
+                y = x * 2
+            elif step % 3 == 0:
+                y = x * 3
+            else:
+                y = torch.tanh(x) @ torch.ones(64, 64)
+            try:
+                z = y.sum()
+            except RuntimeError:
+                z = None
+            else:
+                z = z / y.numel()
+            finally:
+                y = y + 0
+            return y, z
+        """)
+    _write(workspace, "train.py", """\
+        import torch
+        from helper import counter, mix, scale
+
+        model = torch.nn.Linear(64, 64)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        bump = counter()
+        for step in range(12):
+            y, z = mix(model(torch.randn(32, 64)) * scale(), step)
+            loss = y.square().mean()
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            bump()
+        print("steps", bump())
+        """)
+    report = _profile(workspace, "train.py")
+    lines = _lines(report)
+    # the helpers' own lines, those in the branches and in the try's else and finally included
+    assert {("helper.py", 8), ("helper.py", 18), ("helper.py", 24), ("helper.py", 28), ("helper.py", 30),
+            ("helper.py", 34), ("helper.py", 36)} <= set(lines)
+    assert not report["notes"] or not any("ran without its lines" in note for note in report["notes"])
+    assert (workspace / "helper.py").read_text().count("global _CALLS") == 1  # untouched on disk
 
 
 def test_each_call_of_a_function_is_a_step(workspace: Path):

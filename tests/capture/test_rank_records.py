@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from stepscope.analysis.report import analyze
-from stepscope.capture.rank_records import write_run_records
+from stepscope.capture.rank_records import threads_note, write_run_records
 from stepscope.workspace import RunFolder
 
 from ..analysis.kineto_synth import Synth
@@ -120,3 +120,21 @@ def test_a_run_whose_processes_had_no_rank_gets_no_merged_records(tmp_path: Path
     run.mkdir()
     write_run_records(RunFolder(run), None, {None: {"exit": 0, "reason": None}})
     assert not list(run.iterdir())
+
+
+@pytest.mark.parametrize(("ranks", "said"), [
+    # deepspeed's launcher leaves OMP_NUM_THREADS unset: two ranks on a CPU-only machine crowd its cores
+    ([("vm", None, None), ("vm", None, None)], "OMP_NUM_THREADS was not set for the 2 ranks on vm (2 cores): each "
+     "rank's torch takes a thread per core"),
+    ([("vm", "1", None), ("vm", "1", None)], None),  # torchrun's and accelerate's 1
+    ([("a", None, None), ("b", None, None)], None),  # one rank per machine
+    ([("vm", None, "cuda"), ("vm", None, "cuda")], None),  # a GPU machine's step does not compute on the CPU
+])
+def test_ranks_sharing_a_cpu_machine_without_omp_num_threads_are_said(tmp_path: Path, ranks: list, said: str | None):
+    for rank, (host, threads, accelerator) in enumerate(ranks):
+        _write(tmp_path, f"scenario-rank{rank}-1.json",
+               {"machine": {"host": host, "cpu_count": 2, "accelerator": accelerator},
+                "distributed": {"rank": rank, "omp_num_threads": threads}})
+    note = threads_note(RunFolder(tmp_path), process=1)
+    assert (note is None) if said is None else note.startswith(said)
+    assert threads_note(RunFolder(tmp_path), process=0) is None  # another process's records

@@ -180,6 +180,8 @@ def test_a_step_function_of_another_module_is_found_at_the_revision_too(workspac
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["verdict"] == "slower" and doc["ratio"] > 3
+    # the step function's returned loss, compared pass by pass: the change altered the time, not the results
+    assert doc["value"] == "return" and doc["values_match"] is True and len(doc["values"]) == 20
     assert doc["against"]["commit"] == git(workspace, "rev-parse", "HEAD").strip()
     assert _state(workspace) == before
     assert len(git(workspace, "worktree", "list").splitlines()) == 1

@@ -120,6 +120,11 @@ def test_compare_with_an_earlier_run_gives_a_verdict(workspace: Path):
     assert doc["verdict"] == "slower" and doc["ratio"] > 3
     assert doc["baseline"]["run"] == Path(first["run_dir"]).name
     assert doc["values_match"] is True  # the sleep changed the time, not the results
+    # the margin it was called against, wherever the verdict is said: JSON, the comparison, the list
+    assert doc["verdict_detail"] == "slower" and doc["margin"] == 0.01
+    for args in (["compare", Path(first["run_dir"]).name, Path(doc["run_dir"]).name], ["list"]):
+        listed = run_stepscope("runs", *args, cwd=workspace)
+        assert "slower (beyond the 1% margin)" in listed.stdout, listed.stdout
 
 
 def test_compare_refuses_a_run_of_another_scope_unless_forced(workspace: Path):
@@ -203,9 +208,24 @@ for i in range(30):
     assert 10.0 <= call["median_ms"] <= doc["median_ms"] - 25.0  # ... and not in the call
     assert len(call["raw_ms"]) == 10 and 0.0 < call["share_of_step"] < 0.6
     assert all(c < s for c, s in zip(call["raw_ms"], doc["raw_ms"]))  # every call returned, inside its pass
-    text = measure(workspace, "serve.py", "--function", "handle", "--warmup", "2", "--passes", "5").stdout
+    # each pass's value is what the call that began it returned: call i returns 16 * i (passes 2..11)
+    assert doc["value"] == "return" and doc["values"] == [16.0 * i for i in range(2, 12)]
+    text = measure(workspace, "serve.py", "--function", "handle", "--warmup", "2", "--passes", "5",
+                   "--value", "return / len(request)").stdout
     assert re.search(r"^  call     [0-9.]+ ms per call, start to return .* of the time between call starts",
                      text, re.M), text
+    # an expression in the function's frame as it returns: its arguments and what it returned
+    assert "  value    return / len(request) 2 → 6 (first → last of 5 passes)" in text, text
+
+
+def test_return_in_a_value_of_a_loop_step_is_a_usage_error(workspace: Path):
+    write(workspace, "sleepy.py", SLEEPY)
+    r = measure(workspace, "sleepy.py", "--value", "return")
+    assert r.returncode == 2 and r.stderr.strip().splitlines()[-1] == (
+        "stepscope: --value 'return': `return` is what a step function's call returned, and this step is a loop "
+        "(name the function with --function)")
+    r = measure(workspace, "sleepy.py", "--value", "return +")
+    assert r.returncode == 2 and "is not a Python expression" in r.stderr
 
 
 def test_a_warmup_shorter_than_the_batches_workers_keep_ready_is_said(workspace: Path):

@@ -19,7 +19,7 @@ import platform
 import sys
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from . import protocol
@@ -86,6 +86,16 @@ def classify_outcome(ending: ProgramEnding, *, window_complete: bool, steps_run:
                        f"active window (wait {s.wait} + warmup {s.warmup} + active {s.active} = {s.cycle}); "
                        "give it more data or lower --wait/--warmup")
     return Outcome(protocol.EXIT_OK)  # the loop ended inside the window: the steps recorded are reported
+
+
+def window_cut_short(ending: ProgramEnding, active_steps: int, schedule: Schedule) -> str:
+    """The note of a profile whose program stopped inside the window: how, and how many of the
+    active steps asked the figures are over."""
+    how = (f"the program exited (status {ending.status if ending.status is not None else 0})" if ending.kind == "exited"
+           else "the loop ended")
+    asked = schedule.active * schedule.repeat
+    return (f"{how} after {active_steps} of the {asked} active steps asked: the figures are over the "
+            f"{active_steps} that ran; profile with more data, or fewer --active steps, for a whole window")
 
 
 # -- reading the spec, the process -----------------------------------------------------------
@@ -216,6 +226,18 @@ class ModeRuntime:
     activities: list[str]  # what the recorder collects, for the scenario record
     timings: Any = None  # what writes the timings record (timing.TimingRecorder / UnprofiledTail)
     seeds: dict[str, Any] | None = None  # what was seeded before the program started (mode "measure")
+    unit: Any = None  # a step function's optimizer_steps.StepUnit: which of its calls begin a step
+
+
+def step_unit(target: Target) -> Any:
+    """A step function's StepUnit, its torch hooks installed (None for a loop)."""
+    if target.function is None:
+        return None
+    from .optimizer_steps import StepUnit
+
+    unit = StepUnit(micro_batch=target.micro_batch)
+    unit.install()
+    return unit
 
 
 def build_profile(spec: AgentSpec, machine: dict[str, Any], rank: int | None, events: EventSink,
@@ -241,10 +263,10 @@ def build_profile(spec: AgentSpec, machine: dict[str, Any], rank: int | None, ev
     # After the window, the same steps without the profiler: as many warm-up steps as preceded the
     # window, then as many timed ones as it had active (the profiler's distortion, analysis/distortion.py).
     tail = UnprofiledTail(warmup=sched.wait + sched.warmup, passes=sched.active)
+    files, unit = ProgramFiles(spec.root, spec.target), step_unit(spec.target)
     clock = StepClock(schedule=sched, recorder=session, emit=events.send, process_start=process_start,
-                      run_to_end=options.run_to_end, after_window=tail)
-    return ModeRuntime(clock, session, ProgramFiles(spec.root, spec.target),
-                       [str(a).split(".")[-1] for a in activities], timings=tail)
+                      run_to_end=options.run_to_end, after_window=tail, unit=unit, in_workspace=files.in_workspace)
+    return ModeRuntime(clock, session, files, [str(a).split(".")[-1] for a in activities], timings=tail, unit=unit)
 
 
 def build_measure(spec: AgentSpec, machine: dict[str, Any], rank: int | None, events: EventSink,
@@ -257,10 +279,11 @@ def build_measure(spec: AgentSpec, machine: dict[str, Any], rank: int | None, ev
     options = spec.measure
     assert options is not None  # AgentSpec checks it
     recorder = TimingRecorder(warmup=options.warmup, passes=options.passes, value=options.value,
-                              capture_values=spec.target.function is None)
-    clock = StepClock(schedule=options.schedule, recorder=recorder, emit=events.send, process_start=process_start)
-    return ModeRuntime(clock, recorder, ProgramFiles(spec.root, spec.target, regions=False), [], timings=recorder,
-                       seeds=seed_everything(options.seed))
+                              function_step=spec.target.function is not None)
+    files, unit = ProgramFiles(spec.root, spec.target, regions=False), step_unit(spec.target)
+    clock = StepClock(schedule=options.schedule, recorder=recorder, emit=events.send, process_start=process_start,
+                      unit=unit, in_workspace=files.in_workspace)
+    return ModeRuntime(clock, recorder, files, [], timings=recorder, seeds=seed_everything(options.seed), unit=unit)
 
 
 def seed_everything(seed: int) -> dict[str, Any]:
@@ -291,20 +314,25 @@ def _refuse(events: EventSink, reason: str, code: int) -> int:
     return code
 
 
-def main(spec_path: str, process_start: float) -> int:
+def main(spec_path: str, process_start: float, launcher_args: tuple[str, ...] = ()) -> int:
+    """Run the spec's program; `launcher_args` (a launcher's `--local-rank=N`) come before its
+    arguments, as the launcher puts them."""
     os.environ[protocol.RUN_ENV] = "1"
     events: EventSink = protocol.NullSink()
     try:
         try:
             spec = read_spec(spec_path)
+            if launcher_args:
+                spec = replace(spec, argv=(*launcher_args, *spec.argv))
             place = protocol.placement(os.environ) if spec.distributed is not None else None
+            process = _own_process()
         except ValueError as e:  # the spec or the launcher's variables: no rank to name the events by
             events = protocol.open_event_sink()
             sys.stderr.write(f"stepscope: {e}\n")
             return _refuse(events, str(e), protocol.EXIT_AGENT_ERROR)
         events = protocol.open_event_sink(run_dir=spec.run_dir if spec.distributed is not None else None,
-                                          rank=place.rank if place is not None else None)
-        return _main(spec, place, process_start, events)
+                                          rank=place.rank if place is not None else None, cycle=process)
+        return _main(spec, place, process, process_start, events)
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -318,7 +346,8 @@ def _started(place: protocol.Placement | None) -> StartedEvent:
                         node=place.node, restart=place.restart)
 
 
-def _main(spec: AgentSpec, place: protocol.Placement | None, process_start: float, events: EventSink) -> int:
+def _main(spec: AgentSpec, place: protocol.Placement | None, process: int, process_start: float,
+          events: EventSink) -> int:
     rank = place.rank if place is not None else None
     if place is not None and place.restart:
         events.send(_started(place))
@@ -336,7 +365,6 @@ def _main(spec: AgentSpec, place: protocol.Placement | None, process_start: floa
     from . import scenario as scenario_mod
 
     machine = scenario_mod.machine_record()
-    process = _own_process()
     try:
         build = build_measure if spec.mode == "measure" else build_profile
         mode = build(spec, machine, rank, events, process_start)
@@ -362,9 +390,18 @@ def _main(spec: AgentSpec, place: protocol.Placement | None, process_start: floa
     window_complete = clock.window_complete
     if not window_complete:
         clock.finish()
+    for note in mode.files.notes:
+        clock.note("instrument", note)
+    if mode.unit is not None:
+        mode.unit.uninstall()
+        clock.observed["step_unit"] = mode.unit.record(clock.schedule.phase)
+        if mode.unit.note:
+            clock.note("step", mode.unit.note)
     outcome = classify_outcome(ending, window_complete=window_complete, steps_run=clock.steps_run(),
                                active_steps=clock.active_steps_seen(), schedule=clock.schedule, target=spec.target,
                                mode=spec.mode)
+    if spec.mode == "profile" and outcome.ok and not window_complete:
+        clock.note("window", window_cut_short(ending, clock.active_steps_seen(), clock.schedule))
     if ending.kind in ("loop-not-found", "bad-value"):  # no record worth writing
         if ending.kind == "bad-value":
             sys.stderr.write(f"stepscope: {outcome.reason}\n")

@@ -5,6 +5,10 @@ boundary and steps it at each later one; it gives the instrumented code its regi
 - `region(label)` (a statement of the step) is a `record_function` while the profiler runs;
 - `frame(label)` counts calls into workspace functions; `line(label)` labels a statement of such a
   function while the profiler runs and the call is at most `depth` workspace frames below the step.
+- The closure an optimizer's step runs (`optimizer.step(closure)`, as Lightning runs training_step
+  and backward) is a region of its own while the profiler runs (`CLOSURE_LABEL`, through torch's
+  global step pre-hook; not while torch.compile traces the step), so the optimizer's own update is
+  told apart from the work it wraps.
 - The regions' own cost is bounded: before the first active step, the regions of the step before
   it are counted per function and priced with a measured cost per region; if they would add more
   than `REGION_BUDGET` of that step's time, the functions with the most regions among those called
@@ -30,7 +34,7 @@ from typing import Any
 
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
-from .protocol import TRACE, ProfileOptions, run_file_name
+from .protocol import CLOSURE_LABEL, TRACE, ProfileOptions, run_file_name
 from .steps import NULL_REGION
 
 REGION_BUDGET = 0.05  # largest share of a step's time the line regions may cost (estimated)
@@ -122,6 +126,28 @@ class ProfilerSession:
         self._calls: dict[str, int] = {}
         self._last_calls: dict[str, int] = {}
         self._region_cost_s: float | None = None
+        self._closure_hook: Any = None
+        from .compiled import compiling_probe
+
+        self._compiling = compiling_probe()
+
+    # -- an optimizer's closure -----------------------------------------------------------------
+    def _label_closure(self, optimizer: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict] | None:
+        """torch's step pre-hook: the closure given to `optimizer.step` runs in its own region."""
+        if not self._running or not self.line_regions:
+            return None
+        positional = len(args) > 1 and "closure" not in kwargs
+        closure = args[1] if positional else kwargs.get("closure")
+        if not callable(closure) or self._compiling():
+            return None
+
+        def labelled(*a: Any, **k: Any) -> Any:
+            with record_function(CLOSURE_LABEL):
+                return closure(*a, **k)
+
+        if positional:
+            return (args[0], labelled, *args[2:]), kwargs
+        return args, {**kwargs, "closure": labelled}
 
     # -- the clock's calls (steps.Recorder) ---------------------------------------------------
     def at_boundary(self) -> None:
@@ -130,10 +156,13 @@ class ProfilerSession:
     def restart_step(self) -> None:
         pass  # what the profiler recorded stays: the window's first step holds the observing (window.py)
 
-    def call_returned(self) -> None:
+    def call_returned(self, value: Any = None, raised: bool = False) -> None:
         pass  # the call is its def line's region in the trace
 
     def start(self) -> None:
+        from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+        self._closure_hook = register_optimizer_step_pre_hook(self._label_closure)
         self._profiler.start()
         self._running = True
 
@@ -145,6 +174,9 @@ class ProfilerSession:
         if self._running:
             self._running = False
             self._profiler.stop()
+        if self._closure_hook is not None:
+            self._closure_hook.remove()
+            self._closure_hook = None
         return len(self.traces_written)
 
     def step_begins(self, index: int, phase: str) -> bool:

@@ -26,7 +26,8 @@ files-rank1.json, events-rank1.jsonl), so no two processes ever write the same p
 ranks are the job's, not the node's); a profile with `repeat` > 1 writes one trace per cycle
 (trace.json, trace-1.json, ...; trace-rank1-1.json); a measure run with several processes
 (`--runs R`) starts them one after the other in one run folder, process k (PROCESS_ENV) naming its
-files with cycle k (timings-1.json, scenario-1.json, ...).
+files with cycle k (timings-1.json, scenario-1.json, ...; under a launcher timings-rank1-1.json,
+events-rank1-1.jsonl, ...).
 
 Modes: "profile" (torch.profiler on the schedule, then as many steps again timed without it:
 `timings.json`) and "measure" (no profiler: warm-up passes, then timed passes, each pass's value
@@ -66,7 +67,8 @@ PROCESS_ENV = "STEPSCOPE_PROCESS"  # k: the k-th process of a measure run (`--ru
 @dataclass(frozen=True)
 class LauncherEnvironment:
     """Where one launcher puts a process's place in the job: the environment variables of its
-    rank, local rank (on its node), node, world size and restart count (None: not given)."""
+    rank, local rank (on its node), node, world size and restart count (None: not given); `marker`:
+    a variable only this launcher sets, where it shares its rank variable with another."""
 
     name: str
     rank: str
@@ -74,11 +76,15 @@ class LauncherEnvironment:
     node: str | None
     world_size: str
     restart: str | None
+    marker: str | None = None
 
 
 #: The launchers whose environment gives a process its rank, in the order they are looked for: a
 #: torchrun started by srun (one task per node) sees both, and its workers' ranks are torchrun's.
+#: deepspeed's launcher sets torchrun's variables and its node as CROSS_RANK (which torchrun does not
+#: set); accelerate launch runs torchrun itself, or one process with no rank.
 LAUNCHER_ENVIRONMENTS = (
+    LauncherEnvironment("deepspeed", "RANK", "LOCAL_RANK", "CROSS_RANK", "WORLD_SIZE", None, marker="CROSS_RANK"),
     LauncherEnvironment("torchrun", "RANK", "LOCAL_RANK", "GROUP_RANK", "WORLD_SIZE", "TORCHELASTIC_RESTART_COUNT"),
     LauncherEnvironment("srun", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID", "SLURM_NTASKS", "SLURM_RESTART_COUNT"),
     LauncherEnvironment("mpirun (Open MPI)", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", None,
@@ -106,7 +112,7 @@ def placement(environ: Any) -> Placement | None:
     """This process's place in the job, from the first launcher of LAUNCHER_ENVIRONMENTS whose rank
     variable is set; None when none is (one process, not started by a launcher)."""
     for launcher in LAUNCHER_ENVIRONMENTS:
-        if environ.get(launcher.rank, "") == "":
+        if environ.get(launcher.rank, "") == "" or (launcher.marker and environ.get(launcher.marker, "") == ""):
             continue
 
         def number(name: str | None) -> int | None:
@@ -148,11 +154,12 @@ SOURCES = "sources.json"  # the text of the files a run made in the editor measu
 COMPILE = "compile.json"  # torch.compile's records: kernel provenance, graph breaks, compilations (compile_log.py)
 TIMINGS = "timings.json"  # steps timed without the profiler (both modes), one per rank and process
 MEASURE = "measure.json"  # a measure run's result, the `measure --json` document (capture side)
+TRY = "try.json"  # a try run's change, what it came from and the run it was measured against (capture side)
 EVENTS = "events.jsonl"  # a launched agent's events, one JSON line each, appended (events-rank<r>.jsonl)
 AGENT_DIR = "agent"  # a launched run's copy of the agent: `python <run>/agent` is the launchers' program
 
 #: The run folder's JSON records: never a trace, whatever folder they are found in.
-RECORDS = frozenset({SPEC, FILES, SCENARIO, REPORT, TIMELINE, STATUS, COMPILE, TIMINGS, MEASURE, SOURCES})
+RECORDS = frozenset({SPEC, FILES, SCENARIO, REPORT, TIMELINE, STATUS, COMPILE, TIMINGS, MEASURE, SOURCES, TRY})
 #: The names a trace of a run folder may have, before its rank and cycle suffixes.
 TRACE_NAMES = frozenset({TRACE, TRACE + ".gz"})
 
@@ -209,6 +216,11 @@ class Label:
     file_id: str
     line: int
     is_next: bool = False
+
+
+#: the closure an optimizer's step runs (`optimizer.step(closure)`: Lightning's training_step and
+#: backward), labelled so that the optimizer's own update is told apart from the work it wraps
+CLOSURE_LABEL = "ss:optimizer-closure"
 
 
 def region_label(file_id: str, line: int) -> str:
@@ -365,6 +377,34 @@ class MeasureOptions:
         return Schedule(wait=0, warmup=self.warmup, active=self.passes, repeat=1)
 
 
+#: in `--value`, the word `return` is what a step function's call returned (`return`, `return["acc"]`)
+RETURN_WORD = "return"
+RETURN_NAME = "__stepscope_return__"
+
+
+def value_source(expression: str) -> str:
+    """`--value`'s text as a Python expression: each `return` becomes `RETURN_NAME`, the name the agent
+    binds to the step function's return value. Raises SyntaxError where the result is no expression."""
+    import io
+    import tokenize
+
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(expression.strip()).readline))
+    except (tokenize.TokenError, IndentationError) as e:
+        raise SyntaxError(str(e.args[0]) if e.args else "not an expression") from None
+    source = expression.strip()
+    if any(t.type == tokenize.NAME and t.string == RETURN_WORD for t in tokens):
+        source = tokenize.untokenize((t.type, RETURN_NAME if t.type == tokenize.NAME and t.string == RETURN_WORD
+                                      else t.string) for t in tokens).strip()
+    compile(source, "<--value>", "eval")
+    return source
+
+
+def uses_return(expression: str) -> bool:
+    """Whether `--value`'s text reads a step function's return value (its word `return`)."""
+    return RETURN_NAME in value_source(expression)
+
+
 # -- the spec -----------------------------------------------------------------------------------
 MODES = ("profile", "measure")
 
@@ -388,15 +428,20 @@ class Entry:
 
 @dataclass(frozen=True)
 class Target:
-    """The step: the loop whose header is at `line` of `path`, or each call of `function`."""
+    """The step: the loop whose header is at `line` of `path`, or each call of `function`. A step
+    function's step is one optimizer step when the program steps an optimizer (its calls under
+    gradient accumulation: agent/optimizer_steps.py), unless `micro_batch` says each call is one."""
 
     path: str
     line: int | None = None
     function: str | None = None
+    micro_batch: bool = False
 
     def __post_init__(self) -> None:
         if (self.line is None) == (self.function is None):
             raise SpecError("target: exactly one of line and function")
+        if self.micro_batch and self.function is None:
+            raise SpecError("target: micro_batch applies to a step function")
 
 
 @dataclass(frozen=True)
@@ -594,16 +639,18 @@ class NullSink:
         pass
 
 
-def open_event_sink(environ: Any = None, *, run_dir: str | None = None, rank: int | None = None) -> EventSink:
+def open_event_sink(environ: Any = None, *, run_dir: str | None = None, rank: int | None = None,
+                    cycle: int = 0) -> EventSink:
     """The pipe the capture side set up (taken out of the environment so that the program's own
     child processes never inherit it); else, for a launched run (`run_dir` given), the rank's
-    events file in the run folder; else no events."""
+    events file in the run folder (`cycle` k > 0: a measure run's k-th process's,
+    events-rank<r>-<k>.jsonl); else no events."""
     environ = os.environ if environ is None else environ
     fd = environ.pop(EVENTS_FD_ENV, None)
     if fd:
         return PipeSink(int(fd))
     if run_dir is not None:
-        return FileSink(os.path.join(run_dir, run_file_name(EVENTS, rank)))
+        return FileSink(os.path.join(run_dir, run_file_name(EVENTS, rank, cycle)))
     return NullSink()
 
 

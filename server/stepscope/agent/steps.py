@@ -5,7 +5,9 @@
 - `iterate(iterable, label)` wraps the step loop's iterable: before each `next()` it marks a step
   boundary, and the `next()` itself runs inside the batch-read region.
 - `step_boundary()` marks a boundary for `while` loops and step functions.
-- `region(label)` is the region of one statement of the step; `frame` and `line` (workspace
+- `region(label)` is the region of one statement of the step; `step_call(label)` is a step
+  function's whole call, and `returned(value)` what its `return` gives back (the recorder gets it as
+  the call ends: a measure's value of the pass); `frame` and `line` (workspace
   functions below the step) come straight from the recorder; `compiling()` is torch's own
   "is torch.compile tracing this?" (compiled.compiling_probe), which Dynamo folds to True.
 
@@ -27,7 +29,10 @@ Invariants:
 - Start-up (process start -> first boundary) and the host times of the steps before the window are
   recorded on their own and never mixed into the window.
 - What the step is made of (probe.py) is observed once, in the first active step, and observing
-  never breaks the program.
+  never breaks the program; for a step function, so is the code that called it
+  (`observed["step_caller"]`, optimizer_steps.describe_caller).
+- With a `unit` (a step function's optimizer_steps.StepUnit), a call that begins no step is no
+  boundary: it only tells the recorder where the step's code runs (`at_boundary`).
 """
 
 from __future__ import annotations
@@ -82,9 +87,10 @@ class Recorder(Protocol):
     def region(self, label: str) -> ContextManager[Any] | None:
         """The region of one statement of the step, or None when none is recorded."""
 
-    def call_returned(self) -> None:
-        """The step function's call that began at the last boundary has returned (or raised): the
-        rest of the step, up to the next call, is what the program does between calls."""
+    def call_returned(self, value: Any = None, raised: bool = False) -> None:
+        """The step function's call that began at the last boundary has returned `value` (or
+        raised): the rest of the step, up to the next call, is what the program does between calls.
+        Called from the function's own frame (its `with` ends), so its locals are still there."""
 
     def frame(self, label: str) -> ContextManager[Any]: ...
 
@@ -110,8 +116,11 @@ class AfterWindow(Protocol):
 
 class StepClock:
     def __init__(self, *, schedule: Schedule, recorder: Recorder, emit: Callable[[Event], None],
-                 process_start: float, run_to_end: bool = False, after_window: AfterWindow | None = None) -> None:
+                 process_start: float, run_to_end: bool = False, after_window: AfterWindow | None = None,
+                 unit: Any = None, in_workspace: Callable[[str], bool] | None = None) -> None:
         self.schedule = schedule
+        self._unit = unit  # optimizer_steps.StepUnit of a step function: which calls begin a step
+        self._in_workspace = in_workspace or (lambda path: False)
         self._after_window = after_window
         self.run_to_end = run_to_end
         self._recorder = recorder
@@ -123,6 +132,7 @@ class StepClock:
         self.window_complete = False
         self._recording = False
         self._boundary_unused = False
+        self._began_step = False  # whether the last boundary began a step (counted in steps_started)
         self._cycles_saved = 0
         self._window_started = False
         self.observed: dict[str, Any] = {}  # what the step is made of (probe.py), first active step
@@ -131,6 +141,7 @@ class StepClock:
         # dynamo's counters when the first active step begins and when the last cycle is saved
         self.dynamo_at_window_start: dict[str, int] | None = None
         self.dynamo_at_window_end: dict[str, int] | None = None
+        self._returning: list[Any] = []  # per step function call in progress (innermost last): what it returns
 
     # -- called by the instrumented program -------------------------------------------------
     def iterate(self, iterable: Iterable[Any], label: str) -> Iterator[Any]:
@@ -156,6 +167,9 @@ class StepClock:
     def step_boundary(self) -> None:
         now = time.perf_counter()
         self._recorder.at_boundary()
+        if self._unit is not None and not self._unit.begins_step():
+            return  # a call inside the step (a micro-batch of its optimizer step)
+        self._began_step = False
         if self.window_complete:
             if self._after_window is not None:
                 if self._boundary_unused:  # as in the window: an exhausted iterator began no step
@@ -200,6 +214,7 @@ class StepClock:
             times = self.boundary_times
             self.observed.update(self._recorder.window_begins(times[-1] - times[-2] if len(times) >= 2 else None))
         self.steps_started += 1
+        self._began_step = True
         if "models" not in self.observed and self._in_active_step():
             self._observe(sys._getframe(1))
             self._recorder.restart_step()  # observing is no part of the step
@@ -223,14 +238,21 @@ class StepClock:
         return region
 
     def step_call(self, label: str) -> ContextManager[Any]:
-        """A step function's whole call: the def line's region, and the recorder told when it ends."""
-        return _StepCall(self.region(label), self._recorder)
+        """A step function's whole call: the def line's region, and the recorder told when it ends
+        and what it returned (`returned`)."""
+        return _StepCall(self.region(label), self._recorder, self._returning)
+
+    def returned(self, value: Any) -> Any:
+        """A step function's `return`: what the call returns, noted for its `step_call`, unchanged."""
+        if self._returning:
+            self._returning[-1] = value
+        return value
 
     def runtime(self) -> "Runtime":
         """The object the instrumented program calls (`__stepscope__`): this clock's boundaries and
         step regions, the recorder's `frame` and `line` (bound once: they run for every statement
         of a workspace function)."""
-        return _Runtime(self.iterate, self.step_boundary, self.loop_end, self.region, self.step_call,
+        return _Runtime(self.iterate, self.step_boundary, self.loop_end, self.region, self.step_call, self.returned,
                         self._recorder.frame, self._recorder.line, compiled.compiling_probe())
 
     def where(self) -> tuple[int | None, str]:
@@ -265,8 +287,9 @@ class StepClock:
         self._stop()
 
     def steps_run(self) -> int:
-        """Steps that actually ran (a boundary that found the iterator exhausted is not one)."""
-        return self.steps_started - (1 if self._boundary_unused else 0)
+        """Steps that actually ran (a boundary that began a step but found the iterator exhausted
+        is not one; one after the window began none to take back)."""
+        return self.steps_started - (1 if self._boundary_unused and self._began_step else 0)
 
     def active_steps_seen(self) -> int:
         return sum(1 for i in range(self.steps_run()) if self.schedule.phase(i) == "active")
@@ -303,6 +326,10 @@ class StepClock:
                 if iterable is None and frame.f_code.co_argcount:  # a function step: its arguments
                     names = frame.f_code.co_varnames[:frame.f_code.co_argcount]
                     self.observed["arguments"] = probe.describe_batch([frame.f_locals.get(n) for n in names])
+                if iterable is None and self._unit is not None:  # a function step: who calls it
+                    from .optimizer_steps import describe_caller
+
+                    self.observed["step_caller"] = describe_caller(frame, self._in_workspace)
                 self.observed["compiled_functions"] = probe.compiled_functions(frame.f_locals, frame.f_globals)
                 group = probe.describe_process_group()
                 if group is not None:
@@ -318,33 +345,37 @@ class StepClock:
 
 
 class _StepCall:
-    """`with` around a step function's call: its region, then the recorder's `call_returned` (also
-    when the call raises)."""
+    """`with` around a step function's call: its region, then the recorder's `call_returned` with what
+    the call returned (its `return` statements pass it through `returned`; None where it ends
+    without one), also when the call raises."""
 
-    __slots__ = ("_region", "_recorder")
+    __slots__ = ("_region", "_recorder", "_returning")
 
-    def __init__(self, region: ContextManager[Any], recorder: Recorder) -> None:
-        self._region, self._recorder = region, recorder
+    def __init__(self, region: ContextManager[Any], recorder: Recorder, returning: list[Any]) -> None:
+        self._region, self._recorder, self._returning = region, recorder, returning
 
     def __enter__(self) -> None:
+        self._returning.append(None)
         self._region.__enter__()
 
     def __exit__(self, *exc: Any) -> bool | None:
+        value = self._returning.pop() if self._returning else None
         try:
             return self._region.__exit__(*exc)
         finally:
-            self._recorder.call_returned()
+            self._recorder.call_returned(value, raised=exc[0] is not None)
 
 
 class _Runtime:
-    __slots__ = ("iterate", "step_boundary", "loop_end", "region", "step_call", "frame", "line", "compiling")
+    __slots__ = ("iterate", "step_boundary", "loop_end", "region", "step_call", "returned", "frame", "line",
+                 "compiling")
 
     def __init__(self, iterate: Callable[..., Iterator[Any]], step_boundary: Callable[[], None],
                  loop_end: Callable[[], None], region: Callable[[str], ContextManager[Any]],
-                 step_call: Callable[[str], ContextManager[Any]],
+                 step_call: Callable[[str], ContextManager[Any]], returned: Callable[[Any], Any],
                  frame: Callable[[str], ContextManager[Any]], line: Callable[[str], ContextManager[Any]],
                  compiling: Callable[[], bool]) -> None:
         self.iterate, self.step_boundary, self.loop_end, self.region = iterate, step_boundary, loop_end, region
-        self.step_call = step_call
+        self.step_call, self.returned = step_call, returned
         self.frame, self.line = frame, line
         self.compiling = compiling

@@ -19,11 +19,16 @@ What one step's time is (docs/measure.md says why):
 from the boundary that began the step to that return, read with the same clock (a CUDA event is
 recorded at the return too), so `call_durations()` is never longer than the step it is in.
 
-`ValueProbe.capture(frame)` evaluates the value of a pass (the loss, or `--value EXPR`) in the
-step's frame at the boundary that ends the pass. A tensor is kept (detached: its graph is freed)
-and read after the passes, so reading it adds no synchronisation either. A tensor the program then
-changes in place (its version counter moved) reads as unknown rather than as its final value; one
-of several elements reads as their sum; NaN or an infinity reads as unknown (not a number).
+`ValueProbe` reads the value of a pass (the loss, or `--value EXPR`): for a loop's step, in the
+step's frame at the boundary that ends the pass; for a step function, in the function's frame as
+the call that began the pass returns, where `return` in the expression is what the call returned,
+and the default is that return value read as a loss (a number or one-element tensor; a dict's or an
+output's `loss`; a tuple's first element), else the function's own `loss`. A tensor is kept
+(detached: its graph is freed) and read after the passes, so reading it adds no synchronisation
+either. A tensor the program then changes in place (its version counter moved) reads as unknown
+rather than as its final value; one of several elements reads as their sum (a step function's
+return value by default only when it is one element: a batch of outputs is not kept); a dict, an
+output object or a tuple reads as above; NaN or an infinity reads as unknown (not a number).
 
 Stdlib + torch only (this runs in the user's interpreter); torch is imported lazily so that the
 pure parts stay importable without it.
@@ -36,7 +41,9 @@ import os
 import sys
 import time
 from contextlib import nullcontext
-from typing import Any
+from typing import Any, Mapping
+
+from .protocol import RETURN_NAME, RETURN_WORD, uses_return, value_source
 
 _NULL = nullcontext()
 HOST_CLOCK = "host clock (time.perf_counter), boundary to boundary"
@@ -60,12 +67,14 @@ class StepTimer:
             self._host[-1] = time.perf_counter()
             self._events[-1] = _record_cuda_event()
 
-    def mark_return(self) -> None:
+    def mark_return(self) -> bool:
         """The step function's call that began at the last boundary returned. Only the first return
-        after a boundary counts: a call the step function makes to itself returns before it."""
+        after a boundary counts (True): a call the step function makes to itself returns before it."""
         index = len(self._host) - 1
         if index >= 0 and index not in self._returns:
             self._returns[index] = (time.perf_counter(), _record_cuda_event())
+            return True
+        return False
 
     @property
     def marks(self) -> int:
@@ -134,40 +143,103 @@ class BadValueExpression(BaseException):
 
 
 class ValueProbe:
-    """The value of each pass: `expression` evaluated in the step's frame ("loss" by default,
-    where a missing name is simply no value; a `--value` the frame cannot evaluate is an error)."""
+    """The value of each pass: `expression` evaluated in the step's frame ("loss" by default, where a
+    missing name is simply no value; a `--value` the frame cannot evaluate is an error). For a step
+    function (`function_step`), the frame is the function's as its call returns, `return` in the
+    expression is what it returned, and the default is that return value read as a loss, else (no
+    call returned one) the function's `loss`."""
 
     DEFAULT = "loss"
 
-    def __init__(self, expression: str | None) -> None:
-        self.expression = expression or self.DEFAULT
+    def __init__(self, expression: str | None, *, function_step: bool = False) -> None:
         self.explicit = expression is not None
-        self._code = compile(self.expression, "<--value>", "eval")
+        self.expression = expression or (RETURN_WORD if function_step else self.DEFAULT)
+        self._code = compile(value_source(self.expression), "<--value>", "eval")
+        self._reads_return = uses_return(self.expression)
+        self._just_returned = self.expression.strip() == RETURN_WORD
+        self._where = "the step function's frame as it returns" if function_step else "the step's frame"
+        # the default of a step function: the return value, else its `loss` (kept beside, chosen after)
+        self._fallback_code = compile(self.DEFAULT, "<--value>", "eval") if function_step and not self.explicit \
+            else None
         self._kept: list[Any] = []  # per pass: (tensor, version) | float | None
+        self._fallback: list[Any] = []
 
     def capture(self, frame: Any) -> None:
+        """Read the pass that just ended from the step's frame (a loop's step)."""
+        self.add(self.read(frame))
+
+    def read(self, frame: Any, returned: Any = None) -> tuple[Any, Any]:
+        """What a pass's value is, kept to be read after the passes (and the default's other
+        reading); `returned`: what the step function's call returned."""
+        # the default of a step function is the return value itself: no expression to evaluate
+        value = returned if self._just_returned else self._evaluate(self._code, frame, returned, self.explicit)
+        if self._fallback_code is None:
+            return _keep(value), None
+        return _keep(value, whole=False), _keep(self._evaluate(self._fallback_code, frame, returned, False))
+
+    def add(self, kept: tuple[Any, Any] | None) -> None:
+        """One more pass, with what `read` kept (None: no value, as for a call that never returned)."""
+        value, fallback = kept if kept is not None else (None, None)
+        self._kept.append(value)
+        self._fallback.append(fallback)
+
+    def _evaluate(self, code: Any, frame: Any, returned: Any, explicit: bool) -> Any:
+        names = frame.f_locals
+        if self._reads_return and code is self._code:
+            names = {**names, RETURN_NAME: returned}
         try:
-            value = eval(self._code, frame.f_globals, frame.f_locals)  # noqa: S307 (the user's own expression)
+            return eval(code, frame.f_globals, names)  # noqa: S307 (the user's own expression)
         except NameError:
-            if self.explicit:
-                raise BadValueExpression(f"--value {self.expression!r}: a name is not defined in the step's frame") from None
-            value = None
+            if explicit:
+                raise BadValueExpression(f"--value {self.expression!r}: a name is not defined in {self._where}") \
+                    from None
         except Exception as e:
-            if self.explicit:
+            if explicit:
                 raise BadValueExpression(f"--value {self.expression!r}: {type(e).__name__}: {e}") from None
-            value = None
-        self._kept.append(_keep(value))
+        return None
 
     def values(self) -> list[float | None] | None:
-        """Every pass's value as a float (read now, after the passes); None when no pass had one."""
+        """Every pass's value as a float (read now, after the passes); None when no pass had one.
+        A step function's default falls back to its `loss` (and `expression` says so) when no call
+        returned a value."""
         out = [_read(k) for k in self._kept]
+        if self._fallback_code is not None and all(v is None for v in out):
+            fallback = [_read(k) for k in self._fallback]
+            if any(v is not None for v in fallback):
+                self.expression = self.DEFAULT
+                return fallback
         return out if any(v is not None for v in out) else None
 
 
-def _keep(value: Any) -> Any:
+def _as_loss(value: Any) -> Any:
+    """The loss a value holds: a mapping's or an output object's `loss` (an HF output, Lightning's
+    `{"loss": ...}`), a tuple's or list's first element (`return loss, logits`); else the value."""
     import torch
 
+    for _ in range(3):  # `{"loss": (loss, ...)}` at most
+        if isinstance(value, torch.Tensor) or value is None:
+            return value
+        if isinstance(value, Mapping):
+            value = value.get("loss")
+        elif isinstance(value, (tuple, list)):
+            value = value[0] if value else None
+        elif hasattr(value, "loss"):
+            value = value.loss
+        else:
+            return value
+    return value
+
+
+def _keep(value: Any, whole: bool = True) -> Any:
+    """What to keep of a pass's value until after the passes: a detached tensor and its version, a
+    float, or None. `whole=False`: a tensor of several elements is not kept (no batch of outputs is
+    held for every pass)."""
+    import torch
+
+    value = _as_loss(value)
     if isinstance(value, torch.Tensor):
+        if not whole and value.numel() != 1:
+            return None
         t = value.detach()
         return (t, t._version)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -212,12 +284,14 @@ class TimingRecorder:
     step boundary and the value of the step that just ended. Its one "cycle" is saved when the
     warm-up and the timed passes have all ended."""
 
-    def __init__(self, *, warmup: int, passes: int, value: str | None, capture_values: bool = True) -> None:
+    def __init__(self, *, warmup: int, passes: int, value: str | None, function_step: bool = False) -> None:
         self.warmup, self.passes = warmup, passes
         self.timer = StepTimer()
-        self.probe = ValueProbe(value)
-        # A function step's locals are gone when the next call begins: its values are not kept.
-        self.capture_values = capture_values
+        self.probe = ValueProbe(value, function_step=function_step)
+        # A step function's locals are gone when the next call begins: its value is read as the call
+        # that began the pass returns, and kept for the boundary that ends the pass.
+        self.function_step = function_step
+        self._returned: tuple[Any, Any] | None = None
         self._calls_returned = False
 
     # -- steps.Recorder ------------------------------------------------------------------------
@@ -225,7 +299,10 @@ class TimingRecorder:
         self.timer.mark()
 
     def next_step(self) -> int:
-        if self.capture_values:
+        if self.function_step:
+            self.probe.add(self._returned)
+            self._returned = None
+        else:
             frame = user_frame()
             if frame is not None:
                 self.probe.capture(frame)  # BadValueExpression ends the run (main.py says why)
@@ -247,9 +324,12 @@ class TimingRecorder:
     def restart_step(self) -> None:
         self.timer.remark()
 
-    def call_returned(self) -> None:
+    def call_returned(self, value: Any = None, raised: bool = False) -> None:
         self._calls_returned = True
-        self.timer.mark_return()
+        if self.timer.mark_return() and self.function_step and not raised:
+            frame = user_frame()  # the step function's, as its `with` ends
+            if frame is not None:
+                self._returned = self.probe.read(frame, value)  # BadValueExpression ends the run
 
     def region(self, label: str) -> None:
         return None  # no regions: the rewrite adds none either (ProgramFiles(regions=False))
@@ -272,7 +352,7 @@ class TimingRecorder:
             "warmup_ms": durations[: self.warmup],
             "raw_ms": durations[self.warmup:],
             "values": values[self.warmup:] if values is not None else None,
-            "value": self.probe.expression if self.capture_values else None,
+            "value": self.probe.expression,
             "clock": clock_words(clocks[self.warmup:] or clocks),
             "warmup_asked": self.warmup,
             "passes_asked": self.passes,

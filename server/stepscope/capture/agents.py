@@ -23,6 +23,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections import deque
 from pathlib import Path
 from typing import Callable, TextIO
 
@@ -34,8 +35,14 @@ from ..agent.protocol import Event, FailedEvent, StepEvent
 PROFILER_NOISE = re.compile(r"^USDT:\S+ \S+ \d+:\d+ \S+\.cpp:\d+\] profiler_(start|stop)\s*$")
 
 
-def copy_lines(stream, log: TextIO, sink: TextIO | None, prefix: str, lock: threading.Lock) -> None:
+def copy_lines(stream, log: TextIO, sink: TextIO | None, prefix: str, lock: threading.Lock,
+               tail: deque | None = None) -> None:
+    """Copy `stream` line by line to `log` and `sink` (see the module's invariants); `tail` (a
+    bounded deque) keeps the last lines, for a reason to be read from them."""
     for chunk in iter(stream.readline, ""):
+        if tail is not None:
+            with lock:
+                tail.append(chunk)
         try:
             log.write(chunk)
             log.flush()

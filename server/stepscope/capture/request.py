@@ -26,7 +26,7 @@ class RunOptions:
     timeout: float = option(0.0, "stop the program after this many seconds (exit 4)", flag="--timeout",
                             setting="timeout", minimum=0, unit="seconds", zero="no limit")
     nproc: int = option(1, "start N processes on this machine with torchrun (`torchrun --standalone "
-                        "--nproc-per-node N`), one trace per rank", flag="--nproc", setting="nproc", minimum=1)
+                        "--nproc-per-node N`), each rank recorded apart", flag="--nproc", setting="nproc", minimum=1)
     redact: bool = option(False, "at the end of the run, write a redacted copy of each trace beside it, safe to "
                                  "share (as `stepscope redact --beside`)", flag="--redact")
 
@@ -62,6 +62,7 @@ class CaptureRequest:
     target_line: int | None          # 1-based line of the loop header, or the step function's def line
     python: str                      # interpreter that runs the program (must have torch)
     target_function: str | None = None  # each call of this function is a step (its qualified name)
+    target_micro_batch: bool = False  # with target_function: each call is a step, whatever the optimizer does
     entry_script: Path | None = None  # the program's start, when not target_file
     entry_module: str | None = None   # `-m MODULE`
     args: tuple[str, ...] = ()

@@ -12,12 +12,11 @@ Invariants:
   folders, local configuration) are not there. A program that needs them finds them missing on
   that side, and the run says so.
 - A checkout left behind by a process that was killed (SIGKILL, power loss) is removed by the next
-  `RevisionCheckout` of the workspace: every checkout records the pid that owns it.
+  `RevisionCheckout` of the workspace: every checkout records the pid that owns it (owned.py).
 """
 
 from __future__ import annotations
 
-import os
 import secrets
 import shutil
 import subprocess
@@ -26,9 +25,9 @@ from pathlib import Path
 
 from .. import workspace
 from ..errors import UsageError
+from . import owned
 
 WORKTREES_DIR = "worktrees"
-_OWNER = ".stepscope-owner"  # beside each checkout: "<pid>" of the process that made it
 GIT_TIMEOUT_S = 120
 
 
@@ -49,16 +48,6 @@ def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProce
         reason = (result.stderr.strip().splitlines() or ["failed"])[-1]
         raise RevisionError(f"git {args[0]}: {reason}")
     return result
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class RevisionCheckout:
@@ -85,7 +74,7 @@ class RevisionCheckout:
         folder.mkdir(exist_ok=True)
         remove_stale(self.toplevel, folder)
         path = folder / f"{self.commit[:12]}-{secrets.token_hex(3)}"
-        (folder / f"{path.name}{_OWNER}").write_text(str(os.getpid()))
+        owned.claim(path)
         try:
             _git(self.toplevel, "worktree", "add", "--detach", "--quiet", str(path), self.commit)
         except BaseException:
@@ -119,20 +108,12 @@ def _remove(toplevel: Path, path: Path) -> None:
     if path.exists():
         shutil.rmtree(path, ignore_errors=True)
     _git(toplevel, "worktree", "prune", check=False)
-    Path(f"{path}{_OWNER}").unlink(missing_ok=True)
+    owned.release(path)
 
 
 def remove_stale(toplevel: Path, folder: Path) -> list[Path]:
     """Remove the checkouts under `folder` whose owning process is gone; return them."""
-    removed = []
-    for owner in folder.glob(f"*{_OWNER}"):
-        try:
-            pid = int(owner.read_text().strip())
-        except (OSError, ValueError):
-            pid = -1
-        if pid > 0 and _alive(pid):
-            continue
-        path = folder / owner.name[: -len(_OWNER)]
+    removed = owned.stale(folder)
+    for path in removed:
         _remove(toplevel, path)
-        removed.append(path)
     return removed

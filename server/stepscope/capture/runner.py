@@ -15,7 +15,10 @@ Invariants:
 - A launched run (`--launcher CMD`, or `--nproc N`: torchrun on this machine) runs the run folder's
   copy of the agent (`python <run>/agent`), which reads its rank from the launcher's environment;
   the first rank to fail ends the run, its exit code is the run's and its reason is named by rank;
-  a group the launcher restarts is not recorded (the first attempt's records are kept).
+  a group the launcher restarts is not recorded (the first attempt's records are kept); a launcher
+  that ends before any rank started ends the run with its own last error line as the reason. A
+  launched measure run starts the launcher once per process, each rank of process k writing its
+  timings-rank<r>-<k>.json.
 - Results come from files, the events pipe and the events files, never from the program's stdout,
   which is only forwarded (to `output`) and logged.
 - On any ending other than success, stray partial files are removed and status.json says why.
@@ -71,6 +74,7 @@ class CaptureResult:
     traces: list[Path] = field(default_factory=list)
     first_run: bool = False
     world_size: int = 1
+    notes: list[str] = field(default_factory=list)  # one line each, about how the run went
 
     @property
     def ok(self) -> bool:
@@ -94,7 +98,8 @@ def _spec(req: CaptureRequest, run: workspace.RunFolder, distributed: Distribute
         options = {"cpu_only": opts.cpu_only, "shapes": opts.shapes, "stack": opts.stack, "memory": opts.memory}
     scenario = {
         "step": {"file": str(req.target_file), "line": req.target_line, "function": req.target_function,
-                 "kind": "loop" if req.target_function is None else "function", "header": req.step_header},
+                 "kind": "loop" if req.target_function is None else "function", "header": req.step_header,
+                 "micro_batch": req.target_micro_batch},
         "program": {"entry": _entry_record(entry), "args": list(req.args), "cwd": str(req.cwd or req.root),
                     "python": req.python},
         "options": options,
@@ -107,7 +112,7 @@ def _spec(req: CaptureRequest, run: workspace.RunFolder, distributed: Distribute
         mode=req.mode, run_dir=str(run.path), root=str(Path(req.root).resolve()), entry=entry, argv=tuple(req.args),
         # a step function is named by its qualified name; its def line is for the scenario record only
         target=Target(str(req.target_file), line=None if req.target_function else req.target_line,
-                      function=req.target_function),
+                      function=req.target_function, micro_batch=req.target_micro_batch),
         scenario=scenario, distributed=distributed, profile=opts if req.measure is None else None,
         measure=req.measure,
     )
@@ -154,14 +159,31 @@ def _traces(run: workspace.RunFolder, rank: object = _EVERY_RANK) -> list[Path]:
     return sorted(found)
 
 
-def prepare_run(req: CaptureRequest, into: workspace.RunFolder | None = None,
-                distributed: Distributed | None = None) -> workspace.RunFolder:
+def run_label(req: CaptureRequest) -> str:
+    """The name part of the run folder: the step's file, or the program's start where the step lies
+    outside the workspace (a module of an installed package)."""
+    step = Path(req.target_file)
+    if Path(workspace.relpath(step, req.root)).is_absolute():
+        return Path(req.entry_script).stem if req.entry_script else (req.entry_module or step.stem).split(".")[-1]
+    return step.stem
+
+
+def prepare_run(req: CaptureRequest, into: workspace.RunFolder | None = None, *,
+                launched: bool | None = None) -> workspace.RunFolder:
     """A new run folder holding the request's file table and spec (`into`: an empty run folder
-    made for it elsewhere, as `measure --against` does for the revision's side; `distributed`: a
-    launched run's, see `prepare_launch`)."""
-    run = into or workspace.new_run(req.root, Path(req.target_file).stem, out=req.out)
+    made for it elsewhere, as `measure --against` does for the revision's side), and for a launched
+    run (`launched`, by default `req.launched`) the agent's copy (`copy_agent`) and `distributed` in
+    the spec: each process reads its rank from its launcher."""
+    run = into or workspace.new_run(req.root, run_label(req), out=req.out)
+    distributed = None
+    if req.launched if launched is None else launched:
+        launcher = launcher_words(req)
+        distributed = Distributed(world_size=req.run.nproc if req.run.nproc > 1 else None,
+                                  launcher=command.shown(launcher) if launcher else None)
     jsonio.write_json(run.file(protocol.FILES), _file_table(req), replace=False)
     jsonio.write_json(run.file(protocol.SPEC), _spec(req, run, distributed).to_json(), replace=False)
+    if distributed is not None:
+        copy_agent(run)
     return run
 
 
@@ -187,19 +209,25 @@ def copy_agent(run: workspace.RunFolder) -> Path:
     return target
 
 
-def prepare_launch(req: CaptureRequest) -> PreparedLaunch:
-    """A new run folder for a launched run: the file table, the spec (distributed: each process
-    reads its rank from its launcher), the agent's copy, and the command that starts it: the
-    request's launcher, torchrun for `nproc` > 1, or none (the agent's own command, for the user
-    to put in a launcher's command line)."""
-    launcher = req.launcher or (command.nproc(req.python, req.run.nproc) if req.run.nproc > 1 else ())
-    run = workspace.new_run(req.root, Path(req.target_file).stem, out=req.out)
-    distributed = Distributed(world_size=req.run.nproc if req.run.nproc > 1 else None,
-                              launcher=command.shown(launcher) if launcher else None)
-    prepare_run(req, run, distributed)
-    agent = copy_agent(run)
+def launcher_words(req: CaptureRequest) -> tuple[str, ...]:
+    """The launcher that starts the request's processes: its own, torchrun for `nproc` > 1, or none."""
+    return req.launcher or (command.nproc(req.python, req.run.nproc) if req.run.nproc > 1 else ())
+
+
+def launched_command(req: CaptureRequest, run: workspace.RunFolder) -> PreparedLaunch:
+    """The command that starts a prepared launched run: the launcher's words with the run's agent
+    as their program (launchers/command.py), or the agent's own command when there is no launcher
+    (for the user to put in a launcher's command line)."""
+    launcher = launcher_words(req)
+    agent = run.file(protocol.AGENT_DIR)
     cmd = command.compose(launcher, agent, req.python) if launcher else [req.python, str(agent)]
     return PreparedLaunch(run, cmd, agent, launcher)
+
+
+def prepare_launch(req: CaptureRequest) -> PreparedLaunch:
+    """A new run folder for a launched run (or for `--prepare`: one whose command the user runs)
+    and the command that starts it."""
+    return launched_command(req, prepare_run(req, launched=True))
 
 
 def run_capture(
@@ -221,11 +249,13 @@ def run_capture(
 
 @dataclass
 class ProcessResult:
-    """How one process of a measure run ended (its timings record is `timings`, None if absent)."""
+    """How one process of a measure run ended: its timings records by rank (None: a process
+    without a rank), those that were written."""
 
     exit_code: int
     reason: str | None
-    timings: Path | None
+    timings: dict[int | None, Path]
+    notes: list[str] = field(default_factory=list)  # one line each, about how the process went
 
     @property
     def ok(self) -> bool:
@@ -235,10 +265,14 @@ class ProcessResult:
 def run_measure_process(req: CaptureRequest, run: workspace.RunFolder, process: int, *,
                         output: TextIO | None = None, on_event: Callable[[protocol.Event], None] | None = None,
                         cancel: threading.Event | None = None) -> ProcessResult:
-    """Run process `process` of a measure run in its (prepared) run folder, to its end. It writes
-    its own files (timings-<k>.json, scenario-<k>.json, program-<k>.log); status.json is the
-    caller's, once every process has run. A cancel stops it and raises Cancelled."""
-    assert req.measure is not None and req.run.nproc == 1
+    """Run process `process` of a measure run in its (prepared) run folder, to its end: the agent,
+    or under a launcher (`req.launched`) every rank it starts. It writes its own files
+    (timings-<k>.json, scenario-<k>.json, program-<k>.log; a launched run's ranks
+    timings-rank<r>-<k>.json, ...); status.json is the caller's, once every process has run. A
+    cancel stops it and raises Cancelled."""
+    assert req.measure is not None
+    if req.launched:
+        return _run_launched_process(req, run, process, output=output, on_event=on_event, cancel=cancel)
     cmd = [req.python, str(AGENT_BOOTSTRAP), str(run.file(protocol.SPEC))]
     log = run.file(protocol.run_file_name(protocol.PROGRAM_LOG, None, process))
     try:
@@ -263,7 +297,36 @@ def run_measure_process(req: CaptureRequest, run: workspace.RunFolder, process: 
     timings = run.file(protocol.run_file_name(protocol.TIMINGS, None, process))
     if code == OK and not timings.is_file():
         code, reason = PROGRAM_FAILED, "the passes were timed but no timings record was written"
-    return ProcessResult(code, reason, timings if timings.is_file() else None)
+    return ProcessResult(code, reason, {None: timings} if timings.is_file() else {})
+
+
+def _run_launched_process(req: CaptureRequest, run: workspace.RunFolder, process: int, *, output: TextIO | None,
+                          on_event: Callable[[protocol.Event], None] | None,
+                          cancel: threading.Event | None) -> ProcessResult:
+    """Process `process` of a launched measure run: the launcher, watched as a profile's is; each
+    rank must have written its timings record."""
+    try:
+        launched, ending = _launch_and_watch(launched_command(req, run), req, process, output=output,
+                                             on_event=on_event, cancel=cancel)
+    except StepscopeError as e:
+        return ProcessResult(e.exit_code, str(e), {})
+    ranks = launched.in_order()
+    running = [s for s in ranks if s.running]
+    world = launched.world_size() or (req.run.nproc if req.run.nproc > 1 else None)
+    endings = {s.rank: _launched_ending(s, ending, launched.restarted()) for s in ranks}
+    rank_records.write_run_records(run, world, endings, process)
+    for partial in run.path.glob("*.partial"):
+        partial.unlink(missing_ok=True)
+    if ending.kind == "cancelled":
+        raise Cancelled("cancelled; the launcher and every rank it started were stopped")
+    if ending.kind == "timeout":
+        return ProcessResult(TIMEOUT, _timeout_words(req, running), {})
+    timings = {s.rank: run.file(protocol.run_file_name(protocol.TIMINGS, s.rank, process)) for s in ranks}
+    code, reason = _launched_outcome(ending, ranks, running, world, launched.restarted(), launched.last_lines(),
+                                     wrote=lambda rank: timings[rank].is_file(),
+                                     unwritten="the passes were timed but no timings record was written")
+    return ProcessResult(code, reason, {rank: path for rank, path in timings.items() if path.is_file()},
+                         _launch_notes(req, run, ranks, process))
 
 
 def finish_run(run: workspace.RunFolder, status: str, code: int, reason: str | None) -> None:
@@ -306,23 +369,44 @@ def _run_agents(req: CaptureRequest, run: workspace.RunFolder, *, first_run: boo
 
 
 # -- a launched run: watched through its launcher ---------------------------------------------------
-def _run_launched(prepared: PreparedLaunch, req: CaptureRequest, *, first_run: bool, output: TextIO | None,
-                  on_event: Callable[[protocol.Event], None] | None, cancel: threading.Event | None) -> CaptureResult:
+def _launch_and_watch(prepared: PreparedLaunch, req: CaptureRequest, process: int = 0, *, output: TextIO | None,
+                      on_event: Callable[[protocol.Event], None] | None,
+                      cancel: threading.Event | None) -> tuple[LaunchedRun, LaunchEnding]:
+    """Start the launcher (for process `process` of a measure run: its own log and events files),
+    watch it to its end and stop everything it started. A launcher that cannot start is a usage
+    error (StepscopeError); the caller's run folder is to say so."""
     run = prepared.run
-    env = {**command.launcher_environment(prepared.launcher), **_agent_env(req)}
+    env = {**command.launcher_environment(prepared.launcher), **_agent_env(req, process)}
     try:
         launched = LaunchedRun.start(prepared.command, cwd=str(req.cwd or req.root), env=env, run_dir=run.path,
-                                     agent_dir=prepared.agent, log_path=run.file(protocol.PROGRAM_LOG), sink=output)
+                                     agent_dir=prepared.agent, sink=output, process=process,
+                                     log_path=run.file(protocol.run_file_name(protocol.PROGRAM_LOG, None, process)))
     except OSError as e:
-        reason = f"cannot start the launcher {prepared.command[0]!r}: {e.strerror}"
-        _finish(run, "failed", USAGE, reason)
-        raise StepscopeError(reason, USAGE) from e
+        raise StepscopeError(f"cannot start the launcher {prepared.command[0]!r}: {e.strerror}", USAGE) from e
     timeout_s = req.run.timeout_s
     deadline = time.monotonic() + timeout_s if timeout_s else None
     try:
         ending = launched.watch(cancel=cancel, deadline=deadline, on_event=on_event)
     finally:
         launched.stop()  # whatever happened (even an exception here): nothing survives the run
+    return launched, ending
+
+
+def _timeout_words(req: CaptureRequest, running: list[RankState]) -> str:
+    reason = f"time limit of {req.run.timeout_s:g} s reached; the launcher and every rank it started were stopped"
+    if running:  # where a hang is: often a rank waiting in a collective
+        reason += " (still running: " + ", ".join(f"{s.name} {s.where()}" for s in running) + ")"
+    return reason
+
+
+def _run_launched(prepared: PreparedLaunch, req: CaptureRequest, *, first_run: bool, output: TextIO | None,
+                  on_event: Callable[[protocol.Event], None] | None, cancel: threading.Event | None) -> CaptureResult:
+    run = prepared.run
+    try:
+        launched, ending = _launch_and_watch(prepared, req, output=output, on_event=on_event, cancel=cancel)
+    except StepscopeError as e:
+        _finish(run, "failed", e.exit_code, str(e))
+        raise
     ranks = launched.in_order()
     running = [s for s in ranks if s.running]  # as far as the events said when the watch ended
     world = launched.world_size() or (req.run.nproc if req.run.nproc > 1 else None)
@@ -333,15 +417,25 @@ def _run_launched(prepared: PreparedLaunch, req: CaptureRequest, *, first_run: b
         _finish(run, "cancelled", 130, "cancelled", endings)
         raise Cancelled("cancelled; the launcher and every rank it started were stopped", run.path)
     if ending.kind == "timeout":
-        reason = f"time limit of {timeout_s:g} s reached; the launcher and every rank it started were stopped"
-        if running:  # where a hang is: often a rank waiting in a collective
-            reason += " (still running: " + ", ".join(f"{s.name} {s.where()}" for s in running) + ")"
+        reason = _timeout_words(req, running)
         _finish(run, "timeout", TIMEOUT, reason, endings)
         return CaptureResult(run.path, TIMEOUT, reason, [], first_run, world_size=world or 1)
-    code, reason = _launched_outcome(run, ending, ranks, running, world, launched.restarted())
+    code, reason = _launched_outcome(ending, ranks, running, world, launched.restarted(), launched.last_lines(),
+                                     wrote=lambda rank: bool(_traces(run, rank=rank)),
+                                     unwritten="the window completed but no trace was written")
     _finish(run, "complete" if code == OK else "failed", code, reason, endings)
     return CaptureResult(run.path, code, reason, _traces(run) if code in (OK, PROGRAM_FAILED) else [], first_run,
-                         world_size=world or 1)
+                         world_size=world or 1, notes=_launch_notes(req, run, ranks))
+
+
+def _launch_notes(req: CaptureRequest, run: workspace.RunFolder, ranks: list[RankState],
+                  process: int = 0) -> list[str]:
+    """What the launcher did that the user may not have meant: start one process without a rank,
+    or several ranks on a machine, each taking a thread per core."""
+    if req.launcher and ranks and all(s.rank is None for s in ranks):
+        return [command.one_process_note(req.launcher)]
+    note = rank_records.threads_note(run, process)
+    return [note] if note else []
 
 
 def _restart_words(restart: int) -> str:
@@ -354,9 +448,13 @@ def _silent_words(silent: tuple[RankState, ...] | list[RankState]) -> str:
                      for s in silent)
 
 
-def _launched_outcome(run: workspace.RunFolder, ending: LaunchEnding, ranks: list[RankState],
-                      running: list[RankState], world: int | None, restart: int) -> tuple[int, str | None]:
-    """The run's exit code and reason from how the launched run ended and what each rank said."""
+def _launched_outcome(ending: LaunchEnding, ranks: list[RankState], running: list[RankState], world: int | None,
+                      restart: int, output: list[str], *, wrote: Callable[[int | None], bool],
+                      unwritten: str) -> tuple[int, str | None]:
+    """The run's exit code and reason from how the launched run ended and what each rank said;
+    `output`: the launcher's last lines (a launcher that ended before any rank started is said to
+    have ended for the reason they give); `wrote(rank)`: whether a rank that ended well wrote what
+    it had to (`unwritten` says what it did not)."""
     if ending.culprit is not None:
         failed = ending.culprit.failed
         assert failed is not None
@@ -373,8 +471,11 @@ def _launched_outcome(run: workspace.RunFolder, ending: LaunchEnding, ranks: lis
         said = _silent_words(ending.silent) or "a process ended without saying why (killed by a signal, or out of memory?)"
         return PROGRAM_FAILED, f"{said}; {_restart_words(restart)}"
     if not ranks:
-        return PROGRAM_FAILED, (f"{status} before any rank started (its output is above and in program.log)"
-                                if ending.launcher_exit else "the launcher ended without starting the agent")
+        if not ending.launcher_exit:
+            return PROGRAM_FAILED, "the launcher ended without starting the agent"
+        said = command.last_error_line(output)
+        return PROGRAM_FAILED, (f"{status} before any rank started" + (f": {said}" if said else "")
+                                + " (its output is above and in program.log)")
     silent = [s for s in ranks if s.finished is None]  # the launcher has ended: so have all its ranks
     if silent:
         return PROGRAM_FAILED, f"{_silent_words(silent)}; {status}"
@@ -382,9 +483,9 @@ def _launched_outcome(run: workspace.RunFolder, ending: LaunchEnding, ranks: lis
         missing = sorted(set(range(world)) - {s.rank for s in ranks})
         return PROGRAM_FAILED, (f"only {world - len(missing)} of the {world} ranks started (no events from rank "
                                 f"{', '.join(map(str, missing))}); {status}")
-    for state in ranks:  # every rank ended well: each must have written its trace
-        if not _traces(run, rank=state.rank):
-            return PROGRAM_FAILED, f"{state.name}: the window completed but no trace was written"
+    for state in ranks:  # every rank ended well: each must have written its records
+        if not wrote(state.rank):
+            return PROGRAM_FAILED, f"{state.name}: {unwritten}"
     return OK, None
 
 

@@ -1,11 +1,13 @@
 """`stepscope measure SCRIPT`: the step timed without the profiler, and before/after verdicts.
 
 Pipeline: resolve the step (as `profile` does) → run the agent in mode "measure" once per process
-(`--runs R`, one after the other, in one run folder) → the measure document from the processes'
-timings (measurement.result) → with `--compare RUN`, the verdict against a recorded run; with
-`--against REV`, the same step of that git revision measured in processes alternating with the
-working tree's (capture.revision, measurement.compare.interleaved_order), the revision's side in a
-run folder of its own → measure.json, status.json, the history row(s) → text or one JSON document.
+(`--runs R`, one after the other, in one run folder; under `--launcher CMD` or `--nproc N`, the
+launcher once per process, every rank timed) → the measure document from the processes' timings
+(measurement.result: with ranks, each process's slowest rank's figures and every rank's) → with
+`--compare RUN`, the verdict against a recorded run; with `--against REV`, the same step of that
+git revision measured in processes alternating with the working tree's (capture.revision,
+measurement.compare.interleaved_order), the revision's side in a run folder of its own →
+measure.json, status.json, the history row(s) → text or one JSON document.
 
 Exit codes as for `profile`: 2 usage (a bad flag, an unknown run or revision, a `--value` the step
 cannot evaluate), 3 the program failed, 4 the time limit (per process), 5 refused (the measurements
@@ -32,12 +34,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from ..capture.request import MeasureRunOptions, RunOptions
 
     program.add_arguments(p)
+    program.add_launcher_argument(p)
     options.add_arguments(p, MeasureOptions, MeasureRunOptions)
-    options.add_arguments(p, RunOptions, only=("timeout",))
+    options.add_arguments(p, RunOptions, only=("timeout", "nproc"))
     p.set_defaults(runs=None)  # 1, or AGAINST_RUNS with --against
     p.add_argument("--value", metavar="EXPR",
                    help="the value of each pass, evaluated in the step's frame after it (default: `loss` when the "
-                        "step has one); compared between runs to tell whether results changed")
+                        "step has one), or for a --function step in its frame as it returns, where `return` is what "
+                        "it returned (default: that return value's loss, else its `loss`); compared between runs to "
+                        "tell whether results changed")
     versus = p.add_mutually_exclusive_group()
     versus.add_argument("--compare", metavar="RUN", help="compare with a recorded run (see `stepscope runs`)")
     versus.add_argument("--against", metavar="REV",
@@ -49,58 +54,36 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 @dataclasses.dataclass
-class _Side:
-    """One measured side: its request, its run folder, its processes' timings."""
+class Side:
+    """One measured side: its request, its run folder, its processes' timings (by rank: None for a
+    process without one)."""
 
     req: Any  # CaptureRequest
     run: Any  # workspace.RunFolder
     label: str
     history_root: Path  # the user's workspace, whose history records the run (the revision's too)
     processes: list[dict] = dataclasses.field(default_factory=list)
+    launch_notes: list[str] = dataclasses.field(default_factory=list)  # the runner's, each once
 
 
 def run(args: argparse.Namespace) -> int:
     from ..agent.protocol import MeasureOptions
     from ..capture import options
-    from ..capture.request import CaptureRequest, MeasureRunOptions, RunOptions
-    from ..source.linemap import header_text
+    from ..capture.request import MeasureRunOptions, RunOptions
 
     if args.runs is None:
         args.runs = AGAINST_RUNS if args.against else 1
-    if args.value is not None and not args.value.strip():
-        raise errors.UsageError("--value needs an expression")
-    if args.value is not None and args.function:
-        raise errors.UsageError("--value needs a loop step: the locals of a --function step are gone when its next "
-                                "call begins")
-    if args.value is not None:
-        try:
-            compile(args.value, "<--value>", "eval")
-        except SyntaxError as e:
-            raise errors.UsageError(f"--value {args.value!r} is not a Python expression: {e.msg}") from None
+    check_value(args.value)
     measure, run_options, measure_run = options.from_arguments(args, MeasureOptions, RunOptions, MeasureRunOptions)
     measure = dataclasses.replace(measure, value=args.value)
     target = program.resolve(args)
+    check_value(args.value, loop=not target.function)
     root = target.root
-    header = (header_text(target.script.read_text(encoding="utf-8"), target.loop_line)
-              if target.loop_line and not target.function else None)
-    req = CaptureRequest(
-        root=root, target_file=target.script, target_line=target.loop_line, target_function=target.function,
-        python=target.python, entry_script=target.entry, entry_module=target.module, args=target.args,
-        cwd=target.cwd, note=args.note, run=run_options, measure=measure, step_header=header,
-        env_defaults={"PYTHONHASHSEED": str(measure.seed)},
-    )
+    req = measure_request(target, measure, run_options, note=args.note, launcher=program.launcher_words(args))
     baseline = _recorded_side(root, args.compare) if args.compare else None
-    if not (root / ".stepscope" / "runs").exists():
-        sys.stderr.write(
-            "stepscope: note: the step runs for real — it performs real updates (optimizer steps, "
-            "writes). Run it on an experimental state, never on weights you must keep. "
-            "The program sees STEPSCOPE_RUN=1 and can skip saving.\n")
-    if (args.against or args.compare) and measure_run.runs < 3:
-        sys.stderr.write(f"stepscope: note: {measure_run.runs} process(es) per side: "
-                         + ("run-to-run variation is not observed, so differences under 5% are not called"
-                            if measure_run.runs == 1 else
-                            "run-to-run variation rests on one degree of freedom, so the interval is wide")
-                         + "; --runs 3 or more for a verdict on small differences\n")
+    real_run_note(root)
+    if args.against or args.compare:
+        processes_note(measure_run.runs)
     if args.against:
         doc = _against(req, args, measure_run)
     else:
@@ -109,6 +92,61 @@ def run(args: argparse.Namespace) -> int:
             doc = _compared(doc, baseline, args, measure_run, root)
     _emit(doc, args)
     return errors.OK
+
+
+def measure_request(target: "program.Program", measure, run_options, *, note: str | None = None,
+                    launcher: tuple[str, ...] = ()):
+    """The CaptureRequest that measures `target`'s step with these options (its loop's header as the
+    scope names the step; the seed in PYTHONHASHSEED)."""
+    from ..capture.request import CaptureRequest
+    from ..source.linemap import header_text
+
+    header = (header_text(target.script.read_text(encoding="utf-8"), target.loop_line)
+              if target.loop_line and not target.function else None)
+    return CaptureRequest(
+        root=target.root, target_file=target.script, target_line=target.loop_line, target_function=target.function,
+        target_micro_batch=target.micro_batch,
+        python=target.python, entry_script=target.entry, entry_module=target.module, args=target.args,
+        cwd=target.cwd, note=note, run=run_options, measure=measure, step_header=header,
+        env_defaults={"PYTHONHASHSEED": str(measure.seed)}, launcher=launcher,
+    )
+
+
+def check_value(expression: str | None, *, loop: bool = False) -> None:
+    """A UsageError for a `--value` that is no expression, or that reads `return` of a step that is
+    a loop (`loop`)."""
+    from ..agent.protocol import uses_return, value_source
+
+    if expression is None:
+        return
+    if not expression.strip():
+        raise errors.UsageError("--value needs an expression")
+    try:
+        value_source(expression)
+    except SyntaxError as e:
+        raise errors.UsageError(f"--value {expression!r} is not a Python expression: {e.msg}") from None
+    if loop and uses_return(expression):
+        raise errors.UsageError(f"--value {expression!r}: `return` is what a step function's call returned, and this "
+                                "step is a loop (name the function with --function)")
+
+
+def real_run_note(root: Path) -> None:
+    """On the workspace's first run, say on stderr that the step runs for real."""
+    if not (root / ".stepscope" / "runs").exists():
+        sys.stderr.write(
+            "stepscope: note: the step runs for real — it performs real updates (optimizer steps, "
+            "writes). Run it on an experimental state, never on weights you must keep. "
+            "The program sees STEPSCOPE_RUN=1 and can skip saving.\n")
+
+
+def processes_note(runs: int) -> None:
+    """Before a comparison with fewer than 3 processes a side, say on stderr what that costs the verdict."""
+    if runs < 3:
+        sys.stderr.write(f"stepscope: note: {runs} process(es) per side: "
+                         + ("run-to-run variation is not observed, so differences under 5% are not called"
+                            if runs == 1 else
+                            "run-to-run variation rests on one degree of freedom, so the interval is wide")
+                         + "; --runs 3 or more for a verdict on small differences\n")
 
 
 # -- measuring ---------------------------------------------------------------------------------------
@@ -130,10 +168,10 @@ def measure_step(req, measure_run, *, output: Any = None, cancel: Any = None, on
     way the folder says how the run ended. `notes` (a callable) receives each one-line note."""
     from ..capture.runner import prepare_run
 
-    side = _Side(req, prepare_run(req), "working tree", req.root)
-    _run_sides([side], [(0, p) for p in range(measure_run.runs)], output=output, cancel=cancel, on_event=on_event,
+    side = Side(req, prepare_run(req), "working tree", req.root)
+    run_sides([side], [(0, p) for p in range(measure_run.runs)], output=output, cancel=cancel, on_event=on_event,
                notes=notes)
-    return _finish_side(side, measure_run, notes=notes)
+    return finish_side(side, measure_run, notes=notes)
 
 
 def _measure(req, measure_run) -> dict:
@@ -147,19 +185,26 @@ def _note_on_stderr(text: str) -> None:
     sys.stderr.write(f"stepscope: note: {text}\n")
 
 
-def _run_sides(sides: list[_Side], order: list[tuple[int, int]], *, output: Any = None, cancel: Any = None,
-               on_event: Any = None, notes: Any = None) -> None:
+def run_sides(sides: list[Side], order: list[tuple[int, int]], *, output: Any = None, cancel: Any = None,
+              on_event: Any = None, notes: Any = None, on_side_event: Any = None) -> None:
     """Run process p of side s for each (s, p) in `order`; on the first failure, every side's
-    folder says how the run ended and the failure is raised (one line, naming side and process)."""
+    folder says how the run ended and the failure is raised (one line, naming side and process).
+    Each process's events go to `on_event(p, event)` and `on_side_event(s, p, event)`."""
     from ..capture.runner import Cancelled, finish_run, run_measure_process
 
     total = {s: sum(1 for t, _ in order if t == s) for s in range(len(sides))}
     for s, process in order:
         side = sides[s]
+
+        def events(event: Any, s: int = s, p: int = process) -> None:
+            if on_event is not None:
+                on_event(p, event)
+            if on_side_event is not None:
+                on_side_event(s, p, event)
+
         try:
             result = run_measure_process(side.req, side.run, process, output=output, cancel=cancel,
-                                         on_event=(lambda event, p=process: on_event(p, event)) if on_event
-                                         else None)
+                                         on_event=events if on_event or on_side_event else None)
         except Cancelled as e:
             for other in sides:
                 finish_run(other.run, "cancelled", 130, "cancelled")
@@ -178,21 +223,22 @@ def _run_sides(sides: list[_Side], order: list[tuple[int, int]], *, output: Any 
             raise MeasureFailed(reason, result.exit_code, side.run.path)
         from .. import jsonio
 
-        side.processes.append(jsonio.read_json(result.timings))
+        side.processes.append({rank: jsonio.read_json(path) for rank, path in result.timings.items()})
+        side.launch_notes += [note for note in result.notes if note not in side.launch_notes]
 
 
-def _finish_side(side: _Side, measure_run, extra: dict | None = None, notes: Any = None) -> dict:
+def finish_side(side: Side, measure_run, extra: dict | None = None, notes: Any = None) -> dict:
     """The side's measure document, written into its folder with its status, and recorded."""
     from .. import jsonio
     from ..agent.protocol import MEASURE
     from ..capture.runner import finish_run
-    from ..measurement.result import measurement
+    from ..measurement.result import ranked_measurement
 
     scenario = _scenario(side)
-    doc = measurement(side.processes, machine=scenario.get("machine") or {}, scope=_scope(side, scenario),
-                      tolerance=measure_run.tolerance)
+    doc = ranked_measurement(side.processes, machine=scenario.get("machine") or {}, scope=_scope(side, scenario),
+                             tolerance=measure_run.tolerance)
     doc["run_dir"] = str(side.run.path)
-    doc["notes"] = _notes(side)
+    doc["notes"] = side.launch_notes + _notes(side)
     doc["seeds"] = scenario.get("seeds")
     doc.update(extra or {})
     jsonio.write_json(side.run.file(MEASURE), doc, replace=False)
@@ -201,7 +247,7 @@ def _finish_side(side: _Side, measure_run, extra: dict | None = None, notes: Any
     return doc
 
 
-def _scenario(side: _Side) -> dict:
+def _scenario(side: Side) -> dict:
     from .. import jsonio
     from ..agent.protocol import SCENARIO
 
@@ -211,14 +257,16 @@ def _scenario(side: _Side) -> dict:
         return {}
 
 
-def _notes(side: _Side) -> list[str]:
+def _notes(side: Side) -> list[str]:
+    """The notes of every process's scenario record (every rank's, under a launcher), each once."""
     from .. import jsonio
-    from ..agent.protocol import SCENARIO, run_file_name
+    from ..agent.protocol import SCENARIO, parse_run_file_name
 
+    records = [path for path in side.run.path.iterdir() if parse_run_file_name(path.name).name == SCENARIO]
     found: list[str] = []
-    for process in range(len(side.processes)):
+    for path in sorted(records, key=lambda p: (parse_run_file_name(p.name).cycle, p.name)):
         try:
-            record = jsonio.read_json(side.run.file(run_file_name(SCENARIO, None, process)))
+            record = jsonio.read_json(path)
         except (OSError, ValueError):
             continue
         for note in record.get("notes") or []:
@@ -227,7 +275,7 @@ def _notes(side: _Side) -> list[str]:
     return found
 
 
-def _scope(side: _Side, scenario: dict) -> dict:
+def _scope(side: Side, scenario: dict) -> dict:
     from ..measurement.scope import scope_of
     from ..workspace import relpath
 
@@ -240,7 +288,7 @@ def _scope(side: _Side, scenario: dict) -> dict:
     return scope
 
 
-def _record(side: _Side, notes: Any = None) -> None:
+def _record(side: Side, notes: Any = None) -> None:
     """The side's row in the history; a history that cannot be written costs a note, not the run."""
     from ..history.index import record_run
 
@@ -258,7 +306,7 @@ def _recorded_side(root: Path, ref: str):
         return history.side(history.resolve(ref))
 
 
-def _side_of(doc: dict):
+def side_of(doc: dict):
     from ..measurement.compare import Side
 
     return Side(Path(doc["run_dir"]).name, "measure", [r["raw_ms"] for r in doc["runs"]],
@@ -277,11 +325,11 @@ def _comparison(baseline, candidate, args, measure_run, *, paired: bool) -> dict
 
 def _compared(doc: dict, baseline, args, measure_run, root: Path) -> dict:
     """Add the verdict against a recorded run to `doc`, and rewrite its record with it."""
-    comparison = _comparison(baseline, _side_of(doc), args, measure_run, paired=False)
-    return _rewrite(doc, comparison, {"run": baseline.run, "label": baseline.run, "interleaved": False}, root)
+    comparison = _comparison(baseline, side_of(doc), args, measure_run, paired=False)
+    return with_comparison(doc, comparison, {"run": baseline.run, "label": baseline.run, "interleaved": False}, root)
 
 
-def _rewrite(doc: dict, comparison: dict, baseline: dict, root: Path) -> dict:
+def with_comparison(doc: dict, comparison: dict, baseline: dict, root: Path) -> dict:
     """The candidate's document with the comparison in it, written again (the only file of a run
     that is replaced: it was written a moment ago, by this process, without the comparison)."""
     from .. import jsonio
@@ -339,18 +387,18 @@ def _against(req, args, measure_run) -> dict:
                 f"not comparable, the step loop differs: `{old_req.step_header}` at {short} vs `{req.step_header}` "
                 "in the working tree; use --force to compare them anyway", errors.REFUSED)
         into = workspace.new_run(req.root, f"{req.target_file.stem}-rev")  # in the user's .stepscope/
-        before = _Side(old_req, prepare_run(old_req, into=into), f"revision {short}", req.root)
-        after = _Side(req, prepare_run(req), "working tree", req.root)
+        before = Side(old_req, prepare_run(old_req, into=into), f"revision {short}", req.root)
+        after = Side(req, prepare_run(req), "working tree", req.root)
         order = [(0 if side == "A" else 1, pair) for side, pair in interleaved_order(measure_run.runs)]
         from .profile import _cancel_on_signals
 
         with _cancel_on_signals() as cancel:
-            _run_sides([before, after], order, output=sys.stderr, cancel=cancel)
-    a_doc = _finish_side(before, measure_run, {"revision": {"rev": args.against, "commit": checkout.commit}})
-    b_doc = _finish_side(after, measure_run)
-    comparison = _comparison(_side_of(a_doc), _side_of(b_doc), args, measure_run, paired=True)
+            run_sides([before, after], order, output=sys.stderr, cancel=cancel)
+    a_doc = finish_side(before, measure_run, {"revision": {"rev": args.against, "commit": checkout.commit}})
+    b_doc = finish_side(after, measure_run)
+    comparison = _comparison(side_of(a_doc), side_of(b_doc), args, measure_run, paired=True)
     b_doc["against"] = {"rev": args.against, "commit": checkout.commit, "run": Path(a_doc["run_dir"]).name}
-    return _rewrite(b_doc, comparison, {"run": Path(a_doc["run_dir"]).name, "label": f"revision {short}",
+    return with_comparison(b_doc, comparison, {"run": Path(a_doc["run_dir"]).name, "label": f"revision {short}",
                                          "interleaved": True, "run_dir": a_doc["run_dir"]}, req.root)
 
 

@@ -2,7 +2,9 @@
 
 Pipeline: resolve the step (capture.step) → run the agent (capture.runner; through a launcher with
 `--launcher CMD`, or torchrun with `--nproc N`: one agent per rank) → analyse the trace(s)
-(analysis.report) → write report.json into the run folder → print text or one JSON document.
+(analysis.report) → write report.json into the run folder, and sources.json (the text of each file
+the report has figures on, as it ran: what a later comparison matches statements through) → print
+text or one JSON document.
 
 `--prepare` stops after the run folder: it prints the command that runs the agent under the
 launcher (for launchers started once per node, or by a job script), and `stepscope analyze` reads
@@ -29,10 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from ..capture.request import RunOptions
 
     program.add_arguments(p)
-    p.add_argument("--launcher", metavar="CMD",
-                   help="start the program's processes with this launcher command, e.g. \"torchrun "
-                        "--nproc-per-node 8\" or \"srun -N 2 --ntasks-per-node 4\": Stepscope adds the agent as its "
-                        "program (and the interpreter, unless the launcher is torchrun or CMD ends with one)")
+    program.add_launcher_argument(p)
     p.add_argument("--prepare", action="store_true",
                    help="only write the run folder and print the command that runs it (put it where your "
                         "launcher's command names the program, on every node); then `stepscope analyze` the folder")
@@ -46,7 +45,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..agent.protocol import ProfileOptions
     from ..capture import options
-    from ..capture.launchers import command
     from ..capture.request import CaptureRequest, RunOptions, schedule_warnings
     from ..capture.runner import prepare_launch, run_capture
 
@@ -55,9 +53,10 @@ def run(args: argparse.Namespace) -> int:
     root = target.root
     req = CaptureRequest(
         root=root, target_file=target.script, target_line=target.loop_line, target_function=target.function,
+        target_micro_batch=target.micro_batch,
         python=target.python, entry_script=target.entry, entry_module=target.module, args=target.args,
         cwd=target.cwd, note=args.note, out=Path(args.out) if args.out else None, profile=profile, run=run_options,
-        launcher=command.split(args.launcher) if args.launcher is not None else (),
+        launcher=program.launcher_words(args),
     )
     for warning in schedule_warnings(profile.schedule):
         sys.stderr.write(f"stepscope: note: {warning}\n")
@@ -79,11 +78,21 @@ def run(args: argparse.Namespace) -> int:
         if e.run_dir is not None:
             record_in_history(root, e.run_dir)
         raise
+    for note in result.notes:
+        sys.stderr.write(f"stepscope: note: {note}\n")
     if not result.traces:
         record_in_history(root, result.run_dir)
         raise errors.StepscopeError(f"{result.reason} (run folder: {result.run_dir})", result.exit_code)
     redacted = _redact_traces(result.traces) if run_options.redact else None
-    report = _analyse_run(result, redacted)
+    try:
+        report = _analyse_run(result, redacted)
+    except errors.NotATraceError:
+        if result.ok:
+            raise
+        # the program stopped before any step of its window ran: its reason, not the trace's emptiness
+        record_in_history(root, result.run_dir)
+        raise errors.StepscopeError(f"{result.reason} (run folder: {result.run_dir})", result.exit_code) from None
+    keep_sources(root, result.run_dir, report)
     record_in_history(root, result.run_dir)
     if args.json:
         from ..jsonio import dumps
@@ -135,6 +144,24 @@ def _cancel_on_signals() -> Iterator[threading.Event]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def keep_sources(root: Path, run_dir: Path, report: dict) -> None:
+    """The text of each workspace file the run has figures on, as it ran (sources.json), so that a
+    later comparison matches its statements through edits; a file changed while the run went on is
+    left out (what ran is not known) and said, as is a folder that cannot be written: never the run."""
+    from ..analysis.run_compare import measured_files
+    from ..workspace import keep_sources as keep
+
+    try:
+        left_out = keep(run_dir, root, measured_files(report, root))
+    except OSError as e:
+        sys.stderr.write(f"stepscope: note: the run's sources were not kept ({e}): a later comparison matches its "
+                         "lines by number\n")
+        return
+    if left_out:
+        sys.stderr.write(f"stepscope: note: {', '.join(left_out)} changed while the run went on: a later comparison "
+                         "matches its lines by number\n")
 
 
 def record_in_history(root: Path, run_dir: Path) -> None:

@@ -8,6 +8,8 @@ Invariants:
   `main`.
 - `functions_named(source, name)` matches `name` against the whole qualified name, or, for a name
   without a dot, against the last part too; results are in source order, never guessed between.
+- `function_at(source, line)` is the innermost function whose `def` line or body holds `line`
+  (decorators are not part of it).
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 class Function:
     qualname: str
     line: int  # the def line (1-based), decorators not counted
+    end_line: int = 0  # the last line of its body
+
+    def holds(self, line: int) -> bool:
+        return self.line <= line <= self.end_line
 
 
 def all_functions(source: str | bytes | ast.Module) -> list[Function]:
@@ -35,7 +41,7 @@ def all_functions(source: str | bytes | ast.Module) -> list[Function]:
         for node in body:
             if isinstance(node, _FUNCTIONS):
                 qual = f"{prefix}{node.name}"
-                out.append(Function(qual, node.lineno))
+                out.append(Function(qual, node.lineno, node.end_lineno or node.lineno))
                 visit(node.body, qual + ".")
             elif isinstance(node, ast.ClassDef):
                 visit(node.body, f"{prefix}{node.name}.")
@@ -55,3 +61,9 @@ def functions_named(source: str | bytes | ast.Module, name: str) -> list[Functio
     name = name.replace(".<locals>", "")
     return [f for f in all_functions(source)
             if f.qualname == name or ("." not in name and f.qualname.rsplit(".", 1)[-1] == name)]
+
+
+def function_at(source: str | bytes | ast.Module, line: int) -> Function | None:
+    """The innermost function (or method) of `source` that holds the 1-based `line`, or None."""
+    holding = [f for f in all_functions(source) if f.holds(line)]
+    return max(holding, key=lambda f: f.line) if holding else None

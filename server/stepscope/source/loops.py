@@ -29,6 +29,7 @@ __all__ = [
     "parse",
     "find_loops",
     "choose_step",
+    "choose_among",
     "loop_at",
     "step_signals",
     "call_signal",
@@ -146,13 +147,14 @@ def terminal_name(node: ast.expr) -> str | None:
 
 
 def call_signal(call: ast.Call, profiler_names: frozenset[str] = frozenset(),
-                model_names: frozenset[str] = frozenset()) -> str | None:
-    """The step reason a single call gives, if any."""
+                model_names: frozenset[str] = frozenset(), step_names: frozenset[str] = frozenset()) -> str | None:
+    """The step reason a single call gives, if any (`step_names`: more callee names that run a step,
+    such as the file's own step functions)."""
     func = call.func
     if isinstance(func, ast.Attribute):
         attr = func.attr
         receiver = terminal_name(func.value)
-        if attr == "backward":
+        if attr in ("backward", "manual_backward"):  # Lightning's manual optimisation: self.manual_backward(loss)
             return BACKWARD
         if attr == "step":
             if receiver is None:
@@ -173,7 +175,7 @@ def call_signal(call: ast.Call, profiler_names: frozenset[str] = frozenset(),
         return None
     if is_model_name(name, model_names):
         return MODEL
-    if _STEP_FUNCTION.match(name):
+    if name in step_names or _STEP_FUNCTION.match(name):
         return STEP_FUNCTION
     return None
 
@@ -249,12 +251,13 @@ def iter_own_nodes(stmts: Iterable[ast.stmt]) -> Iterator[ast.AST]:
 
 
 def step_signals(stmts: Iterable[ast.stmt], profiler_names: frozenset[str] = frozenset(),
-                 model_names: frozenset[str] = frozenset()) -> tuple[str, ...]:
+                 model_names: frozenset[str] = frozenset(), step_names: frozenset[str] = frozenset()
+                 ) -> tuple[str, ...]:
     """The step reasons found in `stmts` (own statements only), in a fixed order."""
     found: set[str] = set()
     for node in iter_own_nodes(stmts):
         if isinstance(node, ast.Call):
-            signal = call_signal(node, profiler_names, model_names)
+            signal = call_signal(node, profiler_names, model_names, step_names)
             if signal:
                 found.add(signal)
     order = (BACKWARD, OPTIMIZER, PROFILER, MODEL, STEP_FUNCTION)
@@ -293,7 +296,7 @@ class _Raw:
 
 
 def _collect(tree: ast.Module, profiler_names: frozenset[str],
-             model_names: frozenset[str]) -> list[_Raw]:
+             model_names: frozenset[str], step_names: frozenset[str]) -> list[_Raw]:
     raws: list[_Raw] = []
 
     def visit(stmts: list[ast.stmt], function: str | None, prefix: str, parent: int | None,
@@ -311,7 +314,7 @@ def _collect(tree: ast.Module, profiler_names: frozenset[str],
             visit(node.body, function, f"{prefix}{node.name}.", None, 0)
             return
         if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
-            own = step_signals(node.body, profiler_names, model_names)
+            own = step_signals(node.body, profiler_names, model_names, step_names)
             index = len(raws)
             raws.append(_Raw(node, function, parent, depth, own))
             if parent is not None:
@@ -329,18 +332,21 @@ def _collect(tree: ast.Module, profiler_names: frozenset[str],
 
 def find_loops(source: str | bytes | ast.Module, *,
                model_names: Iterable[str] = (),
-               profiler_names: frozenset[str] | None = None) -> list[Loop]:
+               profiler_names: frozenset[str] | None = None,
+               step_function_names: Iterable[str] = ()) -> list[Loop]:
     """Every loop of `source`, sorted by (line, col). Raises `SourceSyntaxError` if it does not parse.
 
     `model_names` adds callee names that count as running a model (for unusual names).
     `profiler_names` replaces the names bound to a profiler found in `source` (for a tree that
     holds only part of a module; see `profiler_names_of`).
+    `step_function_names` adds callee names that run a step (the file's own step functions:
+    candidates.py), so a loop that calls one "calls a step function".
     """
     tree = parse(source)
     models = frozenset(model_names)
     if profiler_names is None:
         profiler_names = profiler_names_of(tree.body)
-    raws = _collect(tree, profiler_names, models)
+    raws = _collect(tree, profiler_names, models, frozenset(step_function_names))
 
     contains: list[set[str]] = [set(r.own) for r in raws]
     for index in range(len(raws) - 1, -1, -1):  # children come after their parent
@@ -395,7 +401,11 @@ def choose_step(source: str | bytes | ast.Module, *, model_names: Iterable[str] 
     loop containing both a backward and an optimizer step; the innermost loop containing either;
     the innermost loop that runs a model or a step function.
     """
-    loops = find_loops(source, model_names=model_names)
+    return choose_among(find_loops(source, model_names=model_names))
+
+
+def choose_among(loops: list[Loop]) -> Loop:
+    """`choose_step` over loops `find_loops` returned (with the tiers above)."""
     tiers = (
         lambda lp: PROFILER in lp.reasons,
         lambda lp: BACKWARD in lp.contains and OPTIMIZER in lp.contains,

@@ -1,8 +1,9 @@
 """The events of a launched run's agents, read from their files in the run folder as they grow.
 
 Each agent appends one JSON line per event to its own `events-rank<r>.jsonl` (`events.jsonl`
-without a rank), named by the run contract; `EventFiles.poll` returns the events written since the
-last poll, with the rank of the file they came from.
+without a rank; a measure run's process k > 0: `events-rank<r>-<k>.jsonl`), named by the run
+contract; `EventFiles.poll` returns the events of one process's files written since the last poll,
+with the rank of the file they came from.
 
 Invariants:
 - Only whole lines are read: a line still being written is read by a later poll, whole.
@@ -20,8 +21,9 @@ from ...agent.protocol import Event
 
 
 class EventFiles:
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, process: int = 0) -> None:
         self._run_dir = Path(run_dir)
+        self._process = process
         self._read: dict[Path, int] = {}  # file -> bytes consumed (whole lines)
 
     def _files(self) -> list[tuple[Path, int | None]]:
@@ -32,7 +34,7 @@ class EventFiles:
             return []
         for name in names:
             parsed = protocol.parse_run_file_name(name)
-            if parsed.name == protocol.EVENTS and parsed.cycle == 0:
+            if parsed.name == protocol.EVENTS and parsed.cycle == self._process:
                 found.append((self._run_dir / name, parsed.rank))
         return sorted(found, key=lambda f: (f[1] is None, f[1] or 0))
 

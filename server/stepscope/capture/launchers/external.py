@@ -8,7 +8,10 @@ Invariants:
   (torchrun killed before it had stopped its workers) is stopped by the pid of its "started" event,
   and only while that process still runs this run's agent.
 - The launcher's stdout and stderr are copied line by line to program.log and to the caller's sink,
-  never parsed: what each rank did comes from its events file.
+  never parsed for results: what each rank did comes from its events file. The last TAIL_LINES
+  lines are kept, so that a launcher that ends before any rank started can be said to have ended
+  for the reason its output gives (`last_error_line`).
+- A measure run's process k reads only the events files of process k (EventFiles).
 - Ranks are known from their events files, not up front. A rank's state is its first attempt's; a
   later "started" event with a restart count only marks the group as restarted by the launcher.
 - `watch` ends on the first of: a rank failed (the others would wait for it in their next
@@ -27,6 +30,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, TextIO
@@ -39,6 +43,7 @@ from .events import EventFiles
 POLL_S = 0.1
 KILL_GRACE_S = 5.0  # torchrun stops its workers on SIGTERM; this long, then SIGKILL
 SETTLE_S = 0.5  # after a first failure, the others' failures (they often follow) are read too
+TAIL_LINES = 200  # the launcher's last lines of output, kept for the reason it failed
 
 
 @dataclass
@@ -100,18 +105,21 @@ class LaunchedRun:
     """A started launcher. Create with `LaunchedRun.start`; end with `stop` (always)."""
 
     def __init__(self, proc: subprocess.Popen, log: TextIO, run_dir: Path, agent_dir: Path,
-                 threads: list[threading.Thread]) -> None:
+                 threads: list[threading.Thread], tail: deque, lock: threading.Lock, process: int = 0) -> None:
         self.proc = proc
         self.ranks: dict[int | None, RankState] = {}
         self._log = log
         self._agent_dir = agent_dir
-        self._events = EventFiles(run_dir)
+        self._events = EventFiles(run_dir, process)
         self._threads = threads
+        self._tail = tail
+        self._lock = lock
 
     @classmethod
     def start(cls, cmd: list[str], *, cwd: str, env: dict[str, str], run_dir: Path, agent_dir: Path,
-              log_path: Path, sink: TextIO | None) -> "LaunchedRun":
-        """Start the launcher. Raises OSError when it cannot start (no such command)."""
+              log_path: Path, sink: TextIO | None, process: int = 0) -> "LaunchedRun":
+        """Start the launcher (`process`: which process of a measure run it starts). Raises OSError
+        when it cannot start (no such command)."""
         env = {k: v for k, v in env.items() if k != protocol.EVENTS_FD_ENV}  # the ranks write files
         log = open(log_path, "w", encoding="utf-8", errors="replace")
         try:
@@ -122,11 +130,17 @@ class LaunchedRun:
             log.close()
             raise
         lock = threading.Lock()
-        threads = [threading.Thread(target=copy_lines, args=(stream, log, sink, "", lock), daemon=True)
+        tail: deque = deque(maxlen=TAIL_LINES)
+        threads = [threading.Thread(target=copy_lines, args=(stream, log, sink, "", lock, tail), daemon=True)
                    for stream in (proc.stdout, proc.stderr)]
         for t in threads:
             t.start()
-        return cls(proc, log, Path(run_dir), Path(agent_dir), threads)
+        return cls(proc, log, Path(run_dir), Path(agent_dir), threads, tail, lock, process)
+
+    def last_lines(self) -> list[str]:
+        """The launcher's last lines of output (TAIL_LINES at most), in the order they were read."""
+        with self._lock:
+            return list(self._tail)
 
     # -- state --------------------------------------------------------------------------------
     def update(self, on_event: Callable[[Event], None] | None = None) -> None:
