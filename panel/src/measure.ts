@@ -32,6 +32,9 @@ export interface MeasureResult {
   ratio?: number | null;
   ci95?: [number, number] | null;
   verdict?: "faster" | "slower" | "no detectable difference" | null;
+  /** the verdict with the margin it was called against, in the server's words ("no difference larger
+   * than 1%", "inconclusive: …; about 8 processes a side … would likely decide it") */
+  verdict_words?: string | null;
   values_match?: boolean | null;
   /** what the step computed, first to last (the loss), in the server's words */
   value_words?: string | null;
@@ -39,10 +42,17 @@ export interface MeasureResult {
   call_words?: string | null;
   /** when the median is not the loop's pace (the mean is far from it), in the server's words */
   pace_words?: string | null;
-  baseline?: { run?: string; label?: string; median_ms?: number | null; processes?: number } | null;
+  /** under a launcher: each rank's median and the slowest (null without ranks), in the server's words */
+  ranks_words?: string | null;
+  baseline?: { run?: string; label?: string; median_ms?: number | null; mean_ms?: number | null; processes?: number } | null;
+  /** how the comparison was made: `statistic` says what its ratio is of ("median", or "mean" where a
+   * side's median is not its pace) */
+  method?: { statistic?: string | null; [key: string]: unknown } | null;
   /** the other run of a comparison (the baseline), for its strip */
   compare_raw_ms?: number[] | null;
   compare_label?: string | null;
+  /** a try run (`stepscope try`): the change it measured, in the server's words, and its diff */
+  tried?: { title: string; words: string; diff: string } | null;
 }
 
 const finiteList = (v: unknown) => Array.isArray(v) && v.every((x) => typeof x === "number" && Number.isFinite(x));
@@ -66,6 +76,18 @@ export function measureProblem(value: unknown): string | null {
   }
   if (v.pace_words !== undefined && v.pace_words !== null && typeof v.pace_words !== "string") {
     return "the measure result's pace words are not text";
+  }
+  if (v.ranks_words !== undefined && v.ranks_words !== null && typeof v.ranks_words !== "string") {
+    return "the measure result's rank words are not text";
+  }
+  if (v.verdict_words !== undefined && v.verdict_words !== null && typeof v.verdict_words !== "string") {
+    return "the comparison's verdict words are not text";
+  }
+  if (v.tried !== undefined && v.tried !== null) {
+    const t = v.tried as Record<string, unknown>;
+    if (typeof t !== "object" || typeof t.title !== "string" || typeof t.words !== "string" || typeof t.diff !== "string") {
+      return "the tried change is not {title, words, diff}";
+    }
   }
   if (v.ci95 !== undefined && v.ci95 !== null && !(finiteList(v.ci95) && (v.ci95 as number[]).length === 2)) {
     return "the comparison's interval is not [low, high]";
@@ -96,6 +118,7 @@ export function measureFacts(m: MeasureResult): [string, string][] {
   ];
   if (typeof m.mean_ms === "number") rows.push(["mean", `${fmtMs(m.mean_ms)} (the passes' total / passes)`]);
   if (typeof m.call_words === "string") rows.push(["call", m.call_words]);
+  if (typeof m.ranks_words === "string") rows.push(["ranks", m.ranks_words]);
   rows.push([
     "samples/s",
     typeof m.samples_per_s === "number" ? `${fmtRate(m.samples_per_s)} at batch ${m.scope?.batch_size ?? "?"}` : "not known (no batch size read)",
@@ -127,9 +150,12 @@ export function noiseWords(m: MeasureResult): string {
 export function comparisonWords(m: MeasureResult): string | null {
   if (typeof m.ratio !== "number" || !m.ci95) return null;
   const label = m.compare_label ?? m.baseline?.label ?? (m.baseline?.run ? `run ${m.baseline.run}` : "the baseline");
-  const before = typeof m.baseline?.median_ms === "number" ? ` (${fmtMs(m.baseline.median_ms)})` : "";
-  return `This run (${fmtMs(m.median_ms)}) / ${label}${before}: ${m.ratio.toFixed(3)}× median, 95% interval ` +
-    `${m.ci95[0].toFixed(3)} – ${m.ci95[1].toFixed(3)}: ${m.verdict ?? "no verdict"}.`;
+  const byMean = m.method?.statistic === "mean" && typeof m.mean_ms === "number" && typeof m.baseline?.mean_ms === "number";
+  const mine = byMean ? (m.mean_ms as number) : m.median_ms;
+  const theirs = byMean ? m.baseline?.mean_ms : m.baseline?.median_ms;
+  const before = typeof theirs === "number" ? ` (${fmtMs(theirs)})` : "";
+  return `This run (${fmtMs(mine)}) / ${label}${before}: ${m.ratio.toFixed(3)}× ${byMean ? "mean" : "median"}, 95% interval ` +
+    `${m.ci95[0].toFixed(3)} – ${m.ci95[1].toFixed(3)}: ${m.verdict_words ?? m.verdict ?? "no verdict"}.`;
 }
 
 /** The strip plot's rows, top to bottom: warm-ups apart, then each process's measured passes (one

@@ -68,6 +68,25 @@ test("a comparison gives both distributions, the ratio of medians, its interval 
     "This run (2.05 ms) / run 20261201T101500Z-train-1a2b (2.25 ms): 0.912× median, 95% interval 0.893 – 0.931: faster.");
   assert.deepEqual(stripRows(m).map((r) => r.label), ["warm-up", "passes", "baseline"]);
   assert.equal(comparisonWords(result()), null);
+  // bursty passes: the ratio is of the means, and so are the figures beside it
+  const bursty = result({ median_ms: 30.6, mean_ms: 74.0, ratio: 1.12, ci95: [0.7, 1.9], verdict: "no detectable difference",
+    method: { statistic: "mean" }, baseline: { run: "r0", median_ms: 61.0, mean_ms: 66.0 } });
+  assert.match(comparisonWords(bursty)!, /^This run \(74\.0 ms\) \/ run r0 \(66\.0 ms\): 1\.120× mean, /);
+  // the server's words carry the margin: a difference ruled out apart from an open question
+  const open = result({ ratio: 0.913, ci95: [0.822, 0.974], verdict: "no detectable difference",
+    verdict_words: "inconclusive: the interval reaches past ±5% and inside it; with one process a side, run-to-run "
+      + "variation is not observed: measure with --runs 3 or more" });
+  assert.match(comparisonWords(open)!, /0\.913× median, 95% interval 0\.822 – 0\.974: inconclusive: the interval reaches past ±5%/);
+  assert.equal(measureProblem({ ...open, verdict_words: 3 }), "the comparison's verdict words are not text");
+});
+
+test("a try run's change comes as its title, the server's words and its diff, or is refused", () => {
+  const tried = { title: "DataLoader with 2 workers", words: "faster (beyond the 1% margin), saves 38% of the step",
+    diff: "--- a/train.py\n+++ b/train.py\n@@ -1 +1 @@\n-a\n+b\n" };
+  assert.equal(measureProblem(result({ tried })), null);
+  assert.equal(measureProblem(result({ tried: null })), null);
+  assert.equal(measureProblem({ ...result(), tried: { ...tried, diff: 3 } }), "the tried change is not {title, words, diff}");
+  assert.equal(measureProblem({ ...result(), tried: "a diff" }), "the tried change is not {title, words, diff}");
 });
 
 test("a measure result without its figures is refused with the reason", () => {
@@ -88,4 +107,13 @@ test("a rate reads no more precise than the step time it comes from", () => {
 test("the pace words are accepted only as text", () => {
   assert.equal(measureProblem({ ...result(), pace_words: ["the mean"] }), "the measure result's pace words are not text");
   assert.equal(measureProblem(result({ pace_words: "the mean (27.1 ms) is 54% above the median" })), null);
+});
+
+test("under a launcher, each rank's median is shown in the server's words, and only text is accepted", () => {
+  const words = "rank 0 12.1, rank 1 12.4 ms (median of each rank's passes); slowest: rank 1";
+  const rows = measureFacts(result({ ranks_words: words }));
+  assert.deepEqual(rows.find(([label]) => label === "ranks"), ["ranks", words]);
+  assert.equal(Object.fromEntries(measureFacts(result({ ranks_words: null })))["ranks"], undefined); // one process
+  assert.equal(measureProblem({ ...result(), ranks_words: [0, 1] }), "the measure result's rank words are not text");
+  assert.equal(measureProblem(result({ ranks_words: words })), null);
 });

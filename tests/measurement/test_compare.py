@@ -11,8 +11,9 @@ import random
 
 import pytest
 
-from stepscope.measurement.compare import (FASTER, MARGIN, NO_DIFFERENCE, SINGLE_PROCESS_MARGIN, SLOWER,
-                                           check_values, compare, small_sample_widening, t975, verdict)
+from stepscope.measurement.compare import (FASTER, INCONCLUSIVE, MARGIN, NO_DIFFERENCE, SINGLE_PROCESS_MARGIN,
+                                           SLOWER, WITHIN_MARGIN, check_values, compare, small_sample_widening,
+                                           t975, verdict, verdict_detail)
 
 
 def simulate(rng: random.Random, processes: int, passes: int, ms: float, *, run_to_run: float,
@@ -25,12 +26,28 @@ def simulate(rng: random.Random, processes: int, passes: int, ms: float, *, run_
 
 
 def test_the_ratio_is_of_the_medians_each_side_reports():
-    a = [[10.0 + i / 10 for i in range(10)], [10.5 + i / 10 for i in range(9)] + [40.0]]  # one slow pass
+    a = [[10.0 + i / 10 for i in range(10)], [10.5 + i / 10 for i in range(9)] + [12.0]]
     b = [[20.0 + i / 10 for i in range(10)], [21.0 + i / 10 for i in range(10)]]
     c = compare(a, b)
-    assert c.ratio == pytest.approx(20.95 / 10.7)  # the pooled medians, the slow pass included
+    assert c.statistic == "median" and c.method["statistic"] == "median"
+    assert c.ratio == pytest.approx(20.95 / 10.7)  # the pooled medians
     assert c.verdict == SLOWER
     assert c.ci95[0] <= c.ratio <= c.ci95[1]
+
+
+def test_where_a_sides_median_is_not_its_pace_the_ratio_is_of_the_means():
+    """A DataLoader with workers delivers in bursts: most steps find a batch ready, some wait for the
+    next burst. The median halves while the loop runs no faster: the means say so."""
+    baseline = [[60.0 + (i % 3) for i in range(14)]]
+    bursts = [[15.0, 11.0, 33.0, 34.0, 150.0, 28.0, 38.0, 136.0, 15.0, 33.0, 149.0, 55.0, 163.0, 188.0]]
+    c = compare(baseline, bursts)
+    assert c.statistic == "mean" and c.method["statistic"] == "mean"
+    mean = sum(bursts[0]) / len(bursts[0])
+    assert c.ratio == pytest.approx(mean / (sum(baseline[0]) / 14)) and c.ratio > 1  # by the medians: 0.6
+    assert c.verdict != FASTER
+    # one slow pass among twenty moves the mean past 10% of the median too: the pace includes it
+    a = [[10.0 + i / 10 for i in range(10)], [10.5 + i / 10 for i in range(9)] + [40.0]]
+    assert compare(a, [[20.0] * 20]).statistic == "mean"
 
 
 def test_same_data_same_interval_whatever_runs_before():
@@ -118,6 +135,75 @@ def test_the_verdict_needs_the_whole_interval_beyond_the_margin():
     assert verdict((0.8, 0.98), MARGIN) == FASTER
     assert verdict((0.8, 0.995), MARGIN) == NO_DIFFERENCE
     assert verdict((0.9, 1.1), MARGIN) == NO_DIFFERENCE
+
+
+# Fixed data with 2 processes a side and an even number of passes, and the interval this method gives it
+# (computed once, by hand-checked code, and kept): a change to the bootstrap's median, to the widening or
+# to when run-to-run variation counts as observed moves these numbers or the verdict.
+TWO_A = [[10.0, 10.4, 10.1, 10.3], [10.6, 10.2, 10.5, 10.7]]
+TWO_B = [[9.6, 9.9, 9.7, 10.0], [9.8, 10.1, 9.5, 9.9]]
+GOLDEN = {False: (0.8448688278022642, 1.0436792006501072), True: (0.6643001015515034, 1.2474153032966122)}
+
+
+@pytest.mark.parametrize("paired", [False, True])
+def test_golden_intervals_of_two_processes_a_side(paired: bool):
+    c = compare(TWO_A, TWO_B, paired=paired)
+    assert c.ratio == pytest.approx(9.85 / 10.35)  # the pooled medians: of 8 passes each, the mean of the middle two
+    assert c.ci95 == pytest.approx(GOLDEN[paired], rel=1e-9)
+    # widened on both sides alike: the same factor on the log scale below and above the estimate
+    low, high = (math.log(v) for v in c.ci95)
+    point = math.log(c.ratio)
+    assert point - low > 0 and high - point > 0
+    assert c.run_to_run_observed and c.margin == MARGIN  # two processes a side do observe run to run
+    assert c.verdict == NO_DIFFERENCE and c.verdict_detail == INCONCLUSIVE
+
+
+def test_two_processes_a_side_are_called_against_the_one_percent_margin():
+    """A 3% speed-up measured tightly in 2 processes a side: run-to-run variation is observed (two
+    processes differ), so the 1% margin applies and the verdict is `faster`; counted as unobserved, the
+    5% margin would have hidden it."""
+    a = [[10.0, 10.02, 10.01, 10.03], [10.05, 10.01, 10.04, 10.02]]
+    b = [[9.70, 9.72, 9.69, 9.73], [9.71, 9.74, 9.70, 9.72]]
+    c = compare(a, b)
+    assert c.ci95 == pytest.approx((0.9604480285042083, 0.9756829839835462), rel=1e-9)
+    assert c.run_to_run_observed and c.margin == MARGIN
+    assert (c.verdict, c.verdict_detail) == (FASTER, FASTER)
+
+
+def test_no_detectable_difference_is_split_into_ruled_out_and_inconclusive():
+    assert verdict_detail((0.995, 1.008), MARGIN) == WITHIN_MARGIN  # a difference over 1% is ruled out
+    assert verdict((0.995, 1.008), MARGIN) == NO_DIFFERENCE  # old readers keep their three values
+    assert verdict_detail((1.005, 1.2), MARGIN) == INCONCLUSIVE
+    assert verdict_detail((0.9, 1.1), MARGIN) == INCONCLUSIVE
+    assert verdict_detail((1.02, 1.2), MARGIN) == SLOWER
+    assert verdict_detail((0.97, 1.04), SINGLE_PROCESS_MARGIN) == WITHIN_MARGIN
+
+
+def test_an_inconclusive_comparison_says_how_many_processes_would_likely_decide_it():
+    """A 10% slowdown under 3% run-to-run noise, 3 interleaved pairs: mostly inconclusive. Measured
+    again with the number of processes each comparison suggested, most are decided (the suggestion rests
+    on the spread 3 processes showed, itself uncertain: most, not all)."""
+    suggested, decided = 0, 0
+    for seed in range(40):
+        rng = random.Random(seed)
+        c = compare(simulate(rng, 3, 10, 10.0, run_to_run=0.03), simulate(rng, 3, 10, 11.0, run_to_run=0.03),
+                    paired=True, resamples=500)
+        if c.verdict_detail != INCONCLUSIVE:
+            assert c.processes_to_decide is None
+            continue
+        n = c.processes_to_decide
+        assert n is not None and 3 < n <= 64, (seed, c)
+        rng = random.Random(1000 + seed)
+        again = compare(simulate(rng, n, 10, 10.0, run_to_run=0.03), simulate(rng, n, 10, 11.0, run_to_run=0.03),
+                        paired=True, resamples=500)
+        suggested += 1
+        decided += again.verdict_detail != INCONCLUSIVE
+    assert suggested >= 15 and decided >= 0.6 * suggested, (decided, suggested)
+    # a ratio sitting on the margin is not decided by any number of processes worth suggesting
+    on_edge = compare([[10.0, 10.1], [10.3, 10.2]], [[10.1, 10.2], [10.4, 10.3]])
+    assert on_edge.verdict_detail == INCONCLUSIVE and on_edge.processes_to_decide is None
+    # one process a side: no run-to-run variation to project from
+    assert compare([[10.0, 10.2, 10.1]], [[10.6, 10.1, 10.9]]).processes_to_decide is None
 
 
 @pytest.mark.parametrize("bad", [[], [[]], [[1.0, 0.0]], [[1.0, math.nan]]])

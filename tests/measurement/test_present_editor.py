@@ -31,9 +31,24 @@ def test_the_details_say_percentiles_samples_run_to_run_and_warmups_apart():
     assert any(d.startswith("noisy:") for d in editor_details({**DOC, "noisy": True}))
 
 
-def test_a_verdict_is_said_with_its_interval():
-    compared = {**DOC, "ratio": 0.9, "ci95": [0.85, 0.95], "verdict": "faster"}
-    assert editor_summary(compared).endswith("; ratio 0.900 (95% interval 0.850–0.950): faster")
+def test_a_verdict_is_said_with_its_interval_and_its_margin():
+    compared = {**DOC, "ratio": 0.9, "ci95": [0.85, 0.95], "verdict": "faster", "verdict_detail": "faster",
+                "margin": 0.01, "method": {"processes": [3, 3], "margin": 0.01}}
+    assert editor_summary(compared).endswith("; ratio 0.900 (95% interval 0.850–0.950): faster (beyond the 1% margin)")
+    ruled_out = {**compared, "ratio": 1.002, "ci95": [0.995, 1.008], "verdict": "no detectable difference",
+                 "verdict_detail": "within margin"}
+    assert editor_summary(ruled_out).endswith("(95% interval 0.995–1.008): no difference larger than 1%")
+    open_question = {**ruled_out, "ratio": 1.857, "ci95": [0.95, 3.1], "verdict_detail": "inconclusive",
+                     "processes_to_decide": 7}
+    assert editor_summary(open_question).endswith(
+        "(95% interval 0.950–3.100): inconclusive: the interval reaches past ±1% and inside it; about 7 processes a "
+        "side (4 more) would likely decide it (--runs 7)")
+    # a document written before verdict_detail existed is read from its interval and its method's margin
+    old = {**DOC, "ratio": 0.913, "ci95": [0.822, 0.974], "verdict": "no detectable difference",
+           "method": {"processes": [1, 1], "margin": 0.05}}
+    assert editor_summary(old).endswith(
+        "(95% interval 0.822–0.974): inconclusive: the interval reaches past ±5% and inside it; with one process a "
+        "side, run-to-run variation is not observed: measure with --runs 3 or more")
     comparison = {"baseline": {"run": "a|b", "kind": "measure", "median_ms": 11.0, "passes": 4, "processes": 2,
                                "machine": DOC["machine"]},
                   "candidate": {"run": "c", "kind": "measure", "median_ms": 10.1, "passes": 4, "processes": 2,
@@ -44,7 +59,7 @@ def test_a_verdict_is_said_with_its_interval():
                   "values_check": None, "differences": ["warm-up passes (5 vs 3)"]}
     text = comparison_markdown(comparison, "a note")
     assert "| ms/step (median) | 11.0 | 10.1 |" in text and "| run | a\\|b | c |" in text
-    assert "**faster**: candidate / baseline ratio 0.918 (95% interval 0.900–0.930): faster" in text
+    assert "**faster (beyond the 1% margin)**: candidate / baseline ratio 0.918 (95% interval 0.900–0.930)" in text
     assert "- compared although they differ in warm-up passes (5 vs 3)" in text and text.rstrip().endswith("a note")
 
 
@@ -59,8 +74,11 @@ def test_the_value_the_step_computed_is_said_first_to_last_with_what_was_not_rea
     nothing = {**DOC, "value": "loss", "values": None}
     assert step_values(nothing).startswith("no `loss` read in the step")
     assert "--value EXPR" in step_values(nothing)
-    function_step = {**nothing, "scope": {"step": {"function": "handle", "line": 3}}}
-    assert step_values(function_step) == "no value: a --function step's locals are gone by the next call"
+    function_step = {**nothing, "value": "return", "scope": {"step": {"function": "handle", "line": 3}}}
+    assert step_values(function_step).startswith("no value: the step function returned no number")
+    assert "`return` is what each call returned" in step_values(function_step)
+    returned = {**trained, "value": "return", "scope": function_step["scope"]}
+    assert step_values(returned).startswith("return value 3.092 → 2.635 (first → last of 4 passes")
     assert "  value    loss 3.092 → 2.635" in measurement_text({**trained, "scope": {"script": "t.py", "step": {"line": 9}}})
     assert editor_details(trained)[4] == step_values(trained)
 

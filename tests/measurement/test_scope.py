@@ -30,6 +30,14 @@ def test_each_difference_is_named():
     assert "step loop (loop at line 40 `for x, y in loader:` vs loop at line 12 `for batch in eval_loader:`)" in text
 
 
+def test_a_step_of_several_ranks_and_one_of_a_single_process_differ_whatever_their_launcher():
+    two = {**SCOPE, "world_size": 2, "launcher": "torchrun --nproc-per-node 2"}
+    assert differences(MACHINE, {**SCOPE, "world_size": 1, "launcher": None}, MACHINE, two) == [
+        "processes per step (1 vs 2 ranks)"]
+    assert differences(MACHINE, two, MACHINE, {**two, "launcher": "accelerate launch --multi_gpu"}) == []
+    assert differences(MACHINE, SCOPE, MACHINE, two) == []  # a run recorded before the world was
+
+
 def test_a_loop_and_a_function_step_differ():
     fn = {**SCOPE, "step": {"line": 10, "function": "train_step", "header": None}}
     assert differences(MACHINE, SCOPE, MACHINE, fn) == [
@@ -39,3 +47,12 @@ def test_a_loop_and_a_function_step_differ():
 def test_what_one_side_did_not_record_is_not_a_difference():
     unknown = {**SCOPE, "batch_size": None, "device": None}
     assert differences(MACHINE, SCOPE, {**MACHINE, "driver": None}, unknown) == []
+
+
+def test_an_optimizer_step_and_a_micro_batch_of_one_function_differ():
+    step = {"line": 10, "function": "LitModel.training_step", "header": None}
+    optimizer = {**SCOPE, "step": {**step, "unit": "optimizer step", "calls_per_step": 4.0}}
+    micro = {**SCOPE, "step": {**step, "unit": "call", "calls_per_step": 1.0}}
+    assert differences(MACHINE, optimizer, MACHINE, micro) == [
+        "step (each optimizer step of LitModel.training_step() vs each call of LitModel.training_step())"]
+    assert differences(MACHINE, optimizer, MACHINE, {**SCOPE, "step": step}) == []  # recorded before units were

@@ -6,8 +6,12 @@ history row):
 - machine: what the agent recorded (host, cpu, devices, driver, torch and its CUDA / HIP build,
   python). A trace — and a timing — describes the machine it ran on (guide §13).
 - scope: {"kind": "measure" | "profile", "script": workspace-relative path,
-  "step": {"line", "function", "header"}, "args": [...], "batch_size": int | None,
-  "device": "cuda" | "cpu" | ..., "warmup": int}
+  "step": {"line", "function", "header", "unit", "calls_per_step"}, "args": [...], "batch_size": int | None,
+  "device": "cuda" | "cpu" | ..., "warmup": int, "world_size": int (processes the step ran in:
+  1 without a launcher), "launcher": str | None (the launcher's command; not compared: the same
+  world under another launcher runs the same step)}; a step function's `unit` is "optimizer step"
+  (its calls under gradient accumulation, `calls_per_step` on average) or "call"
+  (agent/optimizer_steps.py); None for a loop or a record from before it was kept.
 
 The step's line is not compared (an edit above the loop moves it); its header's text is, so two
 different loops of one script are never compared by accident. A field unknown on either side
@@ -46,6 +50,8 @@ def differences(a_machine: dict, a_scope: dict, b_machine: dict, b_scope: dict) 
     if (a_step.get("function") is None) != (b_step.get("function") is None) \
             or _differ(a_step.get("function"), b_step.get("function")):
         out.append(f"step ({_step_words(a_step)} vs {_step_words(b_step)})")
+    elif _differ(a_step.get("unit"), b_step.get("unit")):
+        out.append(f"step ({_step_words(a_step)} vs {_step_words(b_step)})")
     elif _differ(a_step.get("header"), b_step.get("header")):
         out.append(f"step loop ({_step_words(a_step)} vs {_step_words(b_step)})")
     if _differ(a_scope.get("args"), b_scope.get("args")):
@@ -56,11 +62,15 @@ def differences(a_machine: dict, a_scope: dict, b_machine: dict, b_scope: dict) 
         out.append(f"device ({a_scope['device']} vs {b_scope['device']})")
     if _differ(a_scope.get("warmup"), b_scope.get("warmup")):
         out.append(f"warm-up passes ({a_scope['warmup']} vs {b_scope['warmup']})")
+    if _differ(a_scope.get("world_size"), b_scope.get("world_size")):
+        out.append(f"processes per step ({a_scope['world_size']} vs {b_scope['world_size']} ranks)")
     return out
 
 
 def _step_words(step: dict) -> str:
     if step.get("function"):
+        if step.get("unit") == "optimizer step":
+            return f"each optimizer step of {step['function']}()"
         return f"each call of {step['function']}()"
     header = step.get("header")
     line = step.get("line")
@@ -86,12 +96,18 @@ def scope_of(scenario: dict, *, kind: str, script: str | None, warmup: int | Non
     """The scope record of a run from its scenario record (`script`: workspace-relative)."""
     step = scenario.get("step") or {}
     program = scenario.get("program") or {}
+    unit = (scenario.get("observed") or {}).get("step_unit") or {}
+    calls = unit.get("calls") / unit["active_steps"] if unit.get("active_steps") and unit.get("calls") else None
+    distributed = scenario.get("distributed") or {}
     return {
         "kind": kind,
         "script": script,
-        "step": {"line": step.get("line"), "function": step.get("function"), "header": step.get("header")},
+        "step": {"line": step.get("line"), "function": step.get("function"), "header": step.get("header"),
+                 "unit": unit.get("unit"), "calls_per_step": round(calls, 4) if calls is not None else None},
         "args": list(program.get("args") or []),
         "batch_size": scenario.get("batch_size"),
         "device": step_device(scenario.get("observed")),
         "warmup": warmup,
+        "world_size": distributed.get("world_size") or 1,
+        "launcher": distributed.get("launcher"),
     }
