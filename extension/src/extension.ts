@@ -12,6 +12,7 @@ import { ServerController } from "./server";
 import { ShareTraceCommand } from "./share";
 import { affectsServer, readSettings, SECTION } from "./settings";
 import { StepStatus } from "./statusBar";
+import { TryCommand } from "./tryFix";
 
 let controller: ServerController | undefined;
 
@@ -57,6 +58,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     runs.register(),
     panel.register(),
     new ShareTraceCommand(controller, log).register(),
+    new TryCommand(controller, log, context.workspaceState, () => runs.refresh()).register(),
     vscode.commands.registerCommand("stepscope.clearTimings", () => decorations.clear()),
     vscode.commands.registerCommand("stepscope.restart", () =>
       controller?.requestRestart("the Restart Server command", true),

@@ -1,6 +1,6 @@
 // "Stepscope: Profile This Step" and "Stepscope: Measure This Step": asks the user once per workspace
-// whether the step may run for real, asks the server which loop the cursor is in (the progress is
-// titled with it), runs the server's command (`stepscope.profile`, `stepscope.measure`) with its
+// whether the step may run for real, asks the server which step the cursor (or the lens) is on, a
+// loop or a step function (the progress is titled with it), runs the server's command (`stepscope.profile`, `stepscope.measure`) with its
 // progress in a cancellable notification, then shows the result. Both choose the step and start the
 // program the same way (cursor or lens line, launch configuration, interpreter; trusted workspaces
 // only), and one runs at a time (a measure beside a profile would time the other's load). A failed or
@@ -20,7 +20,7 @@ import { LaunchOptions, launchFor } from "./launch";
 import { firstLine, InterpreterProblem, resolveInterpreter } from "./python";
 import { MeasureStepResult, parseMeasureResult, parseProfileResult, ProfileResult } from "./result";
 import { MEASURE_COMMAND, PROFILE_COMMAND, ServerController, showErrorWithLogs, showInterpreterProblem } from "./server";
-import { ProfileSettings, readSettings, Settings } from "./settings";
+import { readSettings, Settings } from "./settings";
 import { StepStatus } from "./statusBar";
 
 export { MEASURE_COMMAND, PROFILE_COMMAND };
@@ -54,17 +54,140 @@ const CANCEL_GRACE_MS = 15_000;
 /** Remembered per workspace once the user has said the step may run for real. */
 const REAL_RUN_CONFIRMED = "stepscope.realRunConfirmed";
 
-/** What the command receives from a CodeLens; without it, the active editor's cursor is used. */
+/** What the command receives from a CodeLens; without it, the active editor's cursor is used.
+ * `function`: the lens of a step function, or of a call that runs one (`trainer.fit(model)`): each
+ * call of it is a step, named as `--function` takes it. */
 interface ProfileTarget {
   uri: string;
   position: { line: number; character: number };
+  function?: string;
 }
 
 type StepResult = ProfileResult | MeasureStepResult;
 
+/** The run in progress, of any command (profile, measure, try): one at a time, since a run beside
+ * another would time the other's load. Its `doing` word ("profiling"), or undefined. */
+export const inProgress: { doing: string | undefined } = { doing: undefined };
+
+/** Restricted mode keeps to static checks: running the user's program needs a trusted workspace. */
+export async function trustedToRun(verb: string): Promise<boolean> {
+  if (vscode.workspace.isTrusted) {
+    return true;
+  }
+  const choice = await vscode.window.showWarningMessage(
+    `Stepscope runs your program to ${verb} it, so it works only in a trusted workspace. Static checks keep working in restricted mode.`,
+    "Manage Workspace Trust",
+  );
+  if (choice === "Manage Workspace Trust") {
+    await vscode.commands.executeCommand("workbench.trust.manage");
+  }
+  return false;
+}
+
+/** The interpreter and launch configuration that run the program of `uri` (the launch configuration's
+ * interpreter first, as the debugger would); undefined after showing why there is none. */
+export async function programFor(
+  uri: vscode.Uri,
+  settings: Settings,
+  log: vscode.LogOutputChannel,
+): Promise<{ python: string; launch?: LaunchOptions } | undefined> {
+  const resolved = launchFor(uri);
+  if (resolved && "problem" in resolved) {
+    void vscode.window.showErrorMessage(`Stepscope: ${resolved.problem}.`);
+    return undefined;
+  }
+  const launch: LaunchOptions | undefined = resolved?.options;
+  if (launch?.python) {
+    return { python: launch.python, launch };
+  }
+  try {
+    return { python: (await resolveInterpreter(uri, settings, log)).path, launch };
+  } catch (error) {
+    if (error instanceof InterpreterProblem) {
+      void showInterpreterProblem(error.message, log);
+      return undefined;
+    }
+    throw error;
+  }
+}
+
+/** The step runs for real (optimizer steps, writes): ask once per workspace, before the first run. */
+export async function confirmRealRun(state: vscode.Memento, verb: string, title: string): Promise<boolean> {
+  if (state.get<boolean>(REAL_RUN_CONFIRMED)) {
+    return true;
+  }
+  const button = capitalized(verb);
+  const choice = await vscode.window.showWarningMessage(
+    `${button} ${title}? Stepscope runs your program for real to time its step.`,
+    {
+      modal: true,
+      detail: `The step performs real updates (optimizer steps, file writes): ${verb} an experimental state, ` +
+        "never weights you must keep. Your program sees STEPSCOPE_RUN=1 and can skip saving. " +
+        "Stepscope will not ask again in this workspace.",
+    },
+    button,
+  );
+  if (choice !== button) {
+    return false;
+  }
+  await state.update(REAL_RUN_CONFIRMED, true);
+  return true;
+}
+
+/** Runs the server's `command` with its progress in a cancellable notification titled `title`;
+ * resolves to its answer, or to undefined when the user cancelled it. */
+export function requestWithProgress(
+  client: LanguageClient,
+  log: vscode.LogOutputChannel,
+  title: string,
+  command: string,
+  argument: object,
+  verb: string,
+): Thenable<unknown> {
+  return vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Notification, title, cancellable: true },
+    async (progress, cancellation) => {
+      const workDoneToken = randomUUID();
+      let lastPercentage = 0;
+      const progressListener = client.onProgress(WorkDoneProgress.type, workDoneToken, (value) => {
+        if (value.kind === "end") {
+          return;
+        }
+        const percentage = value.percentage ?? lastPercentage;
+        progress.report({ message: value.message, increment: Math.max(0, percentage - lastPercentage) });
+        lastPercentage = percentage;
+      });
+      const cancelled = new Promise<"cancelled">((resolve) => {
+        cancellation.onCancellationRequested(() => {
+          log.info(`${capitalized(verb)} cancelled; asking the server to stop the program.`);
+          // $/cancelRequest does not reach a running command's handler; the progress's own cancel
+          // does (the server watches its token and stops the program).
+          void client.sendNotification(WorkDoneProgressCancelNotification.type, { token: workDoneToken });
+          setTimeout(() => resolve("cancelled"), CANCEL_GRACE_MS);
+        });
+      });
+      try {
+        const response = client.sendRequest(
+          ExecuteCommandRequest.type,
+          { command, arguments: [argument], workDoneToken },
+          cancellation,
+        );
+        const outcome = await Promise.race([response, cancelled]);
+        return outcome === "cancelled" ? undefined : outcome;
+      } catch (error) {
+        if (cancellation.isCancellationRequested || isCancellation(error)) {
+          log.info(`${capitalized(verb)} cancelled.`);
+          return undefined;
+        }
+        throw error;
+      } finally {
+        progressListener.dispose();
+      }
+    },
+  );
+}
+
 export class ProfileCommand {
-  /** the run in progress, of either command: one at a time */
-  private static running: StepMode | undefined;
 
   constructor(
     private readonly server: ServerController,
@@ -88,19 +211,11 @@ export class ProfileCommand {
       void vscode.window.showErrorMessage(target);
       return;
     }
-    if (!vscode.workspace.isTrusted) {
-      // Profiling and measuring run the user's program; restricted mode keeps to static checks.
-      const choice = await vscode.window.showWarningMessage(
-        `Stepscope runs your program to ${this.mode.verb} it, so it works only in a trusted workspace. Static checks keep working in restricted mode.`,
-        "Manage Workspace Trust",
-      );
-      if (choice === "Manage Workspace Trust") {
-        await vscode.commands.executeCommand("workbench.trust.manage");
-      }
+    if (!(await trustedToRun(this.mode.verb))) {
       return;
     }
-    if (ProfileCommand.running) {
-      void vscode.window.showInformationMessage(`Stepscope is already ${ProfileCommand.running.doing}; cancel that run first.`);
+    if (inProgress.doing) {
+      void vscode.window.showInformationMessage(`Stepscope is already ${inProgress.doing}; cancel that run first.`);
       return;
     }
     const client = this.server.languageClient;
@@ -118,44 +233,29 @@ export class ProfileCommand {
     }
     // Read now, for this file's folder: a settings change applies to the next run, no restart.
     const settings = readSettings(uri);
-    const resolved = launchFor(uri);
-    if (resolved && "problem" in resolved) {
-      void vscode.window.showErrorMessage(`Stepscope: ${resolved.problem}.`);
+    const program = await programFor(uri, settings, this.log);
+    if (!program) {
       return;
     }
-    const launch: LaunchOptions | undefined = resolved?.options;
-    let python: string;
-    if (launch?.python) {
-      python = launch.python;  // the launch configuration's interpreter runs the program, as the debugger would
-    } else {
-      try {
-        python = (await resolveInterpreter(uri, settings, this.log)).path;
-      } catch (error) {
-        if (error instanceof InterpreterProblem) {
-          void showInterpreterProblem(error.message, this.log);
-          return;
-        }
-        throw error;
-      }
-    }
+    const { python, launch } = program;
 
     // The loop a profile here would time: the title names it, and a cursor outside any step loop is
     // said before anything runs.
     let title: string;
     try {
       const step = await client.sendRequest<{ title?: unknown }>(RESOLVE_STEP_REQUEST, {
-        uri: document.uri.toString(), position: target.position,
+        uri: document.uri.toString(), position: target.position, function: target.function,
       });
       title = typeof step?.title === "string" ? step.title : `${path.basename(uri.fsPath)}:${target.position.line + 1}`;
     } catch (error) {
       void vscode.window.showErrorMessage(`Stepscope: ${firstLine(error)}`);
       return;
     }
-    if (!(await this.confirmRealRun(title))) {
+    if (!(await confirmRealRun(this.state, this.mode.verb, title))) {
       return;
     }
 
-    ProfileCommand.running = this.mode;
+    inProgress.doing = this.mode.doing;
     this.status.running(title, this.mode.doing);
     const doing = capitalized(this.mode.doing);
     this.log.info(`${doing} ${title} with ${python}` + (launch ? ` (launch configuration "${launch.name}").` : "."));
@@ -164,6 +264,7 @@ export class ProfileCommand {
       const result = await this.request(client, title, {
         uri: document.uri.toString(),
         position: target.position,
+        function: target.function,
         python,
         launch,
         ...this.modeSettings(settings),
@@ -189,7 +290,7 @@ export class ProfileCommand {
         ? `Stepscope: ${reason}. The figures shown, if any, are from the last good run.`
         : `Stepscope: Measure This Step failed: ${reason}. The last good result is kept.`, this.log);
     } finally {
-      ProfileCommand.running = undefined;
+      inProgress.doing = undefined;
       this.onRunsChanged();
     }
   }
@@ -203,92 +304,14 @@ export class ProfileCommand {
     return { profile: settings.profile, keep: settings.runsKeep };
   }
 
-  /** The step runs for real (optimizer steps, writes): ask once per workspace, before the first run. */
-  private async confirmRealRun(title: string): Promise<boolean> {
-    if (this.state.get<boolean>(REAL_RUN_CONFIRMED)) {
-      return true;
-    }
-    const verb = capitalized(this.mode.verb);
-    const choice = await vscode.window.showWarningMessage(
-      `${verb} ${title}? Stepscope runs your program for real to time its step.`,
-      {
-        modal: true,
-        detail: `The step performs real updates (optimizer steps, file writes): ${this.mode.verb} an experimental state, ` +
-          "never weights you must keep. Your program sees STEPSCOPE_RUN=1 and can skip saving. " +
-          "Stepscope will not ask again in this workspace.",
-      },
-      verb,
-    );
-    if (choice !== verb) {
-      return false;
-    }
-    await this.state.update(REAL_RUN_CONFIRMED, true);
-    return true;
-  }
-
   /** Sends the request; resolves to undefined when the user cancelled it. */
-  private request(
-    client: LanguageClient,
-    title: string,
-    argument: {
-      uri: string;
-      position: ProfileTarget["position"];
-      python: string;
-      launch?: LaunchOptions;
-      profile?: ProfileSettings;
-      measure?: ProfileSettings;
-      confirmed: boolean;
-      keep?: number;
-    },
-  ): Thenable<StepResult | undefined> {
-    return vscode.window.withProgress(
-      {
-        location: vscode.ProgressLocation.Notification,
-        title: `Stepscope: ${this.mode.doing} ${title}`,
-        cancellable: true,
-      },
-      async (progress, cancellation) => {
-        const workDoneToken = randomUUID();
-        let lastPercentage = 0;
-        const progressListener = client.onProgress(WorkDoneProgress.type, workDoneToken, (value) => {
-          if (value.kind === "end") {
-            return;
-          }
-          const percentage = value.percentage ?? lastPercentage;
-          progress.report({ message: value.message, increment: Math.max(0, percentage - lastPercentage) });
-          lastPercentage = percentage;
-        });
-        const cancelled = new Promise<"cancelled">((resolve) => {
-          cancellation.onCancellationRequested(() => {
-            this.log.info(`${capitalized(this.mode.verb)} cancelled; asking the server to stop the program.`);
-            // $/cancelRequest does not reach a running command's handler; the progress's own cancel
-            // does (the server watches its token and stops the program).
-            void client.sendNotification(WorkDoneProgressCancelNotification.type, { token: workDoneToken });
-            setTimeout(() => resolve("cancelled"), CANCEL_GRACE_MS);
-          });
-        });
-        try {
-          const response = client.sendRequest(
-            ExecuteCommandRequest.type,
-            { command: this.mode.serverCommand, arguments: [argument], workDoneToken },
-            cancellation,
-          );
-          const outcome = await Promise.race([response, cancelled]);
-          if (outcome === "cancelled") {
-            return undefined;
-          }
-          return this.mode.kind === "measure" ? parseMeasureResult(outcome) : parseProfileResult(outcome);
-        } catch (error) {
-          if (cancellation.isCancellationRequested || isCancellation(error)) {
-            this.log.info(`${capitalized(this.mode.verb)} cancelled.`);
-            return undefined;
-          }
-          throw error;
-        } finally {
-          progressListener.dispose();
-        }
-      },
-    );
+  private async request(client: LanguageClient, title: string, argument: object): Promise<StepResult | undefined> {
+    const outcome = await requestWithProgress(client, this.log, `Stepscope: ${this.mode.doing} ${title}`,
+      this.mode.serverCommand, argument, this.mode.verb);
+    if (outcome === undefined) {
+      return undefined;
+    }
+    return this.mode.kind === "measure" ? parseMeasureResult(outcome) : parseProfileResult(outcome);
   }
 
   private showResult(result: StepResult): void {
@@ -332,11 +355,16 @@ function targetFrom(arg: unknown, mode: StepMode): ProfileTarget | string {
       typeof candidate.uri === "string" &&
       position &&
       Number.isInteger(position.line) &&
-      Number.isInteger(position.character)
+      Number.isInteger(position.character) &&
+      (candidate.function === undefined || (typeof candidate.function === "string" && candidate.function !== ""))
     ) {
-      return { uri: candidate.uri, position: { line: position.line, character: position.character } };
+      return {
+        uri: candidate.uri,
+        position: { line: position.line, character: position.character },
+        ...(candidate.function ? { function: candidate.function } : {}),
+      };
     }
-    return `Stepscope: ${mode.name} needs {uri, position: {line, character}}.`;
+    return `Stepscope: ${mode.name} needs {uri, position: {line, character}, function?}.`;
   }
   const editor = vscode.window.activeTextEditor;
   if (!editor || editor.document.languageId !== "python") {

@@ -40,8 +40,9 @@ export interface DocumentFigures {
 /** One run of `stepscope/runs`. */
 export interface RunSummary {
   id: string;
-  /** "profile" (a report: figures per line), or "measure" (steps timed without the profiler). */
-  kind: "profile" | "measure";
+  /** "profile" (a report: figures per line), "measure" (steps timed without the profiler), or "try" (a
+   * change measured against the code as it is: a measure run with a baseline). */
+  kind: "profile" | "measure" | "try";
   folder: string;
   started: string | null;
   script: string | null;
@@ -146,7 +147,7 @@ export function parseRuns(value: unknown): RunSummary[] {
     }
     runs.push({
       id: raw.id,
-      kind: raw.kind === "measure" ? "measure" : "profile",
+      kind: raw.kind === "measure" || raw.kind === "try" ? raw.kind : "profile",
       folder: str(raw.folder) ?? "",
       started: str(raw.started),
       script: str(raw.script),
@@ -163,6 +164,11 @@ export function parseRuns(value: unknown): RunSummary[] {
     });
   }
   return runs;
+}
+
+/** Whether a run's figures are timed passes without the profiler (a measure run, or a try's change). */
+export function timedRun(kind: string): boolean {
+  return kind === "measure" || kind === "try";
 }
 
 /** The result of Measure This Step (`stepscope.measure`): the run's median, spread and noise flag,
@@ -200,5 +206,66 @@ export function parseMeasureResult(value: unknown): MeasureStepResult {
     machine: String(value.machine ?? ""),
     summary: value.summary,
     status: { text: status.text, tooltip: typeof status.tooltip === "string" ? status.tooltip : "" },
+  };
+}
+
+/** One change of a try (`stepscope.try`), worded by the server. */
+export interface TriedChange {
+  name: string;
+  title: string;
+  runId: string;
+  verdict: string | null;
+  /** the change's verdict, what it saves, whether the results stayed, in one line */
+  headline: string;
+  diff: string;
+  resultsChanged: boolean;
+  /** Apply is offered (an experiment is not; a change of results asks first) */
+  applicable: boolean;
+  whyNot: string | null;
+}
+
+/** The result of Try this fix (`stepscope.try`): each change tried against the code as it is. */
+export interface TryResult {
+  runId: string;
+  baselineRunId: string;
+  best: string | null;
+  summary: string;
+  markdown: string;
+  tries: TriedChange[];
+}
+
+/** The try result, or BadResult naming what is missing. */
+export function parseTryResult(value: unknown): TryResult {
+  if (!isObject(value) || value.kind !== "try") {
+    throw new BadResult("the server's try result is not a try's result");
+  }
+  if (typeof value.summary !== "string" || typeof value.markdown !== "string" || !Array.isArray(value.tries)
+    || value.tries.length === 0 || typeof value.runId !== "string" || typeof value.baselineRunId !== "string") {
+    throw new BadResult("the server's try result has no summary, no change or no run");
+  }
+  const tries = value.tries.map((raw): TriedChange => {
+    if (!isObject(raw) || typeof raw.name !== "string" || typeof raw.runId !== "string" || typeof raw.headline !== "string"
+      || typeof raw.diff !== "string") {
+      throw new BadResult("a change of the server's try result has no name, run, headline or diff");
+    }
+    return {
+      name: raw.name,
+      title: String(raw.title ?? raw.name),
+      runId: raw.runId,
+      verdict: typeof raw.verdict === "string" ? raw.verdict : null,
+      headline: raw.headline,
+      diff: raw.diff,
+      resultsChanged: raw.resultsChanged === true,
+      applicable: raw.applicable === true,
+      whyNot: typeof raw.whyNot === "string" ? raw.whyNot : null,
+    };
+  });
+  return {
+    runId: value.runId,
+    baselineRunId: value.baselineRunId,
+    best: typeof value.best === "string" ? value.best : null,
+    summary: value.summary,
+    markdown: value.markdown,
+    tries,
   };
 }

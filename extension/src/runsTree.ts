@@ -1,6 +1,6 @@
 // How a run reads in the runs view: label, description, tooltip, icon and the context value the
 // view's menus key on. Pure, no `vscode` import (runsView.ts builds the tree items from this).
-import { RunSummary } from "./result";
+import { RunSummary, timedRun } from "./result";
 
 export interface RunItem {
   id: string;
@@ -40,14 +40,15 @@ export function runItem(run: RunSummary): RunItem {
   const where = run.script
     ? `${run.script}${run.stepLine !== null ? `:${run.stepLine}` : run.stepFunction ? ` ${run.stepFunction}()` : ""}`
     : "script unknown";
-  const measured = run.kind === "measure" && run.status === "complete";
+  const measured = timedRun(run.kind) && run.status === "complete";
+  const verb = run.kind === "try" ? "tried" : "measured";
   let description: string;
   if (measured) {
-    description = `measured: ${run.statusText ?? "complete"}`;  // no report: its figures are the step's alone
+    description = `${verb}: ${run.statusText ?? "complete"}`;  // no report: its figures are the step's alone
   } else if (run.analysed) {
     description = run.statusText ?? "analysed";
-  } else if (run.kind === "measure") {
-    description = `measure ${run.status === "incomplete" ? "running, or stopped without a word" : run.status}`;
+  } else if (timedRun(run.kind)) {
+    description = `${run.kind} ${run.status === "incomplete" ? "running, or stopped without a word" : run.status}`;
   } else if (run.status === "complete") {
     description = run.problem ? "report unreadable" : "not analysed";
   } else {

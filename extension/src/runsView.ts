@@ -1,17 +1,18 @@
 // The runs view (Stepscope › Runs): every run of the workspace from the server (`stepscope/runs`:
 // the run folders, and runs made by the CLI or before a restart alike), newest first, profile and
 // measure runs alike. Open a run (its figures in the editor), open its report, compare two runs (two
-// profile runs line by line; with a measure run, the verdict of `stepscope runs compare`, refused
-// across machines or scopes unless the user says compare anyway), delete one (confirmed; the server
-// deletes only folders inside .stepscope/runs/). Viewing works in restricted mode: nothing here runs
-// the user's code. A run opens in the trace panel through the panel's own command
-// (`stepscope.openPanel` {runId}; a measure run's distribution with {runId, kind: "measure"}, two
-// measure runs compared with {runId, kind: "measure", against, force}), as a hover's link does.
+// profile runs statement by statement, matched by their code, in the trace panel; with a measure run,
+// the verdict of `stepscope runs compare`, refused across machines or scopes unless the user says
+// compare anyway), delete one (confirmed; the server deletes only folders inside .stepscope/runs/).
+// Viewing works in restricted mode: nothing here runs the user's code. A run opens in the trace panel
+// through the panel's own command (`stepscope.openPanel` {runId}; a measure run's distribution with
+// {runId, kind: "measure"}, two measure runs compared with {runId, kind: "measure", against, force},
+// two profile runs with {runId, kind: "compare", against}), as a hover's link does.
 import * as vscode from "vscode";
 import { LanguageClient } from "vscode-languageclient/node";
 import { OPEN_PANEL_COMMAND } from "./panel/host";
 import { firstLine } from "./python";
-import { parseRuns, RunSummary } from "./result";
+import { parseRuns, RunSummary, timedRun } from "./result";
 import { runItem } from "./runsTree";
 
 export const REPORT_SCHEME = "stepscope-run";
@@ -104,7 +105,7 @@ export class RunsView implements vscode.TreeDataProvider<RunNode>, vscode.Dispos
         this.delete(node, selected)),
       vscode.commands.registerCommand("stepscope.runs.openPanel", (node?: RunNode) =>
         node && vscode.commands.executeCommand(OPEN_PANEL_COMMAND,
-          node.run.kind === "measure" ? { runId: node.run.id, kind: "measure" } : { runId: node.run.id })),
+          timedRun(node.run.kind) ? { runId: node.run.id, kind: "measure" } : { runId: node.run.id })),
     );
     return new vscode.Disposable(() => this.dispose());
   }
@@ -212,15 +213,20 @@ export class RunsView implements vscode.TreeDataProvider<RunNode>, vscode.Dispos
     pair.sort((x, y) => (x.run.id < y.run.id ? -1 : 1));  // older first, the baseline: run ids start with their time
     const [a, b] = pair.map((n) => n.run.id);
     let force = false;
-    if (pair.some((n) => n.run.kind === "measure")) {
+    if (pair.some((n) => timedRun(n.run.kind))) {
       const verdict = await this.verdict(a, b);
       if (verdict === undefined) return;
       force = verdict.force;
-      if (pair.every((n) => n.run.kind === "measure")) {
+      if (pair.every((n) => timedRun(n.run.kind))) {
         // both distributions, the ratio of medians, its interval and the verdict: in the panel
         await vscode.commands.executeCommand(OPEN_PANEL_COMMAND, { runId: b, kind: "measure", against: a, force });
         return;
       }
+    }
+    if (pair.every((n) => !timedRun(n.run.kind))) {
+      // two profile runs statement by statement, matched by their code: a view of the panel
+      await vscode.commands.executeCommand(OPEN_PANEL_COMMAND, { runId: b, kind: "compare", against: a });
+      return;
     }
     const uri = vscode.Uri.from({ scheme: REPORT_SCHEME, path: `/${a}..${b}/compare.md`, query: force ? "force" : "" });
     await vscode.commands.executeCommand("markdown.showPreview", uri).then(undefined, async () => {

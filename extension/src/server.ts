@@ -27,6 +27,7 @@ import { readSettings } from "./settings";
 /** Profile This Step and Measure This Step, the editor's commands; the server's step lenses name them (initializationOptions). */
 export const PROFILE_COMMAND = "stepscope.profileStep";
 export const MEASURE_COMMAND = "stepscope.measureStep";
+export const TRY_COMMAND = "stepscope.tryFix";
 
 const CLIENT_ID = "stepscope";
 const CLIENT_NAME = "Stepscope";
@@ -235,6 +236,8 @@ export class ServerController implements vscode.Disposable {
         // the step lenses run the editor's commands (trust, confirmation, progress), not the server's
         profileCommand: PROFILE_COMMAND,
         measureCommand: MEASURE_COMMAND,
+        // Try this fix asks as Measure This Step does (trust, the first real run) and shows the diff
+        tryCommand: TRY_COMMAND,
       },
     };
     return new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, clientOptions);

@@ -35,6 +35,14 @@ describe("parsePanelTarget", () => {
     }
   });
 
+  it("takes two profile runs to compare statement by statement, the baseline as against", () => {
+    const other = "20261201T101000Z-train-9f9f";
+    assert.deepEqual(parsePanelTarget({ runId: RUN, kind: "compare", against: other }), { runId: RUN, line: null, compare: { against: other } });
+    for (const against of ["../x", RUN, 3, undefined]) {
+      assert.equal(parsePanelTarget({ runId: RUN, kind: "compare", against }), "Open Trace Panel: against is not another run's id");
+    }
+  });
+
   it("refuses anything else with a reason", () => {
     for (const bad of [
       "20261201T101500Z-train-1a2b",

@@ -39,6 +39,17 @@ describe("runItem", () => {
     assert.equal(item.contextValue, "run.measured");
   });
 
+  it("shows a try's verdict as a timed run, and one that was cancelled as how it ended", () => {
+    const item = runItem({ ...RUN, kind: "try", analysed: false, msPerStep: 30.1, summary: null,
+      statusText: "30.1 ms/step (IQR 0.5 ms); against its baseline: faster (beyond the 1% margin) (ratio 0.520)" });
+    assert.equal(item.description,
+      "tried: 30.1 ms/step (IQR 0.5 ms); against its baseline: faster (beyond the 1% margin) (ratio 0.520) · 2026-12-01 16:38 UTC");
+    assert.equal(item.contextValue, "run.measured");
+    const cancelled = runItem({ ...RUN, kind: "try", analysed: false, msPerStep: null, statusText: null, status: "cancelled" });
+    assert.equal(cancelled.description, "try cancelled · 2026-12-01 16:38 UTC");
+    assert.equal(cancelled.contextValue, "run.ended");
+  });
+
   it("says how a measure run that did not complete ended, and offers only to delete it", () => {
     const item = runItem({ ...RUN, kind: "measure", analysed: false, msPerStep: null, summary: null, statusText: null,
       status: "cancelled", reason: "cancelled" });

@@ -4,6 +4,7 @@
 import { clear, h, shorten } from "./dom";
 import { fmtCount, fmtMs, fmtUs } from "./format";
 import { HostMessage, PanelState, parseHostMessage, WebviewMessage } from "./messages";
+import { comparisonProblem } from "./comparison";
 import { measureProblem } from "./measure";
 import { redactionNote } from "./redaction";
 import { PART_LABELS, renderOverview } from "./overview";
@@ -29,7 +30,7 @@ declare global {
 const TABS = ["overview", "timeline", "lines", "operators", "kernels", "steps"] as const;
 type Tab = (typeof TABS)[number];
 const TAB_LABELS: Record<Tab, string> = {
-  overview: "Overview",
+  overview: "Overview",  // two runs compared: their statements, side by side
   timeline: "Timeline",
   lines: "Lines",
   operators: "Operators",
@@ -207,10 +208,14 @@ class Panel {
     phase("check", started);
     const measure = state.measure && !measureProblem(state.measure) ? state.measure : null;
     if (state.measure && !measure) problems.push(measureProblem(state.measure)!);
-    this.state = { ...state, report, timeline, measure };
-    this.share.disabled = !report && !timeline;  // a measure run has no trace to share
-    this.share.title = this.share.disabled ? "This run has no trace to share (it was measured without the profiler)." : "";
-    // a run without a report or a timeline (a measure run) has nothing for the trace's tabs
+    const comparison = state.comparison && !comparisonProblem(state.comparison) ? state.comparison : null;
+    if (state.comparison && !comparison) problems.push(comparisonProblem(state.comparison)!);
+    this.state = { ...state, report, timeline, measure, comparison };
+    this.share.disabled = !report && !timeline;  // a measure run, or two runs compared, has no trace to share
+    this.share.title = !this.share.disabled ? ""
+      : comparison ? "Two runs compared: share each run's trace from its own panel."
+        : "This run has no trace to share (it was measured without the profiler).";
+    // a run without a report or a timeline (a measure run, two runs compared) has nothing for the trace's tabs
     this.available = report || timeline ? TABS : ["overview"];
     for (const t of TABS) this.tabs.get(t)!.hidden = !this.available.includes(t);
     const fileIds = new FileIds(timeline?.files ?? {}, Array.isArray(report?.files) ? report!.files : []);
@@ -218,7 +223,7 @@ class Panel {
     this.lines = null;
     const open = (fileId: string, line: number) => this.post({ type: "openSource", fileId, line });
     let t = performance.now();
-    renderOverview(this.panels.get("overview")!, { title: state.title, stale: state.stale, report, timeline, measure, fileIds, onOpen: open });
+    renderOverview(this.panels.get("overview")!, { title: state.title, stale: state.stale, report, timeline, measure, comparison, fileIds, onOpen: open });
     phase("overview", t);
     // the timeline is indexed when its tab is shown: a panel opened on another tab is ready sooner
     this.pendingTimeline = () => {

@@ -15,8 +15,10 @@
 import type { PanelReport } from "./report";
 import type { TimelineDoc } from "./timeline-doc";
 import type { MeasureResult } from "./measure";
+import type { RunComparison } from "./comparison";
 
-/** What the panel shows: one run's report and timeline, and a measure result when there is one. */
+/** What the panel shows: one run's report and timeline, and a measure result when there is one; or
+ * two profile runs compared statement by statement (`comparison`: no report, no timeline). */
 export interface PanelState {
   runId: string;
   /** Shown above the panel: the script and step line of the run, as the host words it. */
@@ -24,6 +26,8 @@ export interface PanelState {
   report: PanelReport | null;
   timeline: TimelineDoc | null;
   measure: MeasureResult | null;
+  /** Two profile runs statement by statement (`runId` is the later one, B); absent or null otherwise. */
+  comparison?: RunComparison | null;
   /** Set when the code changed since the run: figures are shown, marked as stale. */
   stale: boolean;
 }
@@ -139,6 +143,9 @@ export function parseHostMessage(value: unknown): Parsed<HostMessage> {
       }
       for (const key of ["report", "timeline", "measure"] as const) {
         if (state[key] !== null && !isObject(state[key])) return { ok: false, reason: `state: ${key} is not an object` };
+      }
+      if (state.comparison !== undefined && state.comparison !== null && !isObject(state.comparison)) {
+        return { ok: false, reason: "state: comparison is not an object" };
       }
       return { ok: true, message: value as HostMessage };
     }

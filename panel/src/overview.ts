@@ -4,8 +4,11 @@
 
 import { append, clear, h, shorten, svg } from "./dom";
 import { fmtMs, fmtPercent, fmtRate } from "./format";
+import { changeWords, matchWords, ratioWords, RunComparison, runWords, StatementRow, statementRows } from "./comparison";
 import { comparisonWords, histogram, MeasureResult, measureFacts, noiseWords, stripRows } from "./measure";
 import { FileIds, PanelReport } from "./report";
+import { DataTable } from "./table-view";
+import type { Column } from "./table-logic";
 import type { TimelineDoc } from "./timeline-doc";
 
 export const PART_LABELS: Record<string, string> = {
@@ -32,6 +35,8 @@ export interface OverviewInput {
   report: PanelReport | null;
   timeline: TimelineDoc | null;
   measure: MeasureResult | null;
+  /** two profile runs statement by statement (no report, no timeline) */
+  comparison?: RunComparison | null;
   fileIds: FileIds;
   onOpen: (fileId: string, line: number) => void;
 }
@@ -49,6 +54,10 @@ export function renderOverview(root: HTMLElement, input: OverviewInput): void {
   append(root, h("h2", { class: "run-title name" }, shorten(input.title, 300)));
   if (input.stale) {
     root.appendChild(h("p", { class: "stale", role: "note" }, "The code changed since this run: these figures describe the code as it was then."));
+  }
+  if (input.comparison) {
+    root.appendChild(comparisonSection(input.comparison));
+    return;
   }
   if (!report) {
     // a measure run has no report: its distribution is all it has, and all it needs
@@ -229,6 +238,21 @@ function measureSection(m: MeasureResult): HTMLElement {
     section.appendChild(h("p", { class: "verdict name" }, shorten(verdict, 600)));
     if (m.values_match === false) section.appendChild(h("p", { class: "stale" }, "The values (the loss, or the value compared) differ between the runs: the change altered the results."));
   }
+  if (m.tried) section.appendChild(triedSection(m.tried));
+  return section;
+}
+
+/** A try run's change: its title, the server's words for its verdict, and its diff (each line as
+ * text, added and removed lines marked). */
+function triedSection(tried: NonNullable<MeasureResult["tried"]>): HTMLElement {
+  const section = h("section", { class: "tried", "aria-label": "The change tried" }, h("h3", {}, `The change tried: ${shorten(tried.title, 200)}`));
+  section.appendChild(h("p", { class: "name tried-words" }, shorten(tried.words, 800)));
+  const pre = h("pre", { class: "diff" });
+  for (const line of tried.diff.split("\n").slice(0, 400)) {
+    const cls = line.startsWith("+") && !line.startsWith("+++") ? "added" : line.startsWith("-") && !line.startsWith("---") ? "removed" : "";
+    pre.appendChild(h("span", cls ? { class: cls } : {}, `${shorten(line, 400)}\n`));
+  }
+  section.appendChild(pre);
   return section;
 }
 
@@ -289,4 +313,53 @@ function stripPlot(m: MeasureResult): HTMLElement {
     figure.appendChild(h("figcaption", { class: "hint" }, `Warm-up passes beyond the axis, at its edge: ${beyond.slice(0, 8).map((v) => fmtMs(v)).join(", ")}${beyond.length > 8 ? " …" : ""}`));
   }
   return figure;
+}
+
+/** Two profile runs statement by statement: each run's headline, the statements in both runs' code (a
+ * sortable table: place and wall time in each, the change, the ratio), those in one run's code only,
+ * and the server's notes. Every string is text (textContent), whatever the source holds. */
+function comparisonSection(c: RunComparison): HTMLElement {
+  const section = h("section", { class: "comparison", "aria-label": "Two runs, statement by statement" });
+  section.appendChild(h("h3", {}, "Two runs, statement by statement"));
+  section.appendChild(h("p", { class: "run-a name" }, shorten(runWords("A", c.a), 600)));
+  section.appendChild(h("p", { class: "run-b name" }, shorten(runWords("B", c.b), 600)));
+  section.appendChild(h("p", { class: "hint" }, matchWords(c)));
+  const { both, onlyA, onlyB } = statementRows(c);
+  const ms = (v: number | null) => (v === null ? "–" : fmtMs(v));
+  const columns: Column<StatementRow>[] = [
+    { key: "statement", label: "Statement", numeric: false, value: (r) => r.statement },
+    { key: "a", label: "A", numeric: false, value: (r) => r.a, help: "where the statement is in run A's code" },
+    { key: "b", label: "B", numeric: false, value: (r) => r.b, help: "where the statement is in run B's code" },
+    { key: "aMs", label: "A ms", numeric: true, value: (r) => r.aMs, format: (r) => ms(r.aMs), help: "wall time per step in run A (–: not measured)" },
+    { key: "bMs", label: "B ms", numeric: true, value: (r) => r.bMs, format: (r) => ms(r.bMs), help: "wall time per step in run B (–: not measured)" },
+    { key: "change", label: "B − A", numeric: true, value: (r) => r.change, format: changeWords },
+    { key: "ratio", label: "B ÷ A", numeric: true, value: (r) => r.ratio, format: ratioWords },
+  ];
+  const table = new DataTable<StatementRow>({
+    id: "statements",
+    caption: "Statements in both runs",
+    columns,
+    rows: both,
+    sortBy: "bMs",
+    note: "–: not measured in that run (not reached).",
+    source: () => null,
+    onOpen: () => undefined,
+  });
+  section.appendChild(table.root);
+  for (const [title, rows, side, cls] of [
+    ["Only in A's code (changed or removed since)", onlyA, "a", "only-a"],
+    ["Only in B's code (new, or changed since A)", onlyB, "b", "only-b"],
+  ] as const) {
+    if (!rows.length) continue;
+    section.appendChild(h("h4", {}, title));
+    const list = h("ul", { class: `one-side ${cls}` });
+    for (const r of rows.slice(0, 500)) {
+      const where = side === "a" ? r.a : r.b;
+      const figure = side === "a" ? r.aMs : r.bMs;
+      list.appendChild(h("li", {}, h("code", { class: "name" }, shorten(r.statement, 300)), ` ${shorten(where, 200)} · ${ms(figure)}`));
+    }
+    section.appendChild(list);
+  }
+  if (c.notes.length) section.appendChild(h("section", { class: "notes", "aria-label": "Notes" }, h("h3", {}, "Notes"), listOf(c.notes)));
+  return section;
 }

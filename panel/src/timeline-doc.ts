@@ -243,6 +243,9 @@ function packIndices(values: number[]): Column {
 /** Stepscope's region label (`ss:<file id>:<line>`, `:next` for a loop header's batch read: the run
  * contract's grammar, agent/protocol.py). */
 const SS_LABEL = /^ss:[A-Za-z0-9_]+:(\d+)(:next)?$/;
+/** Stepscope's region around the closure an optimizer's step runs (agent/protocol.py CLOSURE_LABEL),
+ * named as analysis/present.py's region_name names it. */
+const CLOSURE_LABEL = "ss:optimizer-closure";
 
 /** Whether the spans `idx` are in start order, ties by index (the order the model keeps). */
 function inStartOrder(idx: number[], start: Float64Array): boolean {
@@ -330,6 +333,7 @@ export class TimelineModel {
    * which the CLI, findings and hover use), anything else by its own name. */
   label(i: number): string {
     const name = this.name(i);
+    if (name === CLOSURE_LABEL) return "optimizer closure (the code optimizer.step ran)";
     const ss = SS_LABEL.exec(name);
     if (!ss) return name;
     const src = this.source(i);

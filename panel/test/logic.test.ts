@@ -202,14 +202,17 @@ test("the model finds the span under a moment, row by row", () => {
 
 test("a Stepscope region reads as its line, never as its label; other names as written", () => {
   const doc = smallDoc();
-  doc.names.push("ss:f0:7:next", "ss:f0:9");
+  doc.names.push("ss:f0:7:next", "ss:f0:9", "ss:optimizer-closure");
   doc.spans.name[3] = 4; // the second region: a loop header's batch read
   doc.spans.name[4] = 5; // a region whose line is not known (line -1 below)
   doc.spans.line[4] = -1;
+  doc.spans.name[5] = 6; // the closure an optimizer's step ran
+  doc.spans.line[5] = -1;
   const model = new TimelineModel(doc);
   assert.equal(model.label(0), "train.py:3");
   assert.equal(model.label(3), "train.py:3 (batch read)"); // its line is the header's: lines[0]
   assert.equal(model.label(4), "line 9");
+  assert.equal(model.label(5), "optimizer closure (the code optimizer.step ran)");
   assert.equal(model.label(1), "aten::mm");
 });
 

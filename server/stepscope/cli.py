@@ -21,12 +21,15 @@ from .textsafe import printable
 COMMANDS = {
     "profile": "capture a step of a script under torch.profiler and attribute it to lines",
     "measure": "time a step without the profiler: passes, their spread, and before/after verdicts",
+    "try": "measure a change (a finding's variant, a quick fix, a patch) against the code as it is, before editing it",
     "analyze": "analyse existing profiler traces (.json, .json.gz, or a folder of them)",
-    "runs": "the history of profile and measure runs: list, show, compare, delete",
+    "runs": "the history of profile, measure and try runs: list, show, compare, delete",
     "check": "static checks for measurement and instrumentation mistakes",
     "redact": "write a copy of a trace that is safe to share (--check: only report what it holds)",
     "serve": "run the language server on stdio",
 }
+
+MODULES = {"try": "try_"}  # a command whose name is a Python keyword: its module's name
 
 
 class _Parser(argparse.ArgumentParser):
@@ -41,14 +44,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"stepscope {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, help_text in COMMANDS.items():
-        module = importlib.import_module(f"stepscope.commands.{name}")
+        module = importlib.import_module(f"stepscope.commands.{MODULES.get(name, name)}")
         p = sub.add_parser(name, help=help_text, description=help_text)
         module.add_arguments(p)
         p.set_defaults(_module=module)
     return parser
 
 
-PASSES_ARGUMENTS = {"profile", "measure"}  # `-- ARGS...` go to the user's program
+PASSES_ARGUMENTS = {"profile", "measure", "try"}  # `-- ARGS...` go to the user's program
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,6 +74,9 @@ def main(argv: list[str] | None = None) -> int:
         # one line, shown as it is: a reason can quote a path or a trace's text (control characters escaped)
         sys.stderr.write(f"stepscope: {printable(str(e))}\n")
         return e.exit_code
+    except PermissionError as e:  # a file or folder this user may not read or write, wherever it is met
+        sys.stderr.write(f"stepscope: {printable(str(e.filename or e))}: permission denied\n")
+        return USAGE
     except KeyboardInterrupt:
         sys.stderr.write("stepscope: interrupted\n")
         return 130

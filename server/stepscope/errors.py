@@ -104,17 +104,20 @@ class TraceTooLarge(NotATraceError):
 
 
 class NoStepError(StepscopeError):
-    """No loop is the step, or more than one could be: exit 6.
+    """No loop or function is the step, or more than one could be: exit 6.
 
     The message is the CLI's wording; the fields let another surface say the same in its own words:
-    `kind` is "not-in-loop" (the line asked about is in no loop), "no-step" (no loop looks like a
-    step) or "ambiguous" (several do: `candidates` lists them as (line, why), in source order), and
-    `file` is the file looked in.
+    `kind` is "not-in-loop" (the line asked about is in no loop), "in-function" (it is in no loop but
+    in a function: `candidates` holds that function), "no-step" (nothing looks like a step:
+    `candidates` lists the loops seen), "ambiguous" (several loops or functions could be),
+    "no-function" or "ambiguous-function" (a function named is not there, or several are).
+    `candidates` are (line, why, flag) in source order, flag being what names it on the command line
+    (`--line 12`, `--function LitModel.training_step`), and `file` is the file looked in.
     """
 
     exit_code = NO_STEP
 
     def __init__(self, message: str, *, kind: str, file: str, line: int | None = None,
-                 candidates: tuple[tuple[int, str], ...] = ()):
+                 candidates: tuple[tuple[int, str, str], ...] = ()):
         super().__init__(message)
         self.kind, self.file, self.line, self.candidates = kind, file, line, tuple(candidates)

@@ -99,6 +99,27 @@ def test_a_run_is_written_with_its_passes_and_replaced_as_a_whole(tmp_path: Path
         assert h.get("r1") is None and h.passes("r1") == []
 
 
+def test_a_write_that_fails_halfway_leaves_no_row_and_keeps_the_earlier_one(tmp_path: Path):
+    """A pass that cannot be stored (no time) fails the write after the run's row went in: the whole
+    write is undone, so the history has no row without its passes, and a run written before keeps its
+    own."""
+    broken = [Pass(0, "measured", 0, 10.0), Pass(0, "measured", 1, None)]  # type: ignore[arg-type]
+    with History.open(tmp_path) as h:
+        with pytest.raises(sqlite3.IntegrityError):
+            h.write(RunRows({"id": "new", "folder": "runs/new", "kind": "measure", "status": "complete"}, broken))
+        assert h.get("new") is None and h.passes("new") == []
+        h.write(RunRows({"id": "old", "folder": "runs/old", "kind": "measure", "status": "complete",
+                         "ms_per_step": 9.0}, [Pass(0, "measured", 0, 9.0)]))
+        with pytest.raises(sqlite3.IntegrityError):
+            h.write(RunRows({"id": "old", "folder": "runs/old", "kind": "measure", "status": "complete",
+                             "ms_per_step": 10.0}, broken))
+        with pytest.raises(sqlite3.IntegrityError):
+            h.replace_all([RunRows({"id": "other", "folder": "runs/other", "kind": "measure", "status": "x"}, broken)])
+    with History.open(tmp_path) as h:  # as another process reads it
+        assert [r["id"] for r in h.runs()] == ["old"]
+        assert h.get("old")["ms_per_step"] == 9.0 and [p.ms for p in h.passes("old")] == [9.0]
+
+
 def test_runs_are_named_by_any_part_of_their_name_that_only_they_have(tmp_path: Path):
     with History.open(tmp_path) as h:
         for name in ("20260101T000000Z-train-a1b2", "20260102T000000Z-train-c3d4", "20260102T000000Z-eval-c3d5"):

@@ -17,7 +17,9 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from stepscope.jsonio import plain
+from stepscope.measurement.present import verdict_words
 
+from ..capture.ddp_program import write_ddp_program
 from .test_server import _initialize, _open
 
 SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "stepscope", "serve"])
@@ -35,6 +37,12 @@ STEP = textwrap.dedent("""\
         opt.zero_grad()
     """)
 LOOP_LINE = 4  # 0-based: `for i in range(1000):`
+
+
+def cli_text(ws: Path, a: str, b: str) -> str:
+    """`stepscope runs compare A B` as a user reads it."""
+    return subprocess.run([sys.executable, "-m", "stepscope", "runs", "compare", a, b], cwd=ws, capture_output=True,
+                          text=True, check=True).stdout
 
 
 @pytest.fixture
@@ -72,6 +80,109 @@ async def test_the_lens_offers_measure_this_step_beside_profile_this_step(client
         (LOOP_LINE, "Profile this step", "stepscope.profileStep"),
         (LOOP_LINE, "Measure this step", "stepscope.measureStep")]
     assert lenses[1].command.arguments[0]["position"]["line"] == LOOP_LINE
+
+
+FRAMEWORKS = textwrap.dedent("""\
+    import lightning as L
+    from transformers import Trainer as HFTrainer
+
+
+    class LitModel(L.LightningModule):
+        def training_step(self, batch, batch_idx):
+            loss = self.net(batch).sum()
+            return loss
+
+        def backward(self, loss):
+            loss.backward()
+
+
+    trainer = L.Trainer(max_steps=10)
+    trainer.fit(LitModel())
+    HFTrainer(model=None).train()
+    """)
+
+
+async def test_the_lens_stands_over_step_functions_and_the_calls_that_run_them(client: LanguageClient, ws: Path):
+    path = ws / "frameworks.py"
+    path.write_text(FRAMEWORKS)
+    uri = _open(client, path)
+    lenses = await client.text_document_code_lens_async(types.CodeLensParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+    found = [(lens.range.start.line, lens.range.start.character, lens.command.title, lens.command.command,
+              lens.command.arguments[0].get("function")) for lens in lenses]
+    assert found == [
+        # the LightningModule's training step (its `backward` hook is no step)
+        (5, 4, "Profile this step", "stepscope.profileStep", "LitModel.training_step"),
+        (5, 4, "Measure this step", "stepscope.measureStep", "LitModel.training_step"),
+        # the call that runs it, and the HF Trainer's, named as `--function` takes them
+        (14, 0, "Profile LitModel.training_step", "stepscope.profileStep", "LitModel.training_step"),
+        (14, 0, "Measure LitModel.training_step", "stepscope.measureStep", "LitModel.training_step"),
+        (15, 0, "Profile Trainer.training_step", "stepscope.profileStep", "transformers.trainer:Trainer.training_step"),
+        (15, 0, "Measure Trainer.training_step", "stepscope.measureStep", "transformers.trainer:Trainer.training_step"),
+    ]
+    assert all(lens.command.arguments[0]["uri"] == uri for lens in lenses)
+    assert lenses[2].command.arguments[0]["position"] == {"line": 14, "character": 0}
+    # the step the lens (or a cursor in the method) names, for the progress's title
+    step = await _request(client, "stepscope/resolveStep", plain(lenses[2].command.arguments[0]))
+    assert step["function"] == "LitModel.training_step" and step["line"] == 5
+    assert step["title"] == "each call of LitModel.training_step (frameworks.py:6)"
+    at_cursor = await _request(client, "stepscope/resolveStep", {"uri": uri, "position": {"line": 7, "character": 8}})
+    assert at_cursor == step
+
+
+# A LightningModule-shaped class and the loop a framework would run, in a module of the workspace:
+# the file measured has no loop of its own.
+MODULE = textwrap.dedent("""\
+    import torch
+
+    from minitrainer import fit
+
+
+    class LitModel(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = torch.nn.Linear(32, 1)
+
+        def training_step(self, batch):
+            loss = self.net(batch).pow(2).mean()
+            return {"loss": loss, "log": {"batch": len(batch)}}
+
+
+    fit(LitModel(), steps=40)
+    """)
+MINITRAINER = textwrap.dedent("""\
+    import torch
+
+
+    def fit(module, steps):
+        opt = torch.optim.SGD(module.parameters(), lr=0.05)
+        data = torch.randn(16, 32)
+        for _ in range(steps):
+            out = module.training_step(data)
+            out["loss"].backward()
+            opt.step()
+            opt.zero_grad()
+    """)
+
+
+@pytest.mark.torch
+async def test_the_lens_of_a_step_function_measures_each_call_and_what_it_returned(client: LanguageClient, ws: Path):
+    (ws / "minitrainer.py").write_text(MINITRAINER)
+    path = ws / "module.py"
+    path.write_text(MODULE)
+    uri = _open(client, path)
+    lenses = await client.text_document_code_lens_async(types.CodeLensParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+    measure = next(lens for lens in lenses if lens.command.title == "Measure this step")
+    assert measure.command.arguments[0]["function"] == "LitModel.training_step"
+    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="stepscope.measure", arguments=[plain(measure.command.arguments[0])]))
+    doc = await _request(client, "stepscope/measure", {"runId": Path(result["runDir"]).name})
+    assert doc["scope"]["step"]["function"] == "LitModel.training_step" and len(doc["raw_ms"]) == MEASURE["passes"]
+    # the value of each pass is the loss the call returned, falling as the module trains
+    assert doc["value"] == "return" and len(doc["values"]) == MEASURE["passes"]
+    assert doc["values"][-1] < doc["values"][0]
+    assert doc["value_words"].startswith("return value ") and doc["call_words"] is not None
 
 
 @pytest.mark.torch
@@ -124,11 +235,35 @@ async def test_measure_times_the_step_records_it_and_gives_the_panel_its_distrib
     assert answer["comparison"]["verdict"] == expected["verdict"]
     assert answer["comparison"]["ci95"] == pytest.approx(expected["ci95"])
     assert answer["comparison"]["ratio"] == pytest.approx(expected["ratio"])
-    assert f"**{expected['verdict']}**" in answer["markdown"] and "95% interval" in answer["markdown"]
+    # the verdict with the margin it was called against, in the CLI's words
+    words = verdict_words(expected)
+    assert "%" in words and words in cli_text(ws, a, b)
+    assert f"**{words}**" in answer["markdown"] and "95% interval" in answer["markdown"]
     both = (await _request(client, "stepscope/measure", {"runId": b, "against": a}))
     assert both["verdict"] == expected["verdict"] and both["ci95"] == pytest.approx(expected["ci95"])
+    assert both["verdict_detail"] == expected["verdict_detail"] and both["margin"] == expected["margin"]
+    assert both["verdict_words"] == words  # what the panel shows
     assert sorted(both["compare_raw_ms"]) == pytest.approx(sorted(doc["raw_ms"]))
     assert both["compare_label"] == f"run {a}"
+
+
+@pytest.mark.torch
+async def test_a_launch_configuration_that_runs_torchrun_measures_every_rank(client: LanguageClient, ws: Path):
+    write_ddp_program(ws, "ddp.py")
+    uri = _open(client, ws / "ddp.py")
+    # as the client sends a torchrun configuration that names this file (the same one Profile This Step runs)
+    launch = {"name": "ddp", "program": str(ws / "ddp.py"),
+              "launcher": {"module": "torch.distributed.run", "args": ["--standalone", "--nproc-per-node", "2"]}}
+    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="stepscope.measure", arguments=[{"uri": uri, "position": {"line": 16, "character": 8},
+                                                 "python": sys.executable, "launch": launch}]))
+    assert f"(median of {MEASURE['passes']} passes of rank " in result["summary"]
+    assert ", the slowest of 2 ranks;" in result["summary"]
+    assert "\n\nranks: rank 0 " in result["status"]["tooltip"]
+    doc = await _request(client, "stepscope/measure", {"runId": result["runId"]})
+    assert [entry["rank"] for entry in doc["ranks"]] == [0, 1] and doc["scope"]["world_size"] == 2
+    assert doc["ranks_words"].startswith("rank 0 ") and "slowest: rank " in doc["ranks_words"]
+    assert doc["value_words"].startswith("loss of rank 0 ")
 
 
 @pytest.mark.torch

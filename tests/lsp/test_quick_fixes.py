@@ -59,7 +59,9 @@ async def fixes_for(client: LanguageClient, ws: Path, name: str, text: str, code
     actions = await client.text_document_code_action_async(types.CodeActionParams(
         text_document=types.TextDocumentIdentifier(uri=uri), range=found[0].range,
         context=types.CodeActionContext(diagnostics=found)))
-    return {a.title: apply(text, a.edit.changes[uri]) for a in actions if a.diagnostics[0].code == code}
+    # the fixes that edit (a "Try this fix (measure it)" beside one runs a command instead)
+    return {a.title: apply(text, a.edit.changes[uri]) for a in actions
+            if getattr(a, "edit", None) is not None and a.diagnostics[0].code == code}
 
 
 def run_python(path: Path, text: str) -> str:

@@ -175,6 +175,28 @@ async def test_figures_follow_their_lines_through_edits_reopening_and_a_restart(
     assert [r["id"] for r in listed["runs"]] == [result["runId"]]
     assert listed["runs"][0]["msPerStep"] == result["msPerStep"]
 
+    # Profiled again on the edited code, the two runs compare statement by statement, each matched by its
+    # code: loss.backward() is set beside itself two lines down, the edited loop header is in each run's
+    # code only (the trace panel shows this; `stepscope runs compare` prints the same statements).
+    second = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="stepscope.profile", arguments=[{
+            "uri": uri, "position": {"line": backward_line + 2, "character": 8}, "profile": QUICK}]))
+    answer = await _request(client, "stepscope/compareRuns", {"a": result["runId"], "b": second["runId"]})
+    statements = answer["statements"]
+    by_text = {e["text"]: e for e in statements["lines"]}
+    backward = by_text["loss.backward()"]
+    assert (backward["a"]["line"], backward["b"]["line"], backward["match"]) == (backward_line + 1, backward_line + 3,
+                                                                                 "code")
+    assert backward["a"]["wall_ms"] > 0 and backward["b"]["wall_ms"] > 0
+    header = lines[loop_line + 2].strip()
+    assert by_text["for x, y in loader:"]["b"] is None and by_text[header]["a"] is None
+    assert f"| `loss.backward()` | `train_cpu.py:{backward_line + 1}` | `train_cpu.py:{backward_line + 3}` |" in \
+        answer["markdown"]
+    cli = subprocess.run([sys.executable, "-m", "stepscope", "runs", "compare", result["runId"], second["runId"],
+                          "--json"], cwd=ws, capture_output=True, text=True, timeout=120)
+    assert cli.returncode == 0, cli.stderr
+    assert json.loads(cli.stdout)["lines"] == statements["lines"]  # the CLI's statements, the same
+
 
 @pytest.mark.torch
 async def test_the_hover_the_label_and_the_status_bar_say_what_the_cli_says(client: LanguageClient, ws: Path):
@@ -315,8 +337,9 @@ async def test_two_loops_that_could_be_the_step_are_both_named_with_their_lines(
         await client.workspace_execute_command_async(types.ExecuteCommandParams(
             command="stepscope.profile", arguments=[{"uri": uri, "position": {"line": 0, "character": 0}}]))
     said = str(refused.value)
-    assert "the cursor is not in a loop, and more than one loop in two.py could be the step: line 5 (" in said
-    assert "; line 9 (" in said and said.endswith("put the cursor inside the one to profile")
+    assert "the cursor is in no step, and more than one step in two.py could be the one: line 5 (" in said
+    assert "; line 9 (" in said and said.endswith("put the cursor inside the loop or the step function to profile, "
+                                                  "or use its lens")
     assert "--line" not in said  # the CLI's flag means nothing in the editor
 
 
@@ -333,7 +356,7 @@ async def test_a_failed_run_keeps_the_last_good_figures_marked_and_the_runs_can_
     # The loop a profile at the cursor would time, named for the progress title.
     step = await _request(client, "stepscope/resolveStep", {"uri": uri, "position": position})
     assert step == {"uri": uri, "line": loop_line, "file": "train_cpu.py", "header": "for x, y in loader:",
-                    "title": f"the loop at train_cpu.py:{loop_line + 1} (for x, y in loader:)"}
+                    "function": None, "title": f"the loop at train_cpu.py:{loop_line + 1} (for x, y in loader:)"}
 
     good = await client.workspace_execute_command_async(types.ExecuteCommandParams(
         command="stepscope.profile", arguments=[{"uri": uri, "position": position, "profile": QUICK,

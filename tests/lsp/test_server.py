@@ -221,7 +221,8 @@ async def test_profile_of_a_file_without_a_step_is_a_clear_error(client: Languag
     path = ws / "plain.py"
     path.write_text("print('hello')\n")
     uri = _open(client, path)
-    with pytest.raises(Exception, match="no loop in plain.py looks like a training or inference step; put the cursor inside the loop"):
+    with pytest.raises(Exception, match="no loop or function in plain.py looks like a training or inference step; "
+                                        "put the cursor inside the loop"):
         await client.workspace_execute_command_async(types.ExecuteCommandParams(
             command="stepscope.profile", arguments=[{"uri": uri, "position": {"line": 0, "character": 0}}]))
     with pytest.raises(Exception, match="expects one object"):
@@ -277,6 +278,14 @@ async def test_profile_takes_a_step_function_of_another_workspace_module(client:
     report = json.loads((Path(result["runDir"]) / "report.json").read_text())
     assert report["scenario"]["step"]["function"] == "Runner.step" and report["scenario"]["step"]["line"] == 8
     assert any(Path(x["file"]).name == "steps.py" and x["line"] == 9 for x in report["lines"])
+    # the status bar says which step it is, and the def line's hover what its figure is: the whole call
+    tooltip = result["status"]["tooltip"].replace("\\", "")  # Markdown, its punctuation escaped
+    assert "the step: each call of Runner.step (steps.py:8)" in tooltip and "where its time goes: your code" in tooltip
+    steps_uri = _open(client, ws / "steps.py")
+    hover = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=steps_uri), position=types.Position(line=7, character=8)))
+    assert hover is not None and "(the def line): the call of step from its first statement to its return" in \
+        hover.contents.value.replace("\\", "")
     with pytest.raises(Exception, match="no function named 'Runner.jump' in steps.py"):
         await client.workspace_execute_command_async(types.ExecuteCommandParams(
             command="stepscope.profile", arguments=[{"uri": uri, "function": "steps:Runner.jump"}]))

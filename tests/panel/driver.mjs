@@ -390,6 +390,41 @@ async function measureScenario(s) {
   return r;
 }
 
+async function comparisonScenario(s) {
+  // two profile runs statement by statement (no report, no timeline): the table, the one-sided lists,
+  // sorting it, and statement texts made to attack the page shown as text
+  const r = {};
+  const { page, context, seen } = await open(s.name, { theme: s.theme });
+  await load(page, s.state);
+  r.banner = await page.evaluate(() => (document.querySelector(".banner").hidden ? null : document.querySelector(".banner").textContent));
+  r.overviewText = await page.evaluate(() => document.querySelector("#panel-overview").innerText);
+  r.tabs = await page.evaluate(() => [...document.querySelectorAll(".tabs [role=tab]")].filter((t) => !t.hidden).map((t) => t.textContent));
+  r.shareDisabled = await page.evaluate(() => document.querySelector(".actions button.share").disabled);
+  r.statements = await column(page, "overview", "statement");
+  r.placesA = await column(page, "overview", "a");
+  r.placesB = await column(page, "overview", "b");
+  r.onlyA = await page.evaluate(() => [...document.querySelectorAll(".one-side.only-a li")].map((li) => li.textContent));
+  r.onlyB = await page.evaluate(() => [...document.querySelectorAll(".one-side.only-b li")].map((li) => li.textContent));
+  await page.click('#panel-overview th[data-key="statement"] button');
+  r.sortedByStatement = await column(page, "overview", "statement");
+  r.screens = [await shot(page, `${s.name}`)];
+  r.dom = await page.evaluate(() => ({
+    pwned: window.__pwned ?? null,
+    scripts: document.querySelectorAll("script").length,
+    images: document.querySelectorAll("img").length,
+    handlers: [...document.querySelectorAll("*")].filter((e) => [...e.attributes].some((a) => a.name.startsWith("on"))).length,
+    violations: window.__harness.violations.slice(),
+    pageWidth: document.documentElement.scrollWidth,
+    viewport: window.innerWidth,
+  }));
+  r.contrast = await contrastPairs(page);
+  r.errors = seen.errors;
+  r.console = seen.console;
+  r.requests = seen.requests;
+  await context.close();
+  return r;
+}
+
 async function brokenScenario(s) {
   const r = {};
   const { page, context, seen } = await open(s.name, { theme: s.theme });
@@ -448,7 +483,7 @@ async function compiledScenario(s) {
   return r;
 }
 
-const run = { compiled: compiledScenario, measure: measureScenario, main: mainScenario, redact: redactScenario, hostile: hostileScenario, reduced: reducedScenario, broken: brokenScenario };
+const run = { compiled: compiledScenario, measure: measureScenario, comparison: comparisonScenario, main: mainScenario, redact: redactScenario, hostile: hostileScenario, reduced: reducedScenario, broken: brokenScenario };
 try {
   for (const s of config.scenarios) {
     try {

@@ -90,6 +90,8 @@ MEASURE = {
     "median_ms": 2.025, "iqr_ms": 0.05, "p10_ms": 1.99, "p90_ms": 2.07, "min_ms": 1.98, "max_ms": 2.10,
     "samples_per_s": 15800.0, "noisy": False, "machine": {"device": "CPU only", "host": "ci"}, "ratio": 0.93,
     "ci95": [0.90, 0.96], "verdict": "faster", "compare_raw_ms": [2.2, 2.15, 2.18, 2.21, 2.17],
+    # the server's words for it (stepscope/measure): the margin it was called against
+    "verdict_words": "faster (beyond the 1% margin)",
 }
 
 
@@ -100,6 +102,12 @@ MEASURE_RUNS = {
     "runs": [{"raw_ms": [2.01, 2.03, 1.98], "warmup_ms": [9.5, 2.6]}, {"raw_ms": [2.10, 2.02, 2.05], "warmup_ms": [7.0, 2.4]}],
     "variation": {"run_medians_ms": [2.01, 2.05], "run_to_run_pct": 2.0, "pass_to_pass_pct": 2.5},
     "compare_label": "run 20261201T101500Z-train-1a2b", "baseline": {"median_ms": 2.18}, "values_match": True,
+    # a try run (`stepscope try`): the change it measured, a hostile line in its diff shown as text
+    "tried": {"title": "DataLoader with 2 workers",
+              "words": "DataLoader with 2 workers: faster (beyond the 1% margin), saves 7% of the step (2.18 → 2.02 ms); "
+                       "values unchanged (6 passes compared)",
+              "diff": "--- a/train.py\n+++ b/train.py\n@@ -3 +3 @@\n-loader = DataLoader(data)\n"
+                      "+loader = DataLoader(data, num_workers=2)  # <img src=x onerror=alert(1)>\n"},
 }
 
 
@@ -114,6 +122,23 @@ def handler_measure() -> dict:
                       machine={"device": "CPU only", "host": "ci"},
                       scope={"script": "serve.py", "step": {"function": "handle"}, "batch_size": None})
     return {**doc, **panel_words(doc)}
+
+
+def statements_doc() -> dict:
+    """Two profile runs of a file that gained two lines above its loop and had one statement changed
+    (one made to attack the page), compared as the server compares them (analysis/run_compare.py)."""
+    from stepscope.analysis.run_compare import RunLines, compare_statements
+
+    before = "import torch\nfor x in data:\n    y = model(x)\n    " + HOSTILE[0] + "\n    opt.step()\n"
+    after = before.replace("import torch\n", "import torch\n# one\n# two\n").replace(HOSTILE[0], HOSTILE[1])
+    line = {"file": "/ws/train.py", "precision": "exact", "cpu_self_ms": 0.1, "cpu_total_ms": 0.1, "gpu_ms": None,
+            "backward_ms": None, "kernels": 0, "sync_ms": 0.0}
+    a = {"ms_per_step": 12.5, "steps": [{}] * 4, "machine": {"device": "CPU only", "host": "ci"},
+         "lines": [{**line, "line": 3, "wall_ms": 9.0}, {**line, "line": 4, "wall_ms": 1.5}, {**line, "line": 5, "wall_ms": 2.0}]}
+    b = {"ms_per_step": 20.0, "steps": [{}] * 4, "machine": {"device": "CPU only", "host": "ci"},
+         "lines": [{**line, "line": 5, "wall_ms": 16.0}, {**line, "line": 6, "wall_ms": 0.5}, {**line, "line": 7, "wall_ms": 2.5}]}
+    return compare_statements(RunLines("20261201T101500Z-train-aaaa", a, {"train.py": before}, "/ws"),
+                              RunLines("20261201T111500Z-train-bbbb", b, {"train.py": after}, "/ws"))
 
 
 @pytest.fixture(scope="module")
@@ -205,6 +230,14 @@ def seen(panel_build: str) -> dict:
     scenarios.append({"name": "measure-handler", "kind": "measure", "theme": "dark",
                       "state": str(work / "measure-handler.json")})
 
+    # two profile runs compared statement by statement, as stepscope/compareRuns gives them to the panel
+    compared = {"runId": "20261201T111500Z-train-bbbb", "title": "run A against run B, statement by statement",
+                "report": None, "timeline": None, "measure": None, "stale": False, "comparison": statements_doc()}
+    for theme in ("dark", "light"):
+        path = work / f"comparison-{theme}.json"
+        path.write_text(json.dumps(compared))
+        scenarios.append({"name": f"comparison-{theme}", "kind": "comparison", "theme": theme, "state": str(path)})
+
     # a recorded torch.compile run on the H200, as the server gives it to the panel
     timelines: dict = {}
     report = analyze([COMPILED_RUN], timelines=timelines)
@@ -293,8 +326,13 @@ def test_a_measure_run_shows_its_distribution_and_its_comparison(seen: dict, the
                   "2.0% between the processes' medians (2.01 ms, 2.05 ms), beside 2.5% pass to pass",
                   "Steady: the IQR is within 10% of the median", "Measured on CPU only, host ci",
                   "Warm-up passes beyond the axis, at its edge: 9.50 ms, 2.60 ms, 7.00 ms, 2.40 ms",
-                  "/ run 20261201T101500Z-train-1a2b (2.18 ms): 0.930× median, 95% interval 0.900 – 0.960: faster"):
+                  "/ run 20261201T101500Z-train-1a2b (2.18 ms): 0.930× median, 95% interval 0.900 – 0.960: faster "
+                  "(beyond the 1% margin)"):
         assert words in text, words
+    # a try run: the change it measured, its verdict in the server's words, its diff line by line, as text
+    assert "The change tried: DataLoader with 2 workers" in text
+    assert MEASURE_RUNS["tried"]["words"] in text
+    assert "+loader = DataLoader(data, num_workers=2)  # <img src=x onerror=alert(1)>" in text
     strip = r["strip"]
     # every pass is a dot: measured ones on a row per process, warm-ups apart, the baseline's below
     assert sorted(strip["measured"]) == sorted(MEASURE_RUNS["raw_ms"])
@@ -303,6 +341,32 @@ def test_a_measure_run_shows_its_distribution_and_its_comparison(seen: dict, the
     assert strip["rows"][:4] == ["warm-up", "process 1", "process 2", "baseline"]
     assert strip["histBars"] > 0 and strip["histBefore"] > 0 and strip["width"] > 300
     assert "6 measured passes, 4 warm-up passes shown apart, and the baseline's 5 passes" in strip["label"]
+    for pair in r["contrast"]:
+        assert pair["ratio"] >= 4.5, pair
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_two_runs_compared_statement_by_statement_are_a_view_of_the_panel(seen: dict, theme: str) -> None:
+    r = seen["results"][f"comparison-{theme}"]
+    assert r["banner"] is None and r["errors"] == [] and r["console"] == []
+    assert r["tabs"] == ["Overview"] and r["shareDisabled"] is True
+    text = r["overviewText"]
+    for words in ("Two runs, statement by statement",
+                  "A · run 20261201T101500Z-train-aaaa · 12.5 ms per step profiled · 4 steps · CPU only, host ci",
+                  "B · run 20261201T111500Z-train-bbbb · 20.0 ms per step profiled",
+                  "matched by their code, so one that moved keeps its row", "two profiled runs are not a measurement"):
+        assert words in text, words
+    # the heavy statement beside itself across the move (3 then, 5 now), costliest first
+    assert r["statements"] == ["y = model(x)", "opt.step()"]
+    assert r["placesA"] == ["train.py:3", "train.py:5"] and r["placesB"] == ["train.py:5", "train.py:7"]
+    assert r["sortedByStatement"] in (["opt.step()", "y = model(x)"], ["y = model(x)", "opt.step()"])
+    # the changed statement in each run's code only: its text, hostile as it is, shown as text
+    assert len(r["onlyA"]) == 1 and r["onlyA"][0].startswith(HOSTILE[0]) and "train.py:4 · 1.50 ms" in r["onlyA"][0]
+    assert len(r["onlyB"]) == 1 and r["onlyB"][0].startswith(HOSTILE[1]) and "train.py:6 · 500 µs" in r["onlyB"][0]
+    dom = r["dom"]
+    assert dom["pwned"] is None and dom["scripts"] == 2 and dom["images"] == 0 and dom["handlers"] == 0
+    assert dom["violations"] == [] and dom["pageWidth"] <= dom["viewport"] + 1
+    assert all(url.startswith(seen["origin"]) for url in r["requests"])
     for pair in r["contrast"]:
         assert pair["ratio"] >= 4.5, pair
 

@@ -23,7 +23,15 @@
 //   "measure":     starts Measure This Step from its CodeLens (confirming the first real run), waits
 //                  for the result's notification and opens it in the panel (the distribution), runs
 //                  "Stepscope: Measure This Step" from the command palette, then compares the two
-//                  measure runs from the runs view (the panel shows both and the verdict).
+//                  measure runs from the runs view (the panel shows both and the verdict); with
+//                  `functionFile`, then opens that file (a step function and no loop) and measures
+//                  from the lens over its `def` line.
+//   "tryFix":      shows a run made earlier from the runs view (its findings become diagnostics),
+//                  opens Quick Fix on its input-bound finding and runs "Try this fix (measure it)"
+//                  for a variant, confirming the first real run, and cancels it (the file and the
+//                  scratch folder are read from disk: nothing left behind); runs it again to its
+//                  verdict (the notification) and diff (a diff editor beside the file), then Apply
+//                  (the file on disk gets the very change measured).
 //   "failures":    runs the command with an interpreter that has no torch (the server's error is
 //                  shown, and its Open Logs opens the log), then the workspace settings point
 //                  stepscope.interpreter at a missing file, and at a Python older than 3.10 when the
@@ -293,6 +301,15 @@ async function profileScenario(page) {
   fs.writeFileSync(path.join(config.folder, ".vscode", "launch.json"), JSON.stringify({ version: "0.2.0",
     configurations: [{ name: "Too short", type: "debugpy", request: "launch", program: "${workspaceFolder}/train_cpu.py",
       args: ["--steps", "1"], python: config.python }] }));
+  // VS Code reads launch.json again when its file watcher says so, which a loaded machine delays by
+  // seconds; a save through the editor is seen at once. The profile then runs from train_cpu.py.
+  await openFile(page, "launch.json", "Too short");
+  await page.keyboard.press("Control+End");
+  await page.keyboard.type(" ");
+  await page.keyboard.press("Control+S");
+  await page.waitForTimeout(1000);
+  await openFile(page, config.file, "for x, y in loader");
+  await goToLine(page, config.cursorLine);
   await runCommand(page, "Stepscope: Profile This Step");
   const failure = page.locator(".notification-toast", { has: page.locator(".codicon-error") }).first();
   await failure.waitFor({ timeout: config.profileTimeoutMs ?? 240_000 });
@@ -574,6 +591,51 @@ async function panelScenario(page) {
   await panelTab(frame, "lines");
   await page.waitForTimeout(300);
   await panelShot(page, "docs-lines");
+
+  step("compare the two profile runs from the runs view: the panel shows them statement by statement");
+  await runCommand(page, "View: Toggle Primary Side Bar Visibility");  // hidden for the pictures above
+  await runsView(page);
+  const profileRows = page.locator(".part.sidebar .monaco-list-row", { hasText: "ms/step" });
+  await waitFor("both profile runs in the runs view", async () => ((await profileRows.count()) >= 2 ? true : undefined), 30_000);
+  await compareFromRunsView(page, profileRows.first());
+  result.statements = await waitFor("the panel showing two runs statement by statement", async () => {
+    for (const f of page.frames()) {
+      const seen = await f.evaluate(() => {
+        const s = window.stepscopePanel && window.stepscopePanel.state();
+        if (!s || !s.comparison || document.querySelector("#app")?.dataset.state !== "ready") return null;
+        const table = document.querySelector("#statements-table");
+        const keys = table ? [...table.querySelectorAll("thead th")].map((th) => th.dataset.key) : [];
+        return {
+          runId: s.runId, a: s.comparison.a.run, b: s.comparison.b.run, title: s.title,
+          tabs: [...document.querySelectorAll(".tabs [role=tab]")].filter((t) => !t.hidden).map((t) => t.textContent),
+          rows: table ? [...table.querySelectorAll("tbody tr[data-index]")].map((tr) =>
+            Object.fromEntries(keys.map((k, i) => [k, tr.children[i].textContent]))) : [],
+          overview: document.querySelector("#panel-overview").innerText,
+        };
+      }).catch(() => null);
+      if (seen) return seen;
+    }
+    return undefined;
+  }, 60_000);
+  await panelShot(page, "statements-compared");
+}
+
+/** The runs view row's inline Compare Runs action (shown while the pointer is on the row), then the
+ * other run the quick pick offers. */
+async function compareFromRunsView(page, row) {
+  const pick = page.locator(".quick-input-widget .monaco-list-row").first();
+  for (let attempt = 1; ; attempt++) {
+    await row.hover();
+    await row.locator('.action-label[aria-label^="Compare Runs"]').click({ timeout: 10_000 });
+    try {
+      await pick.waitFor({ timeout: 15_000 });
+      break;
+    } catch (e) {
+      if (attempt === 3) throw e;  // a re-rendered list can swallow the click; try again
+      await page.keyboard.press("Escape");
+    }
+  }
+  await pick.click();
 }
 
 async function panelRestrictedScenario(page) {
@@ -656,6 +718,87 @@ async function failuresScenario(page) {
   }
 }
 
+// ------------------------------------------------------------------------------ try this fix
+
+/** The file's text on disk, and what is left in the workspace's scratch folder. */
+function onDisk() {
+  const scratch = path.join(config.folder, ".stepscope", "scratch");
+  return {
+    text: fs.readFileSync(path.join(config.folder, config.file), "utf8"),
+    scratch: fs.existsSync(scratch) ? fs.readdirSync(scratch) : [],
+  };
+}
+
+/** Quick Fix at the finding's line, then the action titled `title`. */
+async function tryFromLightbulb(page, title) {
+  await page.locator(".monaco-editor .view-lines").first().click();
+  await goToLine(page, config.findingLine);
+  await page.waitForTimeout(500);
+  await runCommand(page, "Quick Fix...");
+  const action = page.locator(".action-widget .monaco-list-row", { hasText: title }).first();
+  await action.waitFor({ timeout: 30_000 });
+  result.actions = (await page.locator(".action-widget .monaco-list-row").allInnerTexts()).map((t) => t.trim());
+  await shot(page, "try-actions");
+  await action.click();
+}
+
+async function tryFixScenario(page) {
+  step("show the run made earlier: its findings become diagnostics");
+  await runsView(page);
+  await page.locator(".part.sidebar .monaco-list-row", { hasText: "ms/step" }).first().click();
+  await waitFor("the run's timings", async () => (await inlineTimings(page)).length > 0, 60_000);
+  await runCommand(page, "View: Toggle Primary Side Bar Visibility");
+  const before = onDisk();
+
+  step("Try this fix from the finding's light bulb, confirming the first real run, then cancel it");
+  await tryFromLightbulb(page, config.variantTitle);
+  await confirmFirstRun(page, "Measure");
+  const progress = page.locator(".notification-toast", { hasText: "Stepscope: trying" }).first();
+  await progress.waitFor({ timeout: 30_000 });
+  const seen = new Set();
+  await waitFor("the try's passes", async () => {
+    for (const text of await notifications(page)) if (text.includes("Stepscope: trying")) seen.add(text.replace(/\s*\n\s*/g, " | "));
+    return [...seen].some((t) => / pass \d+\/\d+/.test(t));
+  }, 120_000, 250);
+  result.progressTexts = [...seen];
+  await shot(page, "try-progress");
+  await progress.getByRole("button", { name: "Cancel" }).click();
+  const cancelledAt = Date.now();
+  result.cancelNotice = await toast(page, "the cancel notice", (t) => t.includes("try was cancelled"), 60_000);
+  // the server stops the program, then removes the scratch copy: a moment after the notice
+  await waitFor("the scratch copy removed", async () => onDisk().scratch.length === 0, 30_000).catch(() => undefined);
+  result.scratchGoneAfterMs = Date.now() - cancelledAt;
+  const afterCancel = onDisk();
+  result.unchangedAfterCancel = afterCancel.text === before.text;
+  result.scratchAfterCancel = afterCancel.scratch;
+  await closeNotifications(page);
+
+  step("try it again, to its verdict and its diff");
+  await tryFromLightbulb(page, config.variantTitle);
+  const verdict = page.locator(".notification-toast", { hasText: "values" }).filter({ hasText: config.variantTitle }).first();
+  await waitFor("the try's verdict", async () => {
+    const errors = await errorNotifications(page);
+    if (errors.length > 0) throw new Error(`an error appeared instead of the verdict: ${errors.join(" | ")}`);
+    return (await verdict.count()) > 0;
+  }, config.profileTimeoutMs ?? 240_000, 250);
+  result.verdict = (await verdict.innerText()).replace(/\s*\n\s*/g, " | ");
+  const diffTab = page.locator(".tabs-container .tab", { hasText: "tried:" }).first();
+  await diffTab.waitFor({ timeout: 30_000 });
+  result.diffTab = (await diffTab.innerText()).trim();
+  result.diffText = (await page.locator(".monaco-diff-editor .modified .view-lines").first().innerText()).replace(/\u00a0/g, " ");
+  result.unchangedBeforeApply = onDisk().text === before.text;
+  await shot(page, "try-verdict-and-diff");
+
+  step("Apply: the file gets the very change measured");
+  await verdict.getByRole("button", { name: "Apply" }).click();
+  result.appliedNotice = await toast(page, "the applied notice", (t) => t.includes("applied"), 30_000);
+  result.textAfterApply = await waitFor("the change on disk", async () => {
+    const now = onDisk().text;
+    return now !== before.text ? now : undefined;
+  }, 30_000);
+  await shot(page, "try-applied");
+}
+
 // ------------------------------------------------------------------------------ measure
 
 /** What the trace panel shows of a measure run. */
@@ -729,21 +872,7 @@ async function measureScenario(page) {
     const rows = await measuredRows.allInnerTexts();
     return rows.length >= 2 ? rows : undefined;
   }, 30_000);
-  // the row's inline Compare Runs action (shown while the pointer is on the row), then the other run
-  const row = measuredRows.first();
-  const pick = page.locator(".quick-input-widget .monaco-list-row").first();
-  for (let attempt = 1; ; attempt++) {
-    await row.hover();
-    await row.locator('.action-label[aria-label^="Compare Runs"]').click({ timeout: 10_000 });
-    try {
-      await pick.waitFor({ timeout: 15_000 });
-      break;
-    } catch (e) {
-      if (attempt === 3) throw e;  // a re-rendered list can swallow the click; try again
-      await page.keyboard.press("Escape");
-    }
-  }
-  await pick.click();
+  await compareFromRunsView(page, measuredRows.first());
   result.compared = await waitFor("the panel showing the comparison", async () => {
     const state = await measureState(await panelFrame(page));
     return state.verdict ? state : undefined;
@@ -758,6 +887,20 @@ async function measureScenario(page) {
     return /first run/.test(title) && rows.length > 0 ? { title, rows } : undefined;
   }, 30_000);
   await page.keyboard.press("Escape");
+
+  if (config.functionFile) {
+    step(`measure each call of a step function from the lens over its def line in ${config.functionFile}`);
+    await closeNotifications(page);
+    await openFile(page, config.functionFile);
+    const editor = page.locator(".monaco-editor", { hasText: "def training_step" }).first();
+    const fnLens = editor.locator(".codelens-decoration a", { hasText: "Measure this step" }).first();
+    await fnLens.waitFor({ timeout: 30_000 });
+    result.functionLenses = await editor.locator(".codelens-decoration a").allInnerTexts();
+    await fnLens.click();
+    const seen = new Set();
+    result.functionResult = (await measureDone(page, seen)).replace(/\s*\n\s*/g, " | ");
+    result.functionProgress = [...seen];
+  }
 }
 
 async function main() {
@@ -808,7 +951,7 @@ async function main() {
     const scenarios = {
       profile: profileScenario, restricted: restrictedScenario, failures: failuresScenario,
       panel: panelScenario, panelRestricted: panelRestrictedScenario, openRun: openRunScenario,
-      measure: measureScenario,
+      measure: measureScenario, tryFix: tryFixScenario,
     };
     if (config.scenario in scenarios) {
       await scenarios[config.scenario](page);

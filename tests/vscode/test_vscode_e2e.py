@@ -206,19 +206,68 @@ def test_the_trace_panel_shows_the_run_and_leads_to_its_lines(code_server, works
 
     # A new profile: the open panel follows it.
     assert result["followedRunId"] == runs[1]
+
+    # Compared from the runs view, the two profile runs are a view of the panel: their statements side by
+    # side (the same code, so each statement beside itself), as `stepscope runs compare` gives them.
+    compared = result["statements"]
+    assert {compared["a"], compared["b"]} == set(runs) and compared["runId"] == runs[1], compared
+    assert compared["tabs"] == ["Overview"] and "statement by statement" in compared["overview"], compared["overview"][:600]
+    backward_row = next(r for r in compared["rows"] if r["statement"] == "loss.backward()")
+    assert backward_row["a"] == backward_row["b"] == f"{EXAMPLE.name}:{backward}", backward_row
+    cli = subprocess.run([str(TORCH_PYTHON), "-m", "stepscope", "runs", "compare", *runs, "--json"], cwd=workspace,
+                         capture_output=True, text=True, timeout=120)
+    assert cli.returncode == 0, cli.stderr
+    assert len(json.loads(cli.stdout)["lines"]) == len(compared["rows"])  # every statement in both: one row each
     log = server.stepscope_log()
     assert "Trace panel: refused" not in log and "not opening" not in log, log[-3000:]
 
 
+# A LightningModule-shaped class whose loop runs in another module (as a framework runs it): the file
+# has no loop, and the lens over `training_step` measures each call of it.
+FUNCTION_STEP = """\
+import torch
+
+from minitrainer import fit
+
+
+class LitModel(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Linear(32, 1)
+
+    def training_step(self, batch):
+        return self.net(batch).pow(2).mean()
+
+
+fit(LitModel(), steps=40)
+"""
+MINITRAINER = """\
+import torch
+
+
+def fit(module, steps):
+    opt = torch.optim.SGD(module.parameters(), lr=0.05)
+    for _ in range(steps):
+        module.training_step(torch.randn(16, 32)).backward()
+        opt.step()
+        opt.zero_grad()
+"""
+
+
 def test_measure_this_step_shows_its_result_its_distribution_and_a_comparison(code_server, workspace: Path) -> None:
     """Measure from the lens, open the result in the panel, measure again from the palette, compare
-    the two from the runs view."""
+    the two from the runs view; then measure a step function from the lens over its def line."""
+    (workspace / "lit_step.py").write_text(FUNCTION_STEP)
+    (workspace / "minitrainer.py").write_text(MINITRAINER)
     server = code_server(settings={"stepscope.interpreter": str(TORCH_PYTHON), "stepscope.measure.passes": 6,
                                    "stepscope.measure.warmup": 2})
-    result = server.drive("measure", RESULTS / "measure", file=EXAMPLE.name, cursorLine=line_of("logits = model(x)"))
+    result = server.drive("measure", RESULTS / "measure", file=EXAMPLE.name, cursorLine=line_of("logits = model(x)"),
+                          functionFile="lit_step.py")
     assert_driver_ok(result, server)
     runs = sorted(p.name for p in (workspace / ".stepscope" / "runs").iterdir())
-    assert len(runs) == 2, runs
+    assert len(runs) == 3, runs
+    function_run = next(r for r in runs if "lit_step" in r)
+    runs.remove(function_run)
     assert "Profile this step" in result["lenses"] and "Measure this step" in result["lenses"], result["lenses"]
     assert "Measure" in result["confirmDialog"] and "real updates" in result["confirmDialog"]
     assert result["dialogsOnSecondRun"] == 0
@@ -246,7 +295,9 @@ def test_measure_this_step_shows_its_result_its_distribution_and_a_comparison(co
     compared = result["compared"]
     assert compared["verdict"] in ("faster", "slower", "no detectable difference"), compared
     assert compared["measuredDots"] == 6 and compared["baselineDots"] == 6, compared
-    assert re.search(r"median, 95% interval [\d.]+ – [\d.]+: (faster|slower|no detectable difference)\.",
+    # the verdict with the margin it was called against (a difference ruled out apart from inconclusive)
+    assert re.search(r"median, 95% interval [\d.]+ – [\d.]+: ((faster|slower) \(beyond the \d+% margin\)|"
+                     r"no difference larger than \d+%|inconclusive: the interval reaches past ±\d+%[^\n]*)\.",
                      compared["overview"]), compared["overview"][-800:]
     cli = subprocess.run([str(TORCH_PYTHON), "-m", "stepscope", "runs", "compare", *runs, "--json"], cwd=workspace,
                          capture_output=True, text=True, timeout=120)
@@ -255,6 +306,60 @@ def test_measure_this_step_shows_its_result_its_distribution_and_a_comparison(co
     # from the command palette, Compare Runs asks for the first run among both measure runs
     asked = result["paletteCompare"]
     assert sum("measured" in row for row in asked["rows"]) == 2, asked
+
+    # The lens over a step function (the file has no loop): each call of it measured, its loss read
+    # from what it returned.
+    assert result["functionLenses"] == ["Profile this step", "Measure this step"], result["functionLenses"]
+    assert any("each call of LitModel.training_step (lit_step.py:11)" in t for t in result["functionProgress"]), \
+        result["functionProgress"]
+    assert "ms/step without the profiler" in result["functionResult"], result["functionResult"]
+    measured = json.loads((workspace / ".stepscope" / "runs" / function_run / "measure.json").read_text())
+    assert measured["scope"]["step"]["function"] == "LitModel.training_step" and measured["value"] == "return"
+    assert len(measured["values"]) == 6 and measured["values"][-1] < measured["values"][0]
+
+
+def test_try_this_fix_shows_its_progress_its_verdict_and_its_diff_and_apply_edits_the_file(code_server,
+                                                                                           workspace: Path) -> None:
+    """A finding's variant tried from its light bulb: cancelled first (nothing left behind), then to its
+    verdict and diff, then applied (the very change measured, written to the file)."""
+    made = subprocess.run([str(TORCH_PYTHON), "-m", "stepscope", "profile", EXAMPLE.name, "--wait", "0", "--warmup", "1",
+                           "--active", "3", "--", "--steps", "16"], cwd=workspace, capture_output=True, text=True,
+                          timeout=300)
+    assert made.returncode == 0, made.stderr[-2000:]
+    before = (workspace / EXAMPLE.name).read_text()
+    server = code_server(settings={"stepscope.interpreter": str(TORCH_PYTHON), "stepscope.measure.passes": 4,
+                                   "stepscope.measure.warmup": 2, "stepscope.measure.runs": 1})
+    title = "DataLoader with 2 workers"
+    result = server.drive("tryFix", RESULTS / "try", file=EXAMPLE.name, cursorLine=line_of("logits = model(x)"),
+                          findingLine=line_of("for x, y in loader:"), variantTitle=title)
+    assert_driver_ok(result, server)
+
+    # the light bulb offers the finding's variants, and the static rule's quick fix, to try
+    assert f"Try this fix (measure it): {title}" in result["actions"], result["actions"]
+    assert "Try this fix (measure it): Read the batches before the loop (an experiment)" in result["actions"]
+    # progress, then a cancel that leaves nothing behind: the file as it was, no scratch copy, both runs cancelled
+    assert any(re.search(r"the code as it is, process 1/1: pass \d+/6", t) for t in result["progressTexts"]), \
+        result["progressTexts"]
+    assert "no file was changed" in result["cancelNotice"]
+    assert result["unchangedAfterCancel"] and result["scratchAfterCancel"] == []
+    assert result["scratchGoneAfterMs"] < 20_000
+    cancelled = [r for r in (workspace / ".stepscope" / "runs").iterdir()
+                 if json.loads((r / "status.json").read_text())["status"] == "cancelled"]
+    assert len(cancelled) == 2, cancelled
+
+    # the verdict (with the margin, what it saves or not, whether the values changed) and the diff
+    assert re.search(rf"{title}: (faster|slower|no difference|inconclusive)", result["verdict"]), result["verdict"]
+    assert "values unchanged" in result["verdict"] and "Apply" in result["verdict"], result["verdict"]
+    assert result["diffTab"].startswith(f"{EXAMPLE.name} ↔ tried: {title}"), result["diffTab"]
+    assert "num_workers=2, persistent_workers=True" in result["diffText"]
+    assert result["unchangedBeforeApply"]  # nothing is edited before the user asks
+    # Apply: the file holds exactly the text that was measured
+    tried = next(r for r in (workspace / ".stepscope" / "runs").iterdir() if (r / "try.json").exists()
+                 and json.loads((r / "status.json").read_text())["status"] == "complete")
+    measured = json.loads((tried / "try.json").read_text())["change"]["files"][0]
+    assert measured["before"] == before
+    assert result["textAfterApply"] == measured["after"] == (workspace / EXAMPLE.name).read_text()
+    assert "applied DataLoader with 2 workers to train_cpu.py" in result["appliedNotice"]
 
 
 def test_restricted_mode_shows_the_trace_panel_of_an_earlier_run(code_server, workspace: Path) -> None:

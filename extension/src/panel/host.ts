@@ -21,7 +21,8 @@ import { splitTimeline, type TimelineDoc } from "../../../panel/src/timeline-doc
 import { firstLine } from "../python";
 import { isInside, resolveSource } from "./sources";
 import type { MeasureResult } from "../../../panel/src/measure";
-import { measurePanelState, measureTabTitle, panelState, runRoot, tabTitle } from "./state";
+import type { RunComparison } from "../../../panel/src/comparison";
+import { comparisonPanelState, measurePanelState, measureTabTitle, panelState, runRoot, tabTitle } from "./state";
 import { parsePanelTarget, PanelTarget } from "./target";
 
 export const OPEN_PANEL_COMMAND = "stepscope.openPanel";
@@ -31,6 +32,7 @@ const REPORT_REQUEST = "stepscope/report";
 const TIMELINE_REQUEST = "stepscope/timeline";
 const RUNS_REQUEST = "stepscope/runs";
 const MEASURE_REQUEST = "stepscope/measure";
+const COMPARE_REQUEST = "stepscope/compareRuns";
 
 type MeasureTarget = NonNullable<PanelTarget["measure"]>;
 
@@ -41,6 +43,8 @@ interface ShownRun {
   report: PanelReport | null;
   /** a measure run's document (its distribution; with `against`, the comparison merged in) */
   measure: MeasureResult | null;
+  /** two profile runs statement by statement (`runId` is B, the later one) */
+  comparison?: RunComparison | null;
   timeline: TimelineDoc | null;
   /** why there is no timeline, shown in the panel */
   problem: string | null;
@@ -96,6 +100,16 @@ export class TracePanel implements vscode.Disposable {
       void vscode.window.showErrorMessage(`Stepscope: ${target}.`);
       return;
     }
+    if (target?.compare) {
+      try {
+        this.reveal();
+      } catch (error) {
+        void vscode.window.showErrorMessage(`Stepscope: the trace panel could not be opened: ${firstLine(error)}`);
+        return;
+      }
+      await this.loadComparison(target.compare.against, target.runId);
+      return;
+    }
     const chosen = target ? { runId: target.runId, measure: target.measure } : this.followed ?? (await this.newestRun());
     if (!chosen) {
       void vscode.window.showInformationMessage(
@@ -122,7 +136,7 @@ export class TracePanel implements vscode.Disposable {
     if (!client) return undefined;
     try {
       const answer = await client.sendRequest<{ runs?: { id?: unknown; analysed?: unknown; kind?: unknown; status?: unknown }[] }>(RUNS_REQUEST, {});
-      const measured = (r: { kind?: unknown; status?: unknown }) => r.kind === "measure" && r.status === "complete";
+      const measured = (r: { kind?: unknown; status?: unknown }) => (r.kind === "measure" || r.kind === "try") && r.status === "complete";
       const run = (answer?.runs ?? []).find((r) => (r.analysed === true || measured(r)) && typeof r.id === "string");
       if (!run) return undefined;
       return { runId: run.id as string, measure: measured(run) ? { against: null, force: false } : undefined };
@@ -262,10 +276,44 @@ export class TracePanel implements vscode.Disposable {
     });
   }
 
+  /** Two profile runs statement by statement (`stepscope/compareRuns`: the statements of `stepscope runs
+   * compare`, matched by their code), as a view of the panel. */
+  private async loadComparison(a: string, b: string): Promise<void> {
+    const load = ++this.loads;
+    const client = this.client();
+    if (!client) {
+      void vscode.window.showErrorMessage("Stepscope: the server is not running, so the trace panel has nothing to show.");
+      return;
+    }
+    let statements: RunComparison | undefined;
+    try {
+      statements = (await client.sendRequest<{ statements?: RunComparison }>(COMPARE_REQUEST, { a, b }))?.statements;
+    } catch (error) {
+      if (load !== this.loads) return;
+      const reason = firstLine(error);
+      this.log.error(`Trace panel: ${reason}`);
+      void vscode.window.showErrorMessage(`Stepscope: ${reason}`);
+      if (!this.shown) this.panel?.dispose();
+      return;
+    }
+    if (load !== this.loads || !this.panel) return;
+    if (!statements) {
+      void vscode.window.showErrorMessage("Stepscope: the server gave no statements to compare.");
+      return;
+    }
+    this.shown = { runId: b, key: `${a}..${b}:statements`, report: null, measure: null, comparison: statements, timeline: null,
+      problem: null, stale: false, reveal: null };
+    this.nextRange = undefined;
+    this.panel.title = "Compare: statements";
+    this.log.info(`Trace panel: run ${a} against run ${b} (${Array.isArray(statements.lines) ? statements.lines.length : 0} statements).`);
+    this.postState();
+  }
+
   private postState(): void {
     const shown = this.shown;
     if (!shown || !this.ready) return;  // posted when the webview says it is ready
-    const state = shown.measure ? measurePanelState({ runId: shown.runId, measure: shown.measure })
+    const state = shown.comparison ? comparisonPanelState(shown.comparison)
+      : shown.measure ? measurePanelState({ runId: shown.runId, measure: shown.measure })
       : panelState({ runId: shown.runId, report: shown.report!, timeline: shown.timeline, stale: shown.stale });
     // the span columns in a message of their own, as typed arrays (timeline-doc.ts, splitTimeline)
     const split = state.timeline ? splitTimeline(state.timeline) : null;

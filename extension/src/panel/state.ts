@@ -1,6 +1,7 @@
 // The panel's state for one run, from the server's answers (`stepscope/report`, `stepscope/timeline`),
 // and its title: the script and the step the run timed. Pure: no `vscode` import. The figures are the
 // report's and the timeline's as the server wrote them; the webview checks both again.
+import type { RunComparison } from "../../../panel/src/comparison";
 import type { MeasureResult } from "../../../panel/src/measure";
 import type { PanelState } from "../../../panel/src/messages";
 import type { PanelReport } from "../../../panel/src/report";
@@ -99,4 +100,17 @@ export function measurePanelState(data: MeasureData): PanelState {
 export function measureTabTitle(measure: unknown): string {
   const what = measureStepWords(measure);
   return what ? `Measured: ${what.split(",")[0]}` : "Stepscope Measure";
+}
+
+/** The panel's state for two profile runs compared statement by statement (no report, no timeline). */
+export function comparisonPanelState(comparison: RunComparison): PanelState {
+  return {
+    runId: comparison.b.run,
+    title: `Run ${comparison.a.run} (A) against run ${comparison.b.run} (B), statement by statement`,
+    report: null,
+    timeline: null,
+    measure: null,
+    comparison,
+    stale: false,
+  };
 }

@@ -1,7 +1,8 @@
 // What `stepscope.openPanel` is given: nothing (the command palette, the status bar: the run the
 // editor shows), `{runId, fileId?, line?}` (a hover's link, a finding's code action, the runs view),
-// or `{runId, kind: "measure", against?, force?}` (a measure run's distribution, or two runs
-// compared), as an object or, from a command URI, inside an array. Pure: no `vscode` import.
+// `{runId, kind: "measure", against?, force?}` (a measure run's distribution, or two measure runs
+// compared), or `{runId, kind: "compare", against}` (two profile runs statement by statement: `against`
+// is the baseline, A), as an object or, from a command URI, inside an array. Pure: no `vscode` import.
 import { FILE_ID, RUN_ID } from "../../../panel/src/messages";
 
 export interface PanelTarget {
@@ -11,6 +12,8 @@ export interface PanelTarget {
   /** Set for a measure run (no report: its distribution), and for a comparison: the baseline's run
    * id (`against`), compared past a difference of machine or scope when `force`. */
   measure?: { against: string | null; force: boolean };
+  /** Set for two profile runs compared statement by statement: the baseline's run id (A). */
+  compare?: { against: string };
 }
 
 const MAX_LINE = 10_000_000;
@@ -28,6 +31,13 @@ export function parsePanelTarget(arg: unknown): PanelTarget | null | string {
   if (value === undefined || value === null) return null;
   if (!isObject(value)) return "Open Trace Panel takes {runId, fileId?, line?}";
   if (typeof value.runId !== "string" || !RUN_ID.test(value.runId)) return "Open Trace Panel: runId is not a run id";
+  if (value.kind === "compare") {
+    const against = value.against;
+    if (typeof against !== "string" || !RUN_ID.test(against) || against === value.runId) {
+      return "Open Trace Panel: against is not another run's id";
+    }
+    return { runId: value.runId, line: null, compare: { against } };
+  }
   if (value.kind === "measure" || value.against !== undefined) {
     const against = value.against ?? null;
     if (against !== null && (typeof against !== "string" || !RUN_ID.test(against) || against === value.runId)) {

@@ -4,6 +4,12 @@ The history (`.stepscope/stepscope.db`) indexes the run folders; when it is miss
 exist, it is rebuilt from them first. A run is named by its folder's name, any part of that name
 only it has, or its folder's path. `delete` removes the run's row and its folder, and never
 anything outside `.stepscope/`: a run kept elsewhere with `--out` loses its row only.
+
+`compare` gives the verdict of the runs' timed passes (measurement.compare); of two profile runs,
+also every statement's wall time per step in both (`statements`, analysis/run_compare.py), matched
+by its code through the text each run measured (its sources.json, else the file when unchanged
+since the run): the JSON's `lines`. Two profile runs without steps timed outside the profiler still
+get their statements, with the reason there is no verdict (`no_verdict`).
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="list (default), show RUN, compare BASELINE CANDIDATE, delete RUN, rebuild")
     p.add_argument("runs", nargs="*", metavar="RUN", help="a run: its name, a part of it, or its folder")
     p.add_argument("--root", help="the workspace (default: the one holding the current folder)")
-    p.add_argument("--kind", choices=("profile", "measure"), help="list: only runs of this kind")
+    p.add_argument("--kind", choices=("profile", "measure", "try"), help="list: only runs of this kind")
     p.add_argument("--limit", type=int, help="list: at most this many runs, newest first")
     p.add_argument("--tolerance", type=float, help="compare: relative difference allowed between the runs' "
                                                    "values (default 1e-4)")
@@ -106,7 +112,7 @@ def _list(history, root: Path, args: argparse.Namespace) -> int:
 
 def _show(history, root: Path, args: argparse.Namespace) -> int:
     from ..history.store import iter_phase
-    from ..measurement.present import machine_label, run_summary, step_label
+    from ..measurement.present import machine_label, run_summary, step_label, verdict_words
 
     run_id = history.resolve(args.runs[0])
     row = _with_run_dir(history.get(run_id), root)
@@ -125,7 +131,18 @@ def _show(history, root: Path, args: argparse.Namespace) -> int:
         lines.append(f"  code     commit {row['git_commit'][:12]}{' with uncommitted changes' if row.get('git_dirty') else ''}")
     if row.get("baseline"):
         lines.append(f"  against  {row['baseline']}{' (interleaved)' if row.get('interleaved') else ''}: "
-                     f"{row.get('verdict')}, values {'match' if row.get('values_match') else 'differ' if row.get('values_match') is False else 'not compared'}")
+                     f"{verdict_words(row)}, values {'match' if row.get('values_match') else 'differ' if row.get('values_match') is False else 'not compared'}")
+    if row.get("kind") == "try":
+        from .try_ import recorded_change
+
+        try:
+            _, change, _ = recorded_change(Path(row["run_dir"]))
+            how = (f"`stepscope try {row['id']} --apply` writes it" if change.applicable
+                   else "an experiment, never applied")
+            lines.append(f"  change   {change.title} ({change.stats()['added']} added, {change.stats()['removed']} "
+                         f"removed; {how})")
+        except errors.StepscopeError as e:
+            lines.append(f"  change   {e}")
     for phase, data in phases.items():
         flat = [v for g in data["ms"] for v in g]
         lines.append(f"  {phase:<8} {len(flat)} value(s): " + ", ".join(f"{v:.3g}" for v in flat[:12])
@@ -138,19 +155,60 @@ def _show(history, root: Path, args: argparse.Namespace) -> int:
 
 
 def _compare(history, root: Path, args: argparse.Namespace) -> int:
+    from ..history.index import folder_path
     from ..measurement.compare import NotComparable
     from ..measurement.present import comparison_text
 
     baseline_id, candidate_id = (history.resolve(r) for r in args.runs)
     if args.tolerance is not None and not args.tolerance >= 0:
         raise errors.UsageError(f"--tolerance must be a number >= 0 (got {args.tolerance})")
+    rows = [history.get(run_id) or {} for run_id in (baseline_id, candidate_id)]
+    profiles = all(row.get("kind") == "profile" for row in rows) and baseline_id != candidate_id
+    statements = statement_comparison(*((run_id, folder_path(row["folder"], root)) for run_id, row in
+                                        zip((baseline_id, candidate_id), rows)), root) if profiles else None
     try:
         doc = history.compare(baseline_id, candidate_id, tolerance=args.tolerance, force=args.force)
     except NotComparable as e:
         raise errors.StepscopeError(f"the runs are not comparable, they differ in {e}; use --force to compare "
                                     "them anyway", errors.REFUSED) from None
-    _emit(args, doc, comparison_text(doc))
+    except errors.UsageError as e:
+        if statements is None:
+            raise
+        doc = {"no_verdict": str(e)}  # two profile runs: their statements compare without a verdict
+    text = comparison_text(doc) if "no_verdict" not in doc else f"no verdict: {doc['no_verdict']}\n"
+    if statements is not None:
+        from ..analysis.present import compare_runs_text
+
+        doc = {**doc, "statements": {k: v for k, v in statements.items() if k != "lines"},
+               "lines": statements["lines"]}
+        text += "\n" + compare_runs_text(statements, str(root))
+    _emit(args, doc, text)
     return errors.OK
+
+
+def statement_comparison(baseline: tuple[str, Path], candidate: tuple[str, Path], root: Path) -> dict[str, Any]:
+    """Two profile runs (id, run folder) statement by statement (analysis/run_compare.py), each side
+    with the text it measured of its files. UsageError for a run without a report."""
+    from .. import workspace
+    from ..agent.protocol import REPORT, STATUS
+    from ..analysis.model import load_report
+    from ..analysis.run_compare import RunLines, compare_statements, measured_files
+    from ..jsonio import read_json
+
+    sides = []
+    for run_id, run_dir in (baseline, candidate):
+        if not (run_dir / REPORT).is_file():
+            try:
+                status = read_json(run_dir / STATUS)
+            except (OSError, ValueError):
+                status = {}
+            ended = status.get("status") if isinstance(status, dict) else None
+            raise errors.UsageError(f"run {run_id} has no report: it ended {ended or 'without one'}")
+        report = load_report(run_dir / REPORT)
+        own_root = Path(report.get("source_root") or root)
+        texts = workspace.measured_texts(run_dir, own_root, measured_files(report, own_root))
+        sides.append(RunLines(run_id, report, texts, str(own_root)))
+    return compare_statements(*sides)
 
 
 def _delete(history, root: Path, args: argparse.Namespace) -> int:

@@ -1,7 +1,8 @@
 """What a run folder says, as rows of the history; recording one run; rebuilding them all.
 
 `rows_for(run_dir)` is a pure read of the folder's files (spec.json, status.json, scenario.json,
-files.json, and report.json for a profile run or measure.json for a measure run): the same folder
+files.json, and report.json for a profile run or measure.json for a measure run; a measure run with
+a try.json is a try, kind "try", with a measure run's columns and passes): the same folder
 always gives the same rows, so `record_run` (right after a run) and `rebuild` (any time later)
 agree. A folder without spec.json is not a run folder; a run folder without status.json is a run
 that is still going or whose process was killed (status "incomplete").
@@ -81,6 +82,8 @@ def rows_for(run_dir: Path, root: Path) -> RunRows | None:
     status = status if isinstance(status, dict) else {}
     measured = _read(run_dir / protocol.MEASURE)
     kind = "measure" if isinstance(measured, dict) or spec.get("mode") == "measure" else "profile"
+    if kind == "measure" and (run_dir / protocol.TRY).is_file():
+        kind = "try"  # a change measured against the workspace as it is (`stepscope try`)
     scenario = _read(run_dir / protocol.SCENARIO)
     scenario = scenario if isinstance(scenario, dict) else spec.get("scenario") or {}
     files = _read(run_dir / protocol.FILES)
@@ -96,7 +99,7 @@ def rows_for(run_dir: Path, root: Path) -> RunRows | None:
         "note": scenario.get("note"), "batch_size": scenario.get("batch_size"),
     }
     passes: list[Pass] = []
-    if kind == "measure":
+    if kind in ("measure", "try"):
         if isinstance(measured, dict):
             machine = measured.get("machine") or machine
             scope = measured.get("scope") or {}
@@ -129,7 +132,8 @@ def _measure_columns(m: dict) -> dict[str, Any]:
     baseline = m.get("baseline") or {}
     ci = m.get("ci95") or [None, None]
     out.update(baseline=baseline.get("run"), interleaved=baseline.get("interleaved"), ratio=m.get("ratio"), ci_low=ci[0], ci_high=ci[1],
-               verdict=m.get("verdict"), values_match=m.get("values_match"))
+               verdict=m.get("verdict"), values_match=m.get("values_match"),
+               margin=m.get("margin", (m.get("method") or {}).get("margin")))
     return out
 
 

@@ -14,9 +14,11 @@ Tables (version 1):
   order within the phase), `ms`, and `value` (the loss or `--value`, when recorded).
 - A profile run's `distortion_overlaps` (version 2): its profiled steps and the steps timed after
   the window have overlapping middle halves, so its `distortion` is not the profiler's cost.
+- `kind` is "profile", "measure" or "try" (a measure run of a change, against the workspace as it
+  is: its `baseline`).
 - A measure run compared with another has its `baseline` (that run's id), `interleaved` (whether
   their processes alternated, as with `--against`), `ratio`, `ci_low`, `ci_high`, `verdict` and
-  `values_match`.
+  `values_match`, and (version 3) the `margin` its verdict was called against.
 """
 
 from __future__ import annotations
@@ -84,6 +86,11 @@ MIGRATIONS: tuple[str, ...] = (
     # distortion is the steps' own variation and is not said as the profiler's cost; NULL where unknown
     """
     ALTER TABLE runs ADD COLUMN distortion_overlaps INTEGER;
+    """,
+    # version 3: the margin a compared measure run's verdict was called against (0.01, or 0.05 between
+    # single processes), so a listing can say "no difference larger than 1%" apart from "inconclusive"
+    """
+    ALTER TABLE runs ADD COLUMN margin REAL;
     """,
 )
 

@@ -32,7 +32,7 @@ RUN_COLUMNS = (
     "git_commit", "git_dirty", "host", "device", "torch", "batch_size", "ms_per_step", "iqr_ms", "p10_ms",
     "p90_ms", "min_ms", "max_ms", "samples_per_s", "noisy", "passes", "processes", "unprofiled_ms",
     "distortion", "baseline", "interleaved", "ratio", "ci_low", "ci_high", "verdict", "values_match", "machine", "scope", "note",
-    "distortion_overlaps",
+    "distortion_overlaps", "margin",
 )
 _JSON_COLUMNS = ("machine", "scope")
 _BOOL_COLUMNS = ("git_dirty", "noisy", "interleaved", "values_match", "distortion_overlaps")
@@ -153,10 +153,10 @@ class History:
         row = self.get(run_id)
         if row is None:
             raise UsageError(f"no run {run_id!r} in the history")
-        phase = "measured" if row["kind"] == "measure" else "unprofiled"
+        phase = "unprofiled" if row["kind"] == "profile" else "measured"  # a measure or a try run: its own passes
         per_process = list(iter_phase(self.passes(run_id), phase))
         if not per_process:
-            what = "measured passes" if row["kind"] == "measure" else "steps timed without the profiler"
+            what = "measured passes" if phase == "measured" else "steps timed without the profiler"
             raise UsageError(f"run {run_id} has no {what} (status: {row['status']})")
         values = [p.value for p in per_process[0]]
         return Side(run_id, row["kind"], [[p.ms for p in process] for process in per_process],

@@ -107,33 +107,46 @@ class Documents:
         self._checkers.pop(uri, None)
         ls.runs.forget(uri)
 
+    def diagnostics_of(self, uri: str) -> list["Diagnostic"]:
+        """The static diagnostics of the document's current text."""
+        return list(self._found.get(uri, []))
+
     def code_actions(self, ls: "StepscopeServer", uri: str, wanted: types.Range) -> list[types.CodeAction]:
         text = ls.workspace.get_text_document(uri).source
         return lsp_diagnostics.code_actions(uri, self._found.get(uri, []), wanted, text)
 
 
 def step_lenses(ls: "StepscopeServer", uri: str, command: str, measure_command: str) -> list[types.CodeLens]:
-    """Over each loop that is a step: "Profile this step" (`command`), and beside it "Measure this
-    step" (`measure_command`), both with the loop's position."""
+    """"Profile this step" (`command`) and beside it "Measure this step" (`measure_command`), with the
+    position they stand at: over each loop that is a step; over each step-like function (a
+    `training_step`, a function that calls backward), and over each call that runs one in a framework
+    (`trainer.fit(model)`, `Trainer(...).train()`), those two with the function's name as `--function`
+    takes it (`LitModel.training_step`, `transformers.trainer:Trainer.training_step`)."""
+    from ..source import candidates
+
     doc = ls.workspace.get_text_document(uri)
     try:
-        found = loops.find_loops(doc.source)
+        tree = loops.parse(doc.source)
+        functions = candidates.step_functions(tree)
+        found = candidates.step_loops(tree, functions)
     except loops.SourceSyntaxError:
         return []  # half-typed code: keep the last lenses the client has
+    places: list[tuple[int, int, str | None, str]] = []  # (line, col, function, what the lens names)
+    places += [(loop.line, loop.col, None, "this step") for loop in found if loop.is_step]
+    for function in functions:
+        if function.defined_here:
+            places.append((function.line, function.col, function.function, "this step"))
+        short = (function.function or "").rpartition(":")[2]
+        places += [(line, col, function.function, short) for line, col, _ in function.runs]
     lenses = []
-    for loop in found:
-        if not loop.is_step:
-            continue
-        pos = types.Position(line=loop.line - 1, character=loop.col)
-        arg = {"uri": uri, "position": {"line": pos.line, "character": pos.character}}
-        lenses.append(types.CodeLens(
-            range=types.Range(start=pos, end=pos),
-            command=types.Command(title="Profile this step", command=command, arguments=[arg]),
-        ))
-        lenses.append(types.CodeLens(
-            range=types.Range(start=pos, end=pos),
-            command=types.Command(title="Measure this step", command=measure_command, arguments=[dict(arg)]),
-        ))
+    for line, col, function, what in sorted(places, key=lambda p: (p[0], p[1])):
+        pos = types.Position(line=line - 1, character=col)
+        arg: dict = {"uri": uri, "position": {"line": pos.line, "character": pos.character}}
+        if function is not None:
+            arg["function"] = function
+        for title, name in ((f"Profile {what}", command), (f"Measure {what}", measure_command)):
+            lenses.append(types.CodeLens(range=types.Range(start=pos, end=pos),
+                                         command=types.Command(title=title, command=name, arguments=[dict(arg)])))
     return lenses
 
 

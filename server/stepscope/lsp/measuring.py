@@ -9,9 +9,11 @@ measure.json, status.json, the history row), in a worker thread this coroutine w
 of the progress stops the program within a poll. A failed or cancelled measure changes nothing on
 screen: the client keeps the last good result and says why in one line.
 
-Invariants: a measure run is one process at a time under no launcher (the passes of several ranks
-are no one step); comparisons are refused across machines or scopes unless the client says `force`,
-with the differences in one line; nothing here words a figure (measurement.present does).
+Invariants: a measure run's processes run one at a time; a launch configuration that starts the
+program under a launcher (torchrun) measures every rank it starts, as `stepscope measure --launcher`
+does, the figures being each process's slowest rank's; comparisons are refused across machines or
+scopes unless the client says `force`, with the differences in one line; nothing here words a figure
+(measurement.present does).
 """
 
 from __future__ import annotations
@@ -38,17 +40,13 @@ CLIENT_MEASURE_COMMAND = "stepscope.measureStep"  # the editor's command the cod
 MEASURE_REQUEST = "stepscope/measure"  # {runId, against?, force?} → the run's measure document (+ comparison)
 
 
-def _build_request(ls: "StepscopeServer", args: dict[str, Any]):
+def measure_settings(ls: "StepscopeServer", args: dict[str, Any]):
+    """(MeasureOptions, RunOptions, MeasureRunOptions, the settings as given) of a command: the
+    client's `stepscope.measure.*` settings, the profile's time limit (one limit for both)."""
     from ..agent.protocol import MeasureOptions
     from ..capture import options
-    from ..capture.request import CaptureRequest, MeasureRunOptions, RunOptions
-    from ..source.linemap import header_text
+    from ..capture.request import MeasureRunOptions, RunOptions
 
-    program = profiling.step_program(ls, args, verb="measuring")
-    if program.get("launcher"):
-        name = (args.get("launch") or {}).get("name")
-        raise ProfileFailed(f"launch configuration {name!r} starts the program under a launcher; Measure This Step "
-                            "times one process: choose a configuration that runs the script itself", errors.USAGE)
     try:
         settings = options.merge_settings([("initializationOptions.measure", ls.options.get("measure")),
                                            ("the command's measure argument", args.get("measure"))],
@@ -61,6 +59,15 @@ def _build_request(ls: "StepscopeServer", args: dict[str, Any]):
         (run,) = options.from_settings({k: v for k, v in limits.items() if k == "timeout"}, RunOptions)
     except options.SettingError as e:
         raise ProfileFailed(str(e), errors.USAGE) from None
+    return measure, run, measure_run, settings
+
+
+def _build_request(ls: "StepscopeServer", args: dict[str, Any]):
+    from ..capture.request import CaptureRequest
+    from ..source.linemap import header_text
+
+    program = profiling.step_program(ls, args, verb="measuring")
+    measure, run, measure_run, _ = measure_settings(ls, args)
     step_file, line = program["target_file"], program["target_line"]
     header = None
     if program["target_function"] is None and line:
@@ -93,9 +100,6 @@ def _measure(req, measure_run, progress: "profiling._Progress", output, cancel: 
 
 
 async def measure_at(ls: "StepscopeServer", args: dict[str, Any]) -> dict[str, Any]:
-    from ..capture.runner import Cancelled
-    from ..commands.measure import MeasureFailed
-
     loop = asyncio.get_running_loop()
     progress = profiling._Progress(ls, args.get("workDoneToken"), loop)
     req, measure_run = _build_request(ls, args)
@@ -106,19 +110,45 @@ async def measure_at(ls: "StepscopeServer", args: dict[str, Any]) -> dict[str, A
     log.info("measuring %s:%s with %s (%d passes, %d warm-up, %d process(es))", req.target_file, req.target_line,
              req.python, req.measure.passes, req.measure.warmup, measure_run.runs)
     first_run = not (req.root / workspace.STATE_DIR / workspace.RUNS_DIR).exists()
+    doc = await in_worker(ls, progress, lambda output, cancel: _measure(req, measure_run, progress, output, cancel))
+    run_dir = Path(doc["run_dir"])
+    ls.runs.remember_root(req.root)
+    result = measure_result(doc, run_dir.name)
+    first_run_notice(ls, first_run, args)
+    progress.end(result["summary"])
+    return result
+
+
+def first_run_notice(ls: "StepscopeServer", first_run: bool, args: dict[str, Any]) -> None:
+    """On a workspace's first run, the notice that the step ran for real (unless the client asked first)."""
+    if first_run and not args.get("confirmed"):  # a client that asked the user before says so
+        from lsprotocol import types
+
+        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning,
+                                                       message=profiling.FIRST_RUN_NOTICE))
+
+
+async def in_worker(ls: "StepscopeServer", progress: "profiling._Progress", work: Any) -> Any:
+    """`work(output, cancel)` in a worker thread, the event loop waiting on it: a cancel of the
+    progress sets `cancel` (the runner then stops the program within a poll). A cancel, a failed
+    process or any StepscopeError ends the progress with its reason and raises ProfileFailed."""
+    from ..capture.runner import Cancelled
+    from ..commands.measure import MeasureFailed
+
+    loop = asyncio.get_running_loop()
     cancel = threading.Event()
     key = id(cancel)
     profiling._IN_PROGRESS[key] = time.time_ns()
-    work = loop.run_in_executor(None, _measure, req, measure_run, progress, profiling._LogLines(ls, loop), cancel)
+    job = loop.run_in_executor(None, work, profiling._LogLines(ls, loop), cancel)
     try:
-        while not work.done():
+        while not job.done():
             if progress.cancelled():
                 cancel.set()
-            await asyncio.wait({work}, timeout=0.2)
-        doc = work.result()
+            await asyncio.wait({job}, timeout=0.2)
+        return job.result()
     except asyncio.CancelledError:
         cancel.set()
-        await asyncio.shield(asyncio.wait({work}, timeout=10))
+        await asyncio.shield(asyncio.wait({job}, timeout=10))
         progress.end("cancelled")
         raise
     except Cancelled as e:
@@ -133,16 +163,6 @@ async def measure_at(ls: "StepscopeServer", args: dict[str, Any]) -> dict[str, A
         raise ProfileFailed(str(e), e.exit_code) from None
     finally:
         profiling._IN_PROGRESS.pop(key, None)
-    run_dir = Path(doc["run_dir"])
-    ls.runs.remember_root(req.root)
-    result = measure_result(doc, run_dir.name)
-    if first_run and not args.get("confirmed"):  # a client that asked the user before says so
-        from lsprotocol import types
-
-        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning,
-                                                       message=profiling.FIRST_RUN_NOTICE))
-    progress.end(result["summary"])
-    return result
 
 
 def measure_result(doc: dict[str, Any], run_id: str) -> dict[str, Any]:
@@ -169,16 +189,16 @@ def measure_result(doc: dict[str, Any], run_id: str) -> dict[str, Any]:
 # -- recorded runs -----------------------------------------------------------------------------------
 def measure_document(ls: "StepscopeServer", params: dict[str, Any]) -> dict[str, Any]:
     """`stepscope/measure` {runId, against?, force?}: the run's measure.json for the panel, with
-    the words of `panel_words` (`value_words`, `call_words`, `pace_words`). With `against` (another
-    run id: the baseline), the comparison of the two recorded runs is merged in (ratio, ci95,
-    verdict, values_match, baseline) with the baseline's measured passes as `compare_raw_ms`; a run
+    the words of `panel_words` (`value_words`, `call_words`, `pace_words`, `ranks_words`,
+    `verdict_words`). With `against` (another run id: the baseline), the comparison of the two
+    recorded runs is merged in (ratio, ci95, verdict, verdict_detail, margin, values_match, baseline)
+    with the baseline's measured passes as `compare_raw_ms`; a run
     measured with --compare/--against carries its own, and its baseline's passes are added when the
     history still has them."""
     roots = ls.roots()
     run_dir = ls.runs.folder_of(params.get("runId"), roots)
     doc = _read_measure(run_dir)
     doc["run_id"] = run_dir.name
-    doc.update(panel_words(doc))
     against = params.get("against")
     if against is not None:
         baseline_dir = ls.runs.folder_of(against, roots)
@@ -188,6 +208,8 @@ def measure_document(ls: "StepscopeServer", params: dict[str, Any]) -> dict[str,
         comparison.pop("candidate")
         doc.update(comparison)
         doc["baseline"] = {**summary, "label": f"run {baseline_dir.name}"}
+    doc.update(panel_words(doc))
+    doc["tried"] = _tried(run_dir, doc)
     baseline_run = (doc.get("baseline") or {}).get("run")
     if doc.get("verdict") and isinstance(baseline_run, str):
         doc["compare_raw_ms"] = _measured_passes(_root_of(run_dir), baseline_run)
@@ -195,13 +217,37 @@ def measure_document(ls: "StepscopeServer", params: dict[str, Any]) -> dict[str,
     return doc
 
 
+def _tried(run_dir: Path, doc: dict[str, Any]) -> dict[str, str] | None:
+    """A try run's change for the panel: its title, its verdict in the try's words, its diff."""
+    from ..trying.change import Change
+    from ..trying.present import beside_baseline, headline
+    from ..trying.result import try_entry
+
+    try:
+        record = jsonio.read_json(run_dir / protocol.TRY)
+        change = Change.from_dict(record["change"])
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        log.warning("run %s: its %s cannot be read: %s", run_dir.name, protocol.TRY, e)
+        return None
+    if doc.get("verdict") is None:
+        words = "not measured to its end: no verdict"
+    else:
+        entry = try_entry(str(record.get("name")), change, {**doc, "run_dir": str(run_dir)})
+        words = headline(beside_baseline(entry, doc.get("baseline")))
+    return {"title": change.title, "words": words, "diff": change.diff()}
+
+
 def panel_words(doc: dict[str, Any]) -> dict[str, str | None]:
     """What the panel shows of a measure document as text, in the CLI's and the tooltip's words:
-    what the step computed, a --function step's call itself, and when the median is not the pace."""
+    what the step computed, a --function step's call itself, when the median is not the pace, under
+    a launcher each rank's median, and a comparison's verdict with its margin."""
     from ..measurement import present
 
     return {"value_words": present.step_values(doc), "call_words": present.call_words(doc),
-            "pace_words": present.pace_words(doc)}
+            "pace_words": present.pace_words(doc), "ranks_words": present.ranks_words(doc),
+            "verdict_words": present.verdict_words(doc) if doc.get("verdict") else None}
 
 
 def _read_measure(run_dir: Path) -> dict[str, Any]:

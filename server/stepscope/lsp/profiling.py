@@ -117,25 +117,28 @@ class _LogLines:
         pass
 
 
-def _loop_line(args: dict[str, Any]) -> tuple[Path, int]:
-    """The file and the 1-based header line of the loop a profile at `args` times."""
+def step_at(ls: "StepscopeServer", args: dict[str, Any]) -> dict[str, Any]:
+    """`stepscope/resolveStep`: the step a profile at this position (or of the function named) would
+    time, named for a title: a loop (`the loop at train.py:12 (for ...)`) or a function (`each call of
+    LitModel.training_step (train.py:30)`, `function` set)."""
     path = path_of(str(args.get("uri", "")))
     if not path.is_file():
         raise ProfileFailed(f"{path.name} is not a saved file; save it before profiling", errors.USAGE)
-    return path, _step_loop(path, args)
-
-
-def step_at(ls: "StepscopeServer", args: dict[str, Any]) -> dict[str, Any]:
-    """`stepscope/resolveStep`: the loop a profile at this position would time, named for a title."""
-    path, loop_line = _loop_line(args)
+    root = _root_for(ls, path)
+    function = _function_arg(args)
+    step_file, qualname, line = _step_function(path, function, root) if function else _step_at(path, args, root)
     try:
-        header = path.read_text(encoding="utf-8", errors="replace").splitlines()[loop_line - 1].strip()
+        header = step_file.read_text(encoding="utf-8", errors="replace").splitlines()[line - 1].strip()
     except (OSError, IndexError):
         header = ""
     if len(header) > 60:
         header = header[:59] + "…"
-    return {"uri": path.as_uri(), "line": loop_line - 1, "file": path.name, "header": header,
-            "title": f"the loop at {path.name}:{loop_line}" + (f" ({header})" if header else "")}
+    if qualname is not None:
+        title = f"each call of {qualname} ({step_file.name}:{line})"
+    else:
+        title = f"the loop at {step_file.name}:{line}" + (f" ({header})" if header else "")
+    return {"uri": step_file.as_uri(), "line": line - 1, "file": step_file.name, "header": header,
+            "function": qualname, "title": title}
 
 
 def _build_request(ls: "StepscopeServer", args: dict[str, Any]):
@@ -169,17 +172,11 @@ def step_program(ls: "StepscopeServer", args: dict[str, Any], verb: str = "profi
         raise ProfileFailed(f"{path.name} is not a saved file; save it before {verb}", errors.USAGE)
     python = args.get("python") or ls.options.get("interpreter") or sys.executable
     root = _root_for(ls, path)
-    function = args.get("function")
-    if function is not None and (not isinstance(function, str) or not function.strip()):
-        raise ProfileFailed(f"the command's function argument must be a function's name, got {_shown(function)}",
-                            errors.USAGE)
-    step_file, target_function, entry = path, None, None
-    if function:
-        step_file, target_function, loop_line = _step_function(path, function.strip(), root)
-        if step_file != path:
-            entry = path  # the program starts from the file the command was given; the step lives elsewhere
-    else:
-        loop_line = _step_loop(path, args)
+    function = _function_arg(args)
+    step_file, target_function, loop_line = _step_function(path, function, root, str(python)) if function \
+        else _step_at(path, args, root)
+    # the program starts from the file the command was given, also where the step lives elsewhere
+    entry = path if step_file != path else None
     launch = _launch_options(args.get("launch"), path, str(python))
     if entry is not None and launch.get("entry_script") is None and launch.get("entry_module") is None:
         launch["entry_script"] = entry
@@ -193,20 +190,34 @@ def _shown(value: Any) -> str:
     return options.shown(value)
 
 
-def _step_function(path: Path, name: str, root: Path) -> tuple[Path, str, int]:
-    """(its file, qualified name, def line) of the function the command names: each call is a step."""
+def _function_arg(args: dict[str, Any]) -> str | None:
+    """The command's `function` argument (a lens on a step function, or on a call that runs one), or None."""
+    function = args.get("function")
+    if function is not None and (not isinstance(function, str) or not function.strip()):
+        raise ProfileFailed(f"the command's function argument must be a function's name, got {_shown(function)}",
+                            errors.USAGE)
+    return function.strip() if function else None
+
+
+def _step_function(path: Path, name: str, root: Path, python: str | None = None) -> tuple[Path, str | None, int]:
+    """(its file, qualified name, def line) of the function the command names (in the workspace, or
+    a module of an installed package as `python` imports it): each call is a step."""
     from ..capture.step import resolve_function
 
     try:
-        found = resolve_function(path, name, root, root)
+        found = resolve_function(path, name, root, root, python)
     except errors.StepscopeError as e:
         raise ProfileFailed(str(e), e.exit_code) from None
     return found.file, found.qualname, found.line
 
 
-def _step_loop(path: Path, args: dict[str, Any]) -> int:
-    """The loop at the cursor, else the loop that is clearly the step."""
-    from ..capture.step import resolve_step
+def _step_at(path: Path, args: dict[str, Any], root: Path) -> tuple[Path, str | None, int]:
+    """The step at the cursor, as (file, function's qualified name or None, line): the loop it is in;
+    else the step function it is in (a `training_step`); else the step of the file, as
+    `stepscope profile FILE` would choose it (the loop that is clearly the step, or its one step
+    function)."""
+    from ..capture.step import default_step, resolve_step
+    from ..source.candidates import step_function_at
 
     position = args.get("position") or {}
     try:
@@ -214,33 +225,51 @@ def _step_loop(path: Path, args: dict[str, Any]) -> int:
     except (TypeError, ValueError):
         raise ProfileFailed("position.line must be a number", errors.USAGE) from None
     try:
-        return resolve_step(path, line)
+        return path, None, resolve_step(path, line)
     except errors.NoStepError as e:
-        if e.kind != "not-in-loop":
+        if e.kind not in ("not-in-loop", "in-function"):
             raise ProfileFailed(no_step_message(e), e.exit_code) from None
-        # The cursor is outside any loop: fall back to the loop that is clearly the step.
-        try:
-            return resolve_step(path, None)
-        except errors.NoStepError as e2:
-            raise ProfileFailed(no_step_message(e2), e2.exit_code) from None
-        except errors.StepscopeError as e2:
-            raise ProfileFailed(str(e2), e2.exit_code) from None
+        in_function = e.kind == "in-function"
     except errors.StepscopeError as e:
         raise ProfileFailed(str(e), e.exit_code) from None
+    if in_function:
+        function = step_function_at(path.read_text(encoding="utf-8"), line)
+        if function is not None and function.function:
+            return _step_function(path, function.function, root)
+    try:  # the cursor is in no step: the step of the file
+        chosen = default_step(path, root, root)
+    except errors.NoStepError as e2:
+        raise ProfileFailed(no_step_message(e2), e2.exit_code) from None
+    except errors.StepscopeError as e2:
+        raise ProfileFailed(str(e2), e2.exit_code) from None
+    if chosen.function is not None:
+        return chosen.function.file, chosen.function.qualname, chosen.function.line
+    return path, None, chosen.loop_line or 0
+
+
+def _named(line: int, why: str, flag: str) -> str:
+    """A candidate in the editor's words: `line 12 (for loop ...)`, `Lit.training_step (line 30: ...)`."""
+    if flag.startswith("--function "):
+        return f"{flag.removeprefix('--function ')} (line {line}: {why})"
+    if flag.startswith("--line "):
+        return f"line {line} ({why})"
+    return f"{flag.split()[0]}:{line} ({why})"  # a loop of a module the file imports
 
 
 def no_step_message(e: errors.NoStepError) -> str:
-    """Why no loop was profiled, in the editor's words (the CLI's name its flags)."""
+    """Why no step was profiled, in the editor's words (the CLI's name its flags)."""
     name = Path(e.file).name
     if e.kind == "ambiguous":
-        listing = "; ".join(f"line {line} ({why})" for line, why in e.candidates)
-        return (f"the cursor is not in a loop, and more than one loop in {name} could be the step: {listing}; "
-                "put the cursor inside the one to profile")
+        listing = "; ".join(_named(*c) for c in e.candidates)
+        return (f"the cursor is in no step, and more than one step in {name} could be the one: {listing}; "
+                "put the cursor inside the loop or the step function to profile, or use its lens")
     if e.kind == "no-step":
-        seen = "; ".join(f"line {line} ({what})" for line, what in e.candidates[:20])
-        return (f"the cursor is not in a loop, and no loop in {name} looks like a training or inference step"
-                + (f" (loops seen: {seen})" if seen else "") + "; put the cursor inside the loop to profile")
-    return f"line {e.line} of {name} is not inside a for/while loop; put the cursor inside the loop to profile"
+        seen = "; ".join(_named(*c) for c in e.candidates[:20])
+        return (f"the cursor is in no step, and no loop or function in {name} looks like a training or inference "
+                "step" + (f" (seen: {seen})" if seen else "") + "; put the cursor inside the loop to profile")
+    if e.kind == "not-in-loop":
+        return f"line {e.line} of {name} is not inside a for/while loop; put the cursor inside the loop to profile"
+    return str(e)
 
 
 def _launch_options(launch: Any, path: Path, python: str) -> dict[str, Any]:

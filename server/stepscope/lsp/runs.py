@@ -88,10 +88,7 @@ class Run:
     @property
     def started_ns(self) -> int | None:
         """When the program started, as a file time: spec.json is written just before it starts."""
-        try:
-            return (self.run_dir / protocol.SPEC).stat().st_mtime_ns
-        except OSError:
-            return None
+        return workspace.run_started_ns(self.run_dir)
 
     @cached_property
     def script(self) -> Path | None:
@@ -104,40 +101,21 @@ class Run:
         """The text of `uri` this run measured: from sources.json, else the file on disk when it has
         not changed since the run started; None when that cannot be known."""
         if self._sources is None:
-            self._sources = {}
-            doc = _read_object(self.run_dir / SOURCES) or {}
-            for rel, text in (doc.get("files") or {}).items():
-                if isinstance(rel, str) and isinstance(text, str):
-                    self._sources[(self.root / rel).resolve().as_uri()] = text
+            self._sources = {(self.root / rel).resolve().as_uri(): text
+                             for rel, text in workspace.run_sources(self.run_dir).items()}
         if uri in self._sources:
             return self._sources[uri]
-        path = _uri_path(uri)
-        started = self.started_ns
-        try:
-            if started is None or path.stat().st_mtime_ns > started:
-                return None  # changed since the run started: not what it measured
-            return path.read_text(encoding="utf-8", errors="surrogateescape")
-        except OSError:
-            return None
+        return workspace.unchanged_text(_uri_path(uri), self.started_ns)  # None: changed since the run started
 
     def write_sources(self) -> list[str]:
         """Keep the text of each workspace file this run has figures for in its folder (sources.json),
         so its figures can follow their lines after edits, reopening and restarts. A file changed
         since the run started is left out (what ran is not known). Returns the files left out."""
-        files: dict[str, str] = {}
-        left_out = []
-        for uri in sorted(self.uris()):
-            text = self.measured_text(uri)
-            if text is None:
-                left_out.append(workspace.relpath(_uri_path(uri), self.root))
-                continue
-            files[workspace.relpath(_uri_path(uri), self.root)] = text
         try:
-            jsonio.write_json(self.run_dir / SOURCES, {"version": 1, "files": files}, replace=False)
-        except FileExistsError:
-            pass  # written before: the first copy is what ran
+            left_out = workspace.keep_sources(self.run_dir, self.root, [_uri_path(uri) for uri in self.uris()])
         except OSError as e:
             log.warning("could not keep the sources of run %s: %s", self.run_id, e)
+            left_out = []
         self._sources = None
         return left_out
 
@@ -189,10 +167,10 @@ class RunRegistry:
         raise UnknownRun(f"no run {run_id} in this workspace's .stepscope/runs")
 
     def kind_of(self, run_id: Any, roots: Iterable[Path]) -> tuple[Path, str]:
-        """A run's folder and kind ("measure" or "profile", as its spec.json says)."""
+        """A run's folder and kind ("measure" or "profile", as its spec.json says; "try": a measure run
+        of a change, with its try.json)."""
         run_dir = self.folder_of(run_id, roots)
-        mode = (_read_object(run_dir / protocol.SPEC) or {}).get("mode")
-        return run_dir, "measure" if mode == "measure" else "profile"
+        return run_dir, _kind(run_dir, _read_object(run_dir / protocol.SPEC))
 
     def list_runs(self, roots: Iterable[Path]) -> dict[str, Any]:
         """`stepscope/runs`: every run folder of the roots, newest first."""
@@ -220,7 +198,7 @@ class RunRegistry:
         script = target.get("path") if isinstance(target.get("path"), str) else None
         summary: dict[str, Any] = {
             "id": run_dir.name,
-            "kind": "measure" if (spec or {}).get("mode") == "measure" else "profile",
+            "kind": _kind(run_dir, spec),
             "folder": str(run_dir),
             "root": str(root),
             "started": _started(run_dir),
@@ -511,6 +489,12 @@ class View:
     run_id: str
     measured: str
     lines: LineMap
+
+
+def _kind(run_dir: Path, spec: dict[str, Any] | None) -> str:
+    if (spec or {}).get("mode") != "measure":
+        return "profile"
+    return "try" if (run_dir / protocol.TRY).is_file() else "measure"
 
 
 def _measure_summary(run_dir: Path, root: Path) -> dict[str, Any]:

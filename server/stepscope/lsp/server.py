@@ -1,5 +1,6 @@
 """The Stepscope language server: diagnostics, code lenses, quick fixes, hovers, inlay hints,
-"Profile this step", "Measure this step" (`stepscope.measure`, `stepscope/measure`: measuring.py), and the
+"Profile this step", "Measure this step" (`stepscope.measure`, `stepscope/measure`: measuring.py), "Try this
+fix (measure it)" (`stepscope.try`, `stepscope/tryChange`, `stepscope/applyTry`: trying.py), and the
 runs of the workspace (`stepscope/runs`, `stepscope/report`,
 `stepscope/figures`, `stepscope/showRun`, `stepscope/compareRuns`, `stepscope/deleteRun`,
 `stepscope/resolveStep`; docs/extension.md).
@@ -32,7 +33,8 @@ from pygls.protocol.language_server import lsp_method
 from .. import __version__, errors
 from ..jsonio import plain
 from ..analysis import present
-from . import documents, measuring, panel, profiling, results, share
+from ..commands.runs import statement_comparison
+from . import documents, measuring, panel, profiling, results, share, trying
 from .runs import RunRegistry
 
 log = logging.getLogger("stepscope.lsp")
@@ -42,9 +44,9 @@ RUNS_REQUEST = "stepscope/runs"  # {} → {schemaVersion, runs: [run summary]}
 REPORT_REQUEST = "stepscope/report"  # {runId} → the run's report (report.json, validated)
 FIGURES_REQUEST = "stepscope/figures"  # {uri} → the document's figures on its current lines
 SHOW_RUN_REQUEST = "stepscope/showRun"  # {runId} → shows it in its documents; the profile result
-COMPARE_REQUEST = "stepscope/compareRuns"  # {a, b} → {markdown}
+COMPARE_REQUEST = "stepscope/compareRuns"  # {a, b} → {markdown, statements} (or, with a measure run, {markdown, comparison})
 DELETE_REQUEST = "stepscope/deleteRun"  # {runId} → {deleted}
-RESOLVE_STEP_REQUEST = "stepscope/resolveStep"  # {uri, position} → the loop a profile would time
+RESOLVE_STEP_REQUEST = "stepscope/resolveStep"  # {uri, position, function?} → the step a profile would time
 FIGURES_CHANGED = "stepscope/figuresChanged"  # server → client: {uris}: ask for their figures again
 # stepscope/timeline {runId, rank?, startUs?, endUs?, maxSpans?} → a timeline document (panel.py)
 # stepscope/shareTrace {runId} → {runId, folder, copies: [{trace, copy, counts, occurrences}], summary} (share.py)
@@ -142,8 +144,11 @@ def did_close(ls: StepscopeServer, params: types.DidCloseTextDocumentParams) -> 
     types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]),
 )
 def code_action(ls: StepscopeServer, params: types.CodeActionParams) -> list[types.CodeAction]:
-    return ls.documents.code_actions(ls, params.text_document.uri, params.range) + panel.finding_actions(
-        ls, params.text_document.uri, params.context, ls.options.get("panelCommand"))
+    uri = params.text_document.uri
+    return (ls.documents.code_actions(ls, uri, params.range)
+            + trying.try_actions(ls, uri, params.context, params.range,
+                                 _client_command(ls, "tryCommand", trying.TRY_COMMAND))
+            + panel.finding_actions(ls, uri, params.context, ls.options.get("panelCommand")))
 
 
 @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
@@ -228,19 +233,24 @@ def show_run(ls: StepscopeServer, params: Any) -> dict[str, Any]:
 
 @server.feature(COMPARE_REQUEST)
 def compare_runs(ls: StepscopeServer, params: Any) -> dict[str, Any]:
-    """Two runs: line by line when both are profile runs; when a side is a measure run, the verdict
-    of `stepscope runs compare` (a, the baseline; b, the candidate; `force` past a refusal)."""
+    """Two runs: statement by statement when both are profile runs (`statements`: the statements of
+    `stepscope runs compare`, matched by their code through edits; the trace panel shows it); when a
+    side is a measure run, the verdict of `stepscope runs compare` (a, the baseline; b, the candidate;
+    `force` past a refusal)."""
     try:
         kinds = [ls.runs.kind_of(_param(params, key), ls.roots()) for key in ("a", "b")]
-        if "measure" in (kind for _, kind in kinds):
+        if any(kind != "profile" for _, kind in kinds):  # a measure or a try run: their verdict
             (a_dir, a_kind), (b_dir, b_kind) = kinds
             return measuring.compare_markdown(a_dir.parent.parent.parent, (a_dir.name, a_kind), (b_dir.name, b_kind),
                                               force=_param(params, "force") is True)
         a = ls.runs.load(_param(params, "a"), ls.roots())
         b = ls.runs.load(_param(params, "b"), ls.roots())
+        if a.run_id == b.run_id:
+            raise errors.UsageError("compare takes two different runs")
+        statements = statement_comparison((a.run_id, a.run_dir), (b.run_id, b.run_dir), a.root)
     except errors.StepscopeError as e:
         raise _refused(e) from None
-    return {"markdown": present.compare_runs((a.run_id, a.report), (b.run_id, b.report), str(a.root))}
+    return {"markdown": present.compare_runs(statements, str(a.root)), "statements": statements}
 
 
 @server.feature(measuring.MEASURE_REQUEST)
@@ -268,7 +278,8 @@ def delete_run(ls: StepscopeServer, params: Any) -> dict[str, Any]:
 @server.feature(RESOLVE_STEP_REQUEST)
 def resolve_step(ls: StepscopeServer, params: Any) -> dict[str, Any]:
     try:
-        return profiling.step_at(ls, {"uri": _param(params, "uri"), "position": _param(params, "position")})
+        return profiling.step_at(ls, {"uri": _param(params, "uri"), "position": _param(params, "position"),
+                                      "function": _param(params, "function")})
     except profiling.ProfileFailed as e:
         raise JsonRpcServerError(str(e), -32001, data={"exit": e.exit_code}) from None
 
@@ -306,6 +317,33 @@ async def measure(ls: StepscopeServer, *arguments: Any) -> dict[str, Any]:
     except profiling.ProfileFailed as e:
         raise JsonRpcServerError(present.for_surface(str(e), "editor"), -32001,
                                  data={"exit": e.exit_code, "runDir": e.run_dir, "runId": e.run_id}) from None
+
+
+@server.command(trying.TRY_COMMAND)
+async def try_fix(ls: StepscopeServer, *arguments: Any) -> dict[str, Any]:
+    if not arguments or not isinstance(arguments[0], dict):
+        raise JsonRpcInvalidParams("stepscope.try expects one object: {uri, finding | fix | text, python?}")
+    try:
+        return await trying.try_at(ls, arguments[0])
+    except profiling.ProfileFailed as e:
+        raise JsonRpcServerError(present.for_surface(str(e), "editor"), -32001,
+                                 data={"exit": e.exit_code, "runDir": e.run_dir, "runId": e.run_id}) from None
+
+
+@server.feature(trying.TRY_CHANGE_REQUEST)
+def try_change(ls: StepscopeServer, params: Any) -> dict[str, Any]:
+    try:
+        return trying.change_document(ls, plain(params) if params is not None else {})
+    except errors.StepscopeError as e:
+        raise _refused(e) from None
+
+
+@server.feature(trying.APPLY_REQUEST)
+def apply_try(ls: StepscopeServer, params: Any) -> dict[str, Any]:
+    try:
+        return trying.apply_edit(ls, plain(params) if params is not None else {})
+    except errors.StepscopeError as e:
+        raise _refused(e) from None
 
 
 class _ExpectedFailures(logging.Filter):
