@@ -86,10 +86,18 @@ function listOf(items: string[]): HTMLElement {
 function headline(report: PanelReport): HTMLElement {
   const per = report.window?.per === "window";
   const steps = report.steps.length;
+  // where the step was timed without the profiler, that is the headline; the profiled figure (what every
+  // line and share below is of) is said beside it, as on the CLI and the status bar
+  const real = per ? null : report.unprofiled?.ms_per_step ?? null;
   const main = per
     ? `No step markers: one window of ${fmtMs(report.window?.ms ?? null)} (figures are per window)`
-    : `${fmtMs(report.ms_per_step)} per step`;
-  const detail = per ? "" : `median of ${steps} active step${steps === 1 ? "" : "s"}, each from the previous one's completion to its own`;
+    : real !== null
+      ? `${fmtMs(real)} per step without the profiler`
+      : `${fmtMs(report.ms_per_step)} per step`;
+  const profiled = `median of ${steps} active step${steps === 1 ? "" : "s"}, each from the previous one's completion to its own`;
+  const detail = per ? "" : real !== null
+    ? `median of ${report.unprofiled?.passes} passes after the window, same process; profiled: ${fmtMs(report.ms_per_step)} per step (${profiled}), which the lines and shares below are of`
+    : profiled;
   return h(
     "section",
     { class: "headline", "aria-label": "Headline" },
@@ -146,7 +154,10 @@ function breakdownSection(timeline: TimelineDoc, report: PanelReport | null): HT
   section.appendChild(list);
   if (steps.length > MAX_BARS) section.appendChild(h("p", { class: "hint" }, `The first ${MAX_BARS} of ${steps.length} steps are shown; the steps table lists every one.`));
   if (report && report.ms_per_step !== null && timeline.window.per === "step") {
-    section.appendChild(h("p", { class: "hint" }, `The headline is the median step (${fmtMs(report.ms_per_step)}); the first bar is the mean of the steps shown below it.`));
+    const said = report.unprofiled?.ms_per_step != null
+      ? `These are the profiled steps (median ${fmtMs(report.ms_per_step)}; the headline is the step without the profiler)`
+      : `The headline is the median step (${fmtMs(report.ms_per_step)})`;
+    section.appendChild(h("p", { class: "hint" }, `${said}; the first bar is the mean of the steps shown below it.`));
   }
   return section;
 }

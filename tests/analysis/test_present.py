@@ -33,7 +33,15 @@ def gpu_report(tmp_path_factory) -> dict:
 def test_the_machine_is_named_the_same_in_the_text_report_and_the_editor(gpu_report: dict) -> None:
     label = present.machine_label(gpu_report["machine"])
     assert f"measured on: {label}\n" in render_text(gpu_report)
-    assert present.run_summary(gpu_report) == f"{present.ms_short(gpu_report['ms_per_step'])} ms/step on {label}"
+    assert present.run_summary(gpu_report) == f"{present.ms_short(gpu_report['ms_per_step'])} ms/step profiled on {label}"
+    # timed without the profiler too: that figure leads, the profiled one beside it, on every one-line surface
+    timed = {**gpu_report, "unprofiled": {"ms_per_step": 2.0, "passes": 5, "iqr_ms": 0.1}}
+    profiled = present.ms_short(gpu_report["ms_per_step"])
+    assert present.run_summary(timed) == f"2.00 ms/step without the profiler ({profiled} profiled) on {label}"
+    assert present.status_text(timed) == f"2.00 ms/step ({profiled} profiled)"
+    assert present.headline(timed).startswith(f"2.00 ms/step without the profiler (median of 5 passes after the "
+                                              f"window, same process); profiled: {gpu_report['ms_per_step']:.3f} ms/step")
+    assert present.basis_words(timed) == "the profiled mean step" and "under the profiler" in present.per_words(timed)
     assert present.machine_label(MACHINE) == "NVIDIA H200, host gpu-3, rank 1, from the scenario"
     assert present.machine_label({}) == "unknown device, from the trace"
 
@@ -66,8 +74,11 @@ def test_a_line_s_label_and_hover_say_the_same_figures_as_shares_of_the_mean_ste
     assert label == "12.3 ms/step · 25% · GPU 8.10 ms · bwd 3.20 ms"  # 12.34 of the 50 ms mean step
     hover = present.line_hover(LINE, STEPPED, "20261201T000000Z-train-1a2b")
     assert "- wall: 12.3 ms" in hover
-    assert "- share of the mean step: 25% of 50.0 ms (mean of 4 active steps; the median, 48.0 ms/step, is the " \
-           "headline)" in hover
+    assert "- share of the mean step: 25% of 50.0 ms (mean of 4 active steps, profiled; the median, 48.0 ms/step, is " \
+           "the headline)" in hover
+    # where the step was timed without the profiler, that is the headline, and the share says it is of the profiled step
+    real = present.line_hover(LINE, {**STEPPED, "unprofiled": {"ms_per_step": 20.0, "passes": 5, "iqr_ms": 0.1}}, "r")
+    assert "(mean of 4 active steps, profiled; without the profiler the step takes 20.0 ms, the headline)" in real
     assert "- GPU: 8.10 ms" in hover and "- backward: 3.20 ms" in hover and "- kernels: 4" in hover
     assert "- copies: host→device 2 (3.00 MiB)" in hover
     assert "run `20261201T000000Z-train-1a2b`" in hover and "gpu\\-3" in hover

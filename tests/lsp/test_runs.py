@@ -213,8 +213,12 @@ async def test_the_hover_the_label_and_the_status_bar_say_what_the_cli_says(clie
     # The editor names the machine as the text report does: host included.
     assert result["machine"] == measured_on.removeprefix("measured on: ")
     assert ", host " in result["machine"]
-    assert result["summary"] == f"{result['status']['text']} on {result['machine']}"
-    assert result["status"]["text"].endswith(" ms/step")
+    # the step without the profiler leads, the profiled figure beside it: the CLI's first line, the status bar
+    # and the summary say the same two figures
+    real = cli.stdout.splitlines()[0].split(" ms/step without the profiler")[0]
+    profiled = present.ms_short(result["msPerStep"])
+    assert result["status"]["text"] == f"{real} ms/step ({profiled} profiled)"
+    assert result["summary"] == f"{real} ms/step without the profiler ({profiled} profiled) on {result['machine']}"
     assert result["runId"] in result["status"]["tooltip"] and "torch " in result["status"]["tooltip"]
 
     loop_line = _line_of(text, "for x, y in loader:")
@@ -262,7 +266,7 @@ async def test_runs_made_by_the_cli_are_listed_and_read_back_with_their_report(c
     text = (ws / "train_cpu.py").read_text()
     assert run["id"] == run_dir.name and run["status"] == "complete" and run["analysed"]
     assert run["script"] == "train_cpu.py" and run["stepLine"] == _line_of(text, "for x, y in loader:") + 1
-    assert run["msPerStep"] == printed["ms_per_step"] and "ms/step on CPU only, host " in run["summary"]
+    assert run["msPerStep"] == printed["ms_per_step"] and "profiled) on CPU only, host " in run["summary"]
     assert run["started"].endswith("Z") and run["started"][:4].isdigit()
 
     report = await _request(client, "stepscope/report", {"runId": run["id"]})
@@ -416,7 +420,7 @@ async def test_a_failed_run_keeps_the_last_good_figures_marked_and_the_runs_can_
 
     # Open the first run again: its figures come back on the document.
     opened = await _request(client, "stepscope/showRun", {"runId": good["runId"]})
-    assert opened["runId"] == good["runId"] and opened["status"]["text"].endswith("ms/step")
+    assert opened["runId"] == good["runId"] and opened["status"]["text"].endswith(" profiled)")
     assert (await _figures(client, uri))["runId"] == good["runId"]
 
     # Compare two runs line by line.

@@ -72,8 +72,11 @@ def share_basis(report: dict[str, Any]) -> float | None:
 
 
 def basis_words(report: dict[str, Any]) -> str:
-    """`the mean step`, or `the window` for a report without steps: what shares are of."""
-    return "the window" if report.get("ms_per_step") is None else "the mean step"
+    """`the mean step`, or `the window` for a report without steps: what shares are of; `the profiled
+    mean step` where the headline is the step without the profiler (`unprofiled_ms`)."""
+    if report.get("ms_per_step") is None:
+        return "the window"
+    return "the mean step" if unprofiled_ms(report) is None else "the profiled mean step"
 
 
 def share_of(ms: float | None, report: dict[str, Any]) -> float | None:
@@ -207,11 +210,13 @@ def per(report: dict[str, Any]) -> str:
 
 
 def per_words(report: dict[str, Any]) -> str:
-    """`per step (mean of 5 active steps)`, or `per window`: what per-line and per-region figures are."""
+    """`per step (mean of 5 active steps)`, or `per window`: what per-line and per-region figures are;
+    `per step under the profiler (...)` where the headline is the step without it (`unprofiled_ms`)."""
     if report.get("ms_per_step") is None:
         return "per window"
     steps = len(report.get("steps") or [])
-    return f"per step (mean of {steps} active step{'' if steps == 1 else 's'})"
+    under = "" if unprofiled_ms(report) is None else " under the profiler"
+    return f"per step{under} (mean of {steps} active step{'' if steps == 1 else 's'})"
 
 
 # -- which step, and whose code its time runs in -----------------------------------------------------
@@ -338,9 +343,19 @@ def time_split_summary(report: dict[str, Any]) -> str | None:
 
 
 # -- the headline -----------------------------------------------------------------------------------
+def unprofiled_ms(report: dict[str, Any]) -> float | None:
+    """The step without the profiler: the median of the passes the agent timed after the window, in
+    the same process; None where nothing was timed so (a trace Stepscope did not record, a loop that
+    ended with the window). Wherever it is known it is the headline: the profiled figure is the
+    profiler's, said beside it with the distortion."""
+    value = (report.get("unprofiled") or {}).get("ms_per_step")
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def headline(report: dict[str, Any]) -> str:
     """`12.345 ms/step (median of 5 active steps; mean 13.012 ms), 512.0 samples/s`, or why there
-    is no ms/step."""
+    is no ms/step; led by the step without the profiler where it is known: `7.34 ms/step without the
+    profiler (median of 5 passes after the window, same process); profiled: 11.529 ms/step (...)`."""
     if report.get("ms_per_step") is None:
         window_ms = (report.get("window") or {}).get("ms") or 0.0
         return f"no step markers (ProfilerStep#N): one window of {window_ms:.3f} ms, no ms/step"
@@ -349,7 +364,12 @@ def headline(report: dict[str, Any]) -> str:
     text += f"; mean {mean:.3f} ms)" if mean is not None else ")"
     if report.get("samples_per_s") is not None:
         text += f", {report['samples_per_s']:.1f} samples/s"
-    return text
+    real = unprofiled_ms(report)
+    if real is None:
+        return text
+    passes = (report.get("unprofiled") or {}).get("passes")
+    return (f"{ms_short(real)} ms/step without the profiler (median of {passes} passes after the window, same "
+            f"process); profiled: {text}")
 
 
 def distortion_text(report: dict[str, Any]) -> str | None:
@@ -431,16 +451,27 @@ def gpu_text(gpu: dict[str, Any] | None) -> str:
 
 
 def run_summary(report: dict[str, Any]) -> str:
-    """`51.4 ms/step on CPU only, host vm, from the scenario`: one run in one line."""
+    """`31.2 ms/step without the profiler (51.4 profiled) on CPU only, host vm, from the scenario`, or
+    `51.4 ms/step profiled on ...` where the step was not timed without the profiler: one run in one
+    line."""
     machine = machine_label(report.get("machine"))
     ms = report.get("ms_per_step")
-    return f"{ms_short(ms)} ms/step on {machine}" if ms is not None else f"no steady step measured on {machine}"
+    if ms is None:
+        return f"no steady step measured on {machine}"
+    real = unprofiled_ms(report)
+    if real is None:
+        return f"{ms_short(ms)} ms/step profiled on {machine}"
+    return f"{ms_short(real)} ms/step without the profiler ({ms_short(ms)} profiled) on {machine}"
 
 
 def status_text(report: dict[str, Any]) -> str:
-    """The status bar's figure: `51.4 ms/step`."""
+    """The status bar's figure: `31.2 ms/step (51.4 profiled)`, led by the step without the profiler
+    where it is known; `51.4 ms/step profiled` otherwise."""
     ms = report.get("ms_per_step")
-    return f"{ms_short(ms)} ms/step" if ms is not None else "no ms/step"
+    if ms is None:
+        return "no ms/step"
+    real = unprofiled_ms(report)
+    return f"{ms_short(ms)} ms/step profiled" if real is None else f"{ms_short(real)} ms/step ({ms_short(ms)} profiled)"
 
 
 def status_tooltip(report: dict[str, Any], run_id: str | None = None) -> str:
@@ -453,7 +484,8 @@ def status_tooltip(report: dict[str, Any], run_id: str | None = None) -> str:
     mean = share_basis(report)
     if report.get("ms_per_step") is not None:
         parts.append(f"median of {steps} active step{'' if steps == 1 else 's'}"
-                     + (f"; per-line figures and shares are of the mean step, {ms_short(mean)} ms" if mean else ""))
+                     + (f"; per-line figures and shares are of the profiled mean step, {ms_short(mean)} ms" if mean
+                        else ""))
     distortion = distortion_text(report)
     if distortion:
         parts.append(md_text(distortion))
@@ -574,9 +606,11 @@ def line_hover(line: dict[str, Any], report: dict[str, Any], run_id: str | None 
     if share is not None:
         if unit == "step":
             steps = len(report.get("steps") or [])
+            real = unprofiled_ms(report)
+            headline_words = (f"the median, {ms_short(report['ms_per_step'])} ms/step, is the headline" if real is None
+                              else f"without the profiler the step takes {ms_short(real)} ms, the headline")
             rows.append(f"- share of the mean step: {share_percent(share)} of {ms_short(share_basis(report))} ms "
-                        f"(mean of {steps} active step{'' if steps == 1 else 's'}; the median, "
-                        f"{ms_short(report['ms_per_step'])} ms/step, is the headline)")
+                        f"(mean of {steps} active step{'' if steps == 1 else 's'}, profiled; {headline_words})")
         else:
             rows.append(f"- share of the window: {share_percent(share)} of {ms_short(share_basis(report))} ms")
     rows.append(f"- CPU self: {ms_short(self_ms(line))} ms")
