@@ -3,7 +3,10 @@ the tools that run code without --allow-run. None of these runs torch."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from tests.conftest import REPO
@@ -78,3 +81,12 @@ async def test_runs_lists_an_empty_history_without_creating_one(workspace: Path)
     assert not result.is_error, text_of(result)
     assert result.structured_content["runs"] == []
     assert not (workspace / ".stepscope").exists()
+
+
+def test_without_the_sdk_one_line_says_what_to_install(workspace: Path):
+    # `mcp` set to None in sys.modules: importing it fails as it does where it is not installed
+    r = subprocess.run([sys.executable, "-c", "import sys; sys.modules['mcp'] = None; from stepscope.cli import main; "
+                        "sys.exit(main(['mcp']))"], cwd=workspace, capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "PYTHONPATH": str(REPO / "server")})
+    assert r.returncode == 2
+    assert r.stderr == "stepscope: the MCP server needs the `mcp` package: pip install 'stepscope[mcp]'\n"

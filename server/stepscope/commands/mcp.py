@@ -6,7 +6,6 @@ Without the `mcp` SDK installed it says, in one line, to install `stepscope[mcp]
 from __future__ import annotations
 
 import argparse
-import importlib.util
 from pathlib import Path
 
 from ..errors import UsageError
@@ -24,9 +23,12 @@ def run(args: argparse.Namespace) -> int:
     root = Path(args.root).resolve() if args.root else Path.cwd()
     if not root.is_dir():
         raise UsageError(f"--root is not a folder: {args.root}")
-    if importlib.util.find_spec("mcp") is None:  # said before anything starts, in one line
-        raise UsageError("the MCP server needs the `mcp` package: pip install 'stepscope[mcp]'")
-    from ..mcp.server import serve_stdio
+    try:
+        from ..mcp.server import serve_stdio
+    except ImportError as e:
+        if (e.name or "").split(".")[0] not in ("mcp", "mcp_types"):
+            raise
+        raise UsageError("the MCP server needs the `mcp` package: pip install 'stepscope[mcp]'") from None
 
     serve_stdio(root, allow_run=args.allow_run)
     return 0
