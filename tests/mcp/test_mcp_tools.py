@@ -90,3 +90,19 @@ def test_without_the_sdk_one_line_says_what_to_install(workspace: Path):
                        env={**os.environ, "PYTHONPATH": str(REPO / "server")})
     assert r.returncode == 2
     assert r.stderr == "stepscope: the MCP server needs the `mcp` package: pip install 'stepscope[mcp]'\n"
+
+
+async def test_the_server_reads_traces_checks_code_and_lists_runs_without_torch_or_the_lsp_stack(workspace: Path):
+    marker = workspace.parent / "imported.txt"
+    trip = workspace.parent / "trip"
+    for name in ("torch", "pygls", "lsprotocol"):  # each writes the marker the moment it is imported
+        (trip / name).mkdir(parents=True)
+        (trip / name / "__init__.py").write_text(
+            f"open({str(marker)!r}, 'a').write({name!r} + '\\n')\nraise ImportError('tripwire: {name}')\n")
+    shutil.copytree(TRACE, workspace / "clean_mlp")
+    async with session(workspace, path_first=trip) as client:
+        for name, arguments in (("check", {"paths": ["train_cpu.py"]}), ("analyze", {"trace": "clean_mlp"}),
+                                ("runs", {})):
+            result = await client.call_tool(name, arguments)
+            assert not result.is_error, (name, text_of(result))
+    assert not marker.exists(), marker.read_text()

@@ -183,7 +183,8 @@ def build_server(root: Path, *, allow_run: bool) -> MCPServer:
         outcome = await run_command(words, cwd=root)
         if outcome.exit_code != 0 or not isinstance(outcome.document, dict):
             raise failed(outcome)
-        run_dir = path if (path / "files.json").is_file() else None
+        # a run of this workspace's history is named by its id; any other trace or folder by its path
+        run_dir = path if path.parent == root / ".stepscope" / "runs" else None
         text, structured = summaries.profile_result(outcome.document, root, run_dir=run_dir, notes=outcome.notes)
         return result(text, structured)
 
