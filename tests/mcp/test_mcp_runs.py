@@ -55,6 +55,11 @@ async def test_profile_then_measure_against_head_recorded_in_the_cli_s_history(r
 
         shown = await client.call_tool("runs", {"action": "show", "run_ids": [doc["run_id"]]})
         assert not shown.is_error and doc["run_id"] in text_of(shown)
+
+        baseline = next(r for r in ids if "-rev-" in r)  # the revision's side of the measure
+        compared = await client.call_tool("runs", {"action": "compare", "run_ids": [baseline, m["run_id"]]})
+        assert not compared.is_error, text_of(compared)
+        assert compared.structured_content["verdict"] and "ratio" in text_of(compared)
     # the CLI reads the same history
     cli = run_stepscope("runs", "list", "--json", cwd=repo)
     assert {doc["run_id"], m["run_id"]} <= {r["id"] for r in json.loads(cli.stdout)["runs"]}
@@ -77,3 +82,19 @@ async def test_a_cancelled_measure_stops_the_program_and_the_server_goes_on(repo
 def _ended(repo: Path) -> bool:
     runs = list((repo / ".stepscope" / "runs").glob("*"))
     return bool(runs) and all((r / "status.json").is_file() for r in runs)
+
+
+async def test_try_fix_measures_a_quick_fix_on_a_scratch_copy_and_leaves_the_files_alone(repo: Path):
+    before = {p.name: p.read_bytes() for p in repo.glob("*.py")}
+    line = next(i for i, text in enumerate((repo / "train_cpu.py").read_text().splitlines(), 1) 
+                if "running += loss.item()" in text)
+    async with session(repo, allow_run=True) as client:
+        tried = await client.call_tool("try_fix", {"target": "train_cpu.py", "fix": f"SS101@{line}", "args": SHORT,
+                                                   "passes": 4, "processes": 1})
+    assert not tried.is_error, text_of(tried)
+    entry = tried.structured_content["tries"][0]
+    assert entry["verdict"] and entry["verdict_words"] in text_of(tried) and entry["headline"]
+    assert "runs for real" in text_of(tried)
+    assert {p.name: p.read_bytes() for p in repo.glob("*.py")} == before
+    scratch = repo / ".stepscope" / "scratch"
+    assert not scratch.exists() or not any(scratch.iterdir())

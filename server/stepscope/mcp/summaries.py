@@ -8,8 +8,9 @@ Invariants:
   says the profiled ms/step beside it as the profiled one, with the distortion; its structured
   result keeps them apart (`ms_per_step.unprofiled`, `ms_per_step.profiled`, `distortion`), so
   the profiled figure is never the only one named.
-- A comparison is said by its verdict words (`measurement.present.verdict_line`), never by a
-  bare "faster".
+- A comparison is said by its verdict words (`measurement.present.verdict_words`), never by a
+  bare "faster"; a structured `verdict` is the detailed one those words say (`verdict_of`: an
+  inconclusive comparison is never "no detectable difference").
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ def profile_result(report: dict[str, Any], root: Path, *, run_dir: Path | None =
 
 def measure_result(doc: dict[str, Any], *, notes: list[str] | None = None) -> tuple[str, dict[str, Any]]:
     """The summary of a measure document (`measure --json`): the CLI's text, and its figures."""
-    from ..measurement.present import measurement_text, verdict_line
+    from ..measurement.present import measurement_text, verdict_line, verdict_of, verdict_words
 
     run_dir = Path(doc["run_dir"]) if doc.get("run_dir") else None
     text = measurement_text(doc).rstrip("\n")
@@ -90,8 +91,10 @@ def measure_result(doc: dict[str, Any], *, notes: list[str] | None = None) -> tu
         "iqr_ms": doc.get("iqr_ms"),
         "noisy": doc.get("noisy"),
         "passes": len(doc.get("raw_ms") or []),
-        "verdict": doc.get("verdict"),
-        "verdict_words": verdict_line(doc).strip() if doc.get("verdict") else None,
+        # the detailed verdict (inconclusive is not "no detectable difference"), as the words say it
+        "verdict": verdict_of(doc)[0] if doc.get("verdict") else None,
+        "verdict_words": verdict_words(doc) if doc.get("verdict") else None,
+        "verdict_line": verdict_line(doc) if doc.get("verdict") else None,
         "ratio": doc.get("ratio"),
         "baseline": baseline.get("label") or baseline.get("run") if baseline else None,
         "values_check": doc.get("values_check"),
@@ -102,12 +105,15 @@ def measure_result(doc: dict[str, Any], *, notes: list[str] | None = None) -> tu
 
 def try_result(doc: dict[str, Any], *, notes: list[str] | None = None) -> tuple[str, dict[str, Any]]:
     """The summary of a try document (`try --json`): the CLI's text, and each try's verdict."""
-    from ..trying.present import headline, try_text
+    from ..measurement.present import verdict_of, verdict_words
+    from ..trying.present import beside_baseline, headline, try_text
 
     structured = {
         "best": doc.get("best"),
         "tries": [{"name": e.get("name"), "run_id": e.get("run"), "run_dir": e.get("run_dir"),
-                   "verdict": e.get("verdict"), "headline": headline(e), "applicable": e.get("applicable")}
+                   "verdict": verdict_of(e)[0] if e.get("verdict") else None,
+                   "verdict_words": verdict_words(e) if e.get("verdict") else None, "saves": e.get("saves"), "results_changed": e.get("results_changed"),
+                   "headline": headline(beside_baseline(e, doc.get("baseline"))), "applicable": e.get("applicable")}
                   for e in doc.get("tries") or []],
         "notes": notes or [],
     }
