@@ -59,6 +59,7 @@ async def test_bad_arguments_are_tool_errors_and_the_server_goes_on(workspace: P
                 ("runs", {"action": "show"}, "takes 1 run id"),
                 ("runs", {"action": "show", "run_ids": ["no-such-run"]}, ""),
                 ("check", {"paths": ["missing.py"]}, "missing.py"),
+                ("check", {"paths": ["train_cpu.py"], "select": ["XX9"]}, "unknown rule code"),
                 ("try_fix", {"target": "train_cpu.py"}, "exactly one")):
             result = await client.call_tool(name, arguments)
             assert result.is_error, (name, arguments, text_of(result))

@@ -21,6 +21,7 @@ import os
 import signal
 import subprocess
 import sys
+import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -69,9 +70,11 @@ async def run_command(words: Sequence[str], *, cwd: Path, program_args: Sequence
     """Run `stepscope <words> --json [-- program_args]` in `cwd` and wait for it (see the module's
     invariants for cancellation)."""
     env = dict(os.environ)
-    # the child imports the same Stepscope as this server, wherever that is installed
+    # the child imports the same Stepscope as this server; a folder the interpreter already
+    # imports from (an installed package) is left alone, so the program's path stays as it is
     package_parent = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
+    if package_parent not in {sysconfig.get_path("purelib"), sysconfig.get_path("platlib")}:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
     process = await anyio.open_process(command(words, program_args), cwd=str(cwd), env=env,
                                        stdin=subprocess.DEVNULL, start_new_session=True)
     stdout = bytearray()

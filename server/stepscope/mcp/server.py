@@ -197,11 +197,18 @@ def build_server(root: Path, *, allow_run: bool) -> MCPServer:
               ) -> CallToolResult:
         from ..jsonio import loads
         from ..rules import PathNotFound, check_files
+        from ..rules.config import validate_codes
         from ..rules.output import render_json
 
+        wanted = {name: tuple(c.strip().upper() for c in codes if c.strip()) for name, codes in
+                  (("select", select or ()), ("ignore", ignore or ()))}
+        for name, codes in wanted.items():
+            unknown = validate_codes(codes)
+            if unknown:  # as `stepscope check --select` refuses them, rather than checking nothing
+                raise ToolError(f"{name}: unknown rule code or prefix: {', '.join(unknown)}")
         try:
-            checked = check_files([str((root / p).resolve()) for p in paths], cli_select=tuple(select) if select else None,
-                                  cli_ignore=tuple(ignore or ()))
+            checked = check_files([str((root / p).resolve()) for p in paths],
+                                  cli_select=wanted["select"] or None, cli_ignore=wanted["ignore"])
         except PathNotFound as e:
             raise ToolError(str(e)) from None
         doc = loads(render_json(checked.diagnostics, checked.errors, checked.files_checked))
