@@ -58,6 +58,9 @@ async def test_bad_arguments_are_tool_errors_and_the_server_goes_on(workspace: P
                 ("profile", {"script": "train_cpu.py", "line": 3, "function": "main"}, "not both"),
                 ("runs", {"action": "show"}, "takes 1 run id"),
                 ("runs", {"action": "show", "run_ids": ["no-such-run"]}, ""),
+                ("runs", {"action": "show", "run_ids": ["--root=/"]}, "cannot start with '-'"),
+                ("try_fix", {"target": "--apply", "finding": "input-bound"}, "cannot start with '-'"),
+                ("measure", {"script": "train_cpu.py", "against": "--out=/tmp/x", "timeout_s": 30}, ""),
                 ("check", {"paths": ["missing.py"]}, "missing.py"),
                 ("check", {"paths": ["train_cpu.py"], "select": ["XX9"]}, "unknown rule code"),
                 ("try_fix", {"target": "train_cpu.py"}, "exactly one")):

@@ -13,6 +13,8 @@ Invariants:
   revision's checkout (`measure against`) and a try's scratch copy all live there; no tool takes
   an output path, and `try_fix` never applies a change to the user's files.
 - A script or patch a tool names lies inside the workspace; a path outside it is a tool error.
+- An argument is never read as another flag of the command: values go as `--flag=value`, and a
+  run id or target that starts with `-` is refused.
 - Every failure the user can cause (a bad argument, a missing file, a command that fails) is a
   tool error (`is_error`) with the command's one-line reason, never a crash of the server.
 - Each result is a text summary (summaries.py, the presenters' words) and a structured document.
@@ -41,7 +43,8 @@ INSTRUCTIONS = (
     "Stepscope profiles a PyTorch training or inference step line by line. A profiled ms/step is "
     "distorted by the profiler: quote the step's ms/step without the profiler (`ms_per_step.unprofiled`, "
     "or `measure`) as its speed, and the profiled figure only as profiled. A comparison's outcome is "
-    "its verdict words (faster, slower, within the margin, inconclusive), never a bare ratio.")
+    "its verdict words (faster, slower, no difference larger than the margin, inconclusive), never a bare "
+    "ratio.")
 
 ProgramArgs = Annotated[list[str], Field(description="arguments passed to the program (after `--`)")]
 Line = Annotated[int | None, Field(ge=1, description="a line of the step loop (or inside it)")]
@@ -50,11 +53,26 @@ Function = Annotated[str | None, Field(description="each call of this function i
 Timeout = Annotated[float | None, Field(gt=0, description="stop the program after this many seconds")]
 
 
+def flags(*pairs: tuple[str, Any]) -> list[str]:
+    """`--name=value` for each pair whose value is given: the `=` keeps a value that starts with
+    `-` a value, never another flag of the command."""
+    return [f"{name}={value}" for name, value in pairs if value is not None]
+
+
+def not_a_flag(word: str, what: str) -> str:
+    """A positional word of a command, refused where the command would read it as a flag
+    (`--apply`, `--root=...`)."""
+    if word.startswith("-"):
+        raise ToolError(f"{what} cannot start with '-': {word}")
+    return word
+
+
 def build_server(root: Path, *, allow_run: bool) -> MCPServer:
     """The server for the workspace `root`; `allow_run` lets the tools that run code run it."""
     root = root.resolve()
     server = MCPServer(name="stepscope", version=__version__, instructions=INSTRUCTIONS)
-    runs_code = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+    # the program's step runs for real: it may write (checkpoints, logs) as it does when you run it
+    runs_code = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
     reads_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     def refuse_unless_allowed(tool: str) -> None:
@@ -72,12 +90,7 @@ def build_server(root: Path, *, allow_run: bool) -> MCPServer:
     def step_words(script: str, line: int | None, function: str | None) -> list[str]:
         if line is not None and function is not None:
             raise ToolError("give `line` or `function`, not both")
-        words = [str(in_workspace(script, "script"))]
-        if line is not None:
-            words += ["--line", str(line)]
-        if function is not None:
-            words += ["--function", function]
-        return words
+        return [str(in_workspace(script, "script")), *flags(("--line", line), ("--function", function))]
 
     def failed(outcome: Outcome) -> ToolError:
         return ToolError(outcome.reason)
@@ -94,11 +107,7 @@ def build_server(root: Path, *, allow_run: bool) -> MCPServer:
                       active: Annotated[int | None, Field(ge=1, description="steps recorded (default 5)")] = None,
                       timeout_s: Timeout = None) -> CallToolResult:
         refuse_unless_allowed("profile")
-        words = ["profile", *step_words(script, line, function)]
-        if active is not None:
-            words += ["--active", str(active)]
-        if timeout_s is not None:
-            words += ["--timeout", str(timeout_s)]
+        words = ["profile", *step_words(script, line, function), *flags(("--active", active), ("--timeout", timeout_s))]
         outcome = await run_command(words, cwd=root, program_args=args)
         if not isinstance(outcome.document, dict):
             raise failed(outcome)
@@ -122,11 +131,9 @@ def build_server(root: Path, *, allow_run: bool) -> MCPServer:
         refuse_unless_allowed("measure")
         if against is not None and compare is not None:
             raise ToolError("give `against` or `compare`, not both")
-        words = ["measure", *step_words(script, line, function)]
-        for flag, value in (("--against", against), ("--compare", compare), ("--passes", passes),
-                            ("--warmup", warmup), ("--runs", processes), ("--timeout", timeout_s)):
-            if value is not None:
-                words += [flag, str(value)]
+        words = ["measure", *step_words(script, line, function),
+                 *flags(("--against", against), ("--compare", compare), ("--passes", passes), ("--warmup", warmup),
+                        ("--runs", processes), ("--timeout", timeout_s))]
         outcome = await run_command(words, cwd=root, program_args=args)
         if not isinstance(outcome.document, dict):
             raise failed(outcome)
@@ -150,18 +157,11 @@ def build_server(root: Path, *, allow_run: bool) -> MCPServer:
         refuse_unless_allowed("try_fix")
         if sum(x is not None for x in (finding, fix, patch)) != 1:
             raise ToolError("give exactly one of `finding`, `fix` or `patch`")
-        words = ["try", target if finding is not None else str(in_workspace(target, "script"))]
-        if finding is not None:
-            words += ["--finding", finding]
-        if fix is not None:
-            words += ["--fix", fix]
-        if patch is not None:
-            words += ["--patch", str(in_workspace(patch, "patch"))]
-        for name in variant:
-            words += ["--variant", name]
-        for flag, value in (("--passes", passes), ("--runs", processes), ("--timeout", timeout_s)):
-            if value is not None:
-                words += [flag, str(value)]
+        words = ["try", not_a_flag(target, "target") if finding is not None else str(in_workspace(target, "script")),
+                 *flags(("--finding", finding), ("--fix", fix),
+                        ("--patch", str(in_workspace(patch, "patch")) if patch is not None else None),
+                        *(("--variant", name) for name in variant),
+                        ("--passes", passes), ("--runs", processes), ("--timeout", timeout_s))]
         outcome = await run_command(words, cwd=root, program_args=args)
         if not isinstance(outcome.document, dict):
             raise failed(outcome)
@@ -177,9 +177,8 @@ def build_server(root: Path, *, allow_run: bool) -> MCPServer:
         path = (root / trace).resolve()
         if not path.exists():
             raise ToolError(f"no such trace: {trace}")
-        words = ["analyze", str(path)]
-        if source_root is not None:
-            words += ["--source-root", str((root / source_root).resolve())]
+        words = ["analyze", str(path),
+                 *flags(("--source-root", str((root / source_root).resolve()) if source_root is not None else None))]
         outcome = await run_command(words, cwd=root)
         if outcome.exit_code != 0 or not isinstance(outcome.document, dict):
             raise failed(outcome)
@@ -226,11 +225,8 @@ def build_server(root: Path, *, allow_run: bool) -> MCPServer:
         wanted = {"list": 0, "show": 1, "compare": 2}[action]
         if len(run_ids) != wanted:
             raise ToolError(f"`{action}` takes {wanted} run id(s), got {len(run_ids)}")
-        words = ["runs", action, *run_ids, "--root", str(root)]
-        if kind is not None:
-            words += ["--kind", kind]
-        if limit is not None:
-            words += ["--limit", str(limit)]
+        words = ["runs", action, *(not_a_flag(r, "run id") for r in run_ids),
+                 *flags(("--root", str(root)), ("--kind", kind), ("--limit", limit))]
         outcome = await run_command(words, cwd=root)
         if outcome.exit_code != 0 or not isinstance(outcome.document, dict):
             raise failed(outcome)
