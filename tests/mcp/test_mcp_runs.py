@@ -98,3 +98,21 @@ async def test_try_fix_measures_a_quick_fix_on_a_scratch_copy_and_leaves_the_fil
     assert {p.name: p.read_bytes() for p in repo.glob("*.py")} == before
     scratch = repo / ".stepscope" / "scratch"
     assert not scratch.exists() or not any(scratch.iterdir())
+
+
+CRASHES = '''import torch
+
+for step in range(8):
+    loss = torch.ones(2).sum()
+    if step == 0:
+        raise RuntimeError("the batch is empty")
+'''
+
+
+async def test_a_program_that_fails_is_a_tool_error_with_its_reason(repo: Path):
+    (repo / "crashes.py").write_text(CRASHES)
+    async with session(repo, allow_run=True) as client:
+        result = await client.call_tool("profile", {"script": "crashes.py", "line": 3})
+        assert result.is_error
+        assert "raised RuntimeError at crashes.py:6" in text_of(result) and "the batch is empty" in text_of(result)
+        assert len((await client.list_tools()).tools) == 6
