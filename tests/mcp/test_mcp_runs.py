@@ -1,6 +1,8 @@
 """`stepscope mcp --allow-run` through a real MCP client over stdio, running the CPU example: a
-profile leads with the step timed without the profiler, a measure against HEAD gives a verdict in
-its words, both land in the history the CLI reads, and a cancelled call stops its run."""
+profile leads with the step timed without the profiler and its notes come as progress, a measure
+against HEAD gives a verdict in its words, both land in the history the CLI reads, a try measures a
+quick fix without touching the files, a failing program is a tool error, and a cancelled call
+stops its run."""
 
 from __future__ import annotations
 
@@ -27,9 +29,17 @@ def repo(workspace: Path) -> Path:
 
 
 async def test_profile_then_measure_against_head_recorded_in_the_cli_s_history(repo: Path):
+    said: list[str] = []
+
+    async def progress(progress: float, total: float | None, message: str | None) -> None:
+        said.append(message or "")
+
     async with session(repo, allow_run=True) as client:
-        profiled = await client.call_tool("profile", {"script": "train_cpu.py", "args": SHORT, "active": 3})
+        profiled = await client.call_tool("profile", {"script": "train_cpu.py", "args": SHORT, "active": 3},
+                                          progress_callback=progress)
         assert not profiled.is_error, text_of(profiled)
+        # Stepscope's notes reach the client while the run goes on (the first run's: the step runs for real)
+        assert any("the step runs for real" in line for line in said), said
         doc, text = profiled.structured_content, text_of(profiled)
         assert doc["ms_per_step"]["unprofiled"] > 0 and doc["ms_per_step"]["profiled"] > 0
         # the unprofiled figure leads; the profiled one is named as such, with the distortion beside it

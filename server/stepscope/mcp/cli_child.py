@@ -13,6 +13,9 @@ Invariants:
   CLI cancels the run and its folder says "cancelled"), then SIGKILL after `STOP_GRACE_S`; the
   call returns only once the child is gone.
 - A child that fails gives its last `stepscope: ...` line of stderr as the reason.
+- Each `stepscope: ...` line of its stderr (a note, a warning, the error) is passed to `on_line` as
+  it comes, for the client's progress; the program's own output is not (it stays in the run's
+  program.log).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import sys
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Awaitable, Callable, Sequence
 
 import anyio
 
@@ -66,7 +69,8 @@ def command(words: Sequence[str], program_args: Sequence[str] = ()) -> list[str]
     return argv
 
 
-async def run_command(words: Sequence[str], *, cwd: Path, program_args: Sequence[str] = ()) -> Outcome:
+async def run_command(words: Sequence[str], *, cwd: Path, program_args: Sequence[str] = (),
+                      on_line: Callable[[str], Awaitable[None]] | None = None) -> Outcome:
     """Run `stepscope <words> --json [-- program_args]` in `cwd` and wait for it (see the module's
     invariants for cancellation)."""
     env = dict(os.environ)
@@ -91,7 +95,10 @@ async def run_command(words: Sequence[str], *, cwd: Path, program_args: Sequence
         async for chunk in process.stderr:
             pending += chunk
             *lines, pending = pending.split(b"\n")
-            stderr_lines.extend(line.decode("utf-8", "replace") for line in lines)
+            for text in (line.decode("utf-8", "replace") for line in lines):
+                stderr_lines.append(text)
+                if on_line is not None and text.startswith("stepscope: "):
+                    await on_line(text[len("stepscope: "):])
             del stderr_lines[:-STDERR_LINES_KEPT]
         if pending:
             stderr_lines.append(pending.decode("utf-8", "replace"))

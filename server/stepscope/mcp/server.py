@@ -25,7 +25,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
@@ -95,6 +95,18 @@ def build_server(root: Path, *, allow_run: bool) -> MCPServer:
     def failed(outcome: Outcome) -> ToolError:
         return ToolError(outcome.reason)
 
+    def progress(ctx: Context):
+        """Each line Stepscope says while a command runs, as a progress message (a client that asked
+        for progress sees the notes as they come; the result repeats them)."""
+        said = 0
+
+        async def report(line: str) -> None:
+            nonlocal said
+            said += 1
+            await ctx.report_progress(said, message=line)
+
+        return report
+
     def result(text: str, structured: dict[str, Any]) -> CallToolResult:
         return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
 
@@ -105,10 +117,10 @@ def build_server(root: Path, *, allow_run: bool) -> MCPServer:
     async def profile(script: Annotated[str, Field(description="the file that holds the step, workspace-relative")],
                       line: Line = None, function: Function = None, args: ProgramArgs = [],  # noqa: B006
                       active: Annotated[int | None, Field(ge=1, description="steps recorded (default 5)")] = None,
-                      timeout_s: Timeout = None) -> CallToolResult:
+                      timeout_s: Timeout = None, ctx: Context = None) -> CallToolResult:
         refuse_unless_allowed("profile")
         words = ["profile", *step_words(script, line, function), *flags(("--active", active), ("--timeout", timeout_s))]
-        outcome = await run_command(words, cwd=root, program_args=args)
+        outcome = await run_command(words, cwd=root, program_args=args, on_line=progress(ctx))
         if not isinstance(outcome.document, dict):
             raise failed(outcome)
         text, structured = summaries.profile_result(outcome.document, root, notes=outcome.notes)
@@ -127,14 +139,14 @@ def build_server(root: Path, *, allow_run: bool) -> MCPServer:
                       passes: Annotated[int | None, Field(ge=1, description="passes timed per process (default 30)")] = None,
                       warmup: Annotated[int | None, Field(ge=0, description="passes run first, in no figure (default 5)")] = None,
                       processes: Annotated[int | None, Field(ge=1, description="processes per side (`--runs`)")] = None,
-                      timeout_s: Timeout = None) -> CallToolResult:
+                      timeout_s: Timeout = None, ctx: Context = None) -> CallToolResult:
         refuse_unless_allowed("measure")
         if against is not None and compare is not None:
             raise ToolError("give `against` or `compare`, not both")
         words = ["measure", *step_words(script, line, function),
                  *flags(("--against", against), ("--compare", compare), ("--passes", passes), ("--warmup", warmup),
                         ("--runs", processes), ("--timeout", timeout_s))]
-        outcome = await run_command(words, cwd=root, program_args=args)
+        outcome = await run_command(words, cwd=root, program_args=args, on_line=progress(ctx))
         if not isinstance(outcome.document, dict):
             raise failed(outcome)
         text, structured = summaries.measure_result(outcome.document, notes=outcome.notes)
@@ -153,7 +165,7 @@ def build_server(root: Path, *, allow_run: bool) -> MCPServer:
                       args: ProgramArgs = [],  # noqa: B006
                       passes: Annotated[int | None, Field(ge=1, description="passes timed per process")] = None,
                       processes: Annotated[int | None, Field(ge=1, description="processes per side (`--runs`)")] = None,
-                      timeout_s: Timeout = None) -> CallToolResult:
+                      timeout_s: Timeout = None, ctx: Context = None) -> CallToolResult:
         refuse_unless_allowed("try_fix")
         if sum(x is not None for x in (finding, fix, patch)) != 1:
             raise ToolError("give exactly one of `finding`, `fix` or `patch`")
@@ -162,7 +174,7 @@ def build_server(root: Path, *, allow_run: bool) -> MCPServer:
                         ("--patch", str(in_workspace(patch, "patch")) if patch is not None else None),
                         *(("--variant", name) for name in variant),
                         ("--passes", passes), ("--runs", processes), ("--timeout", timeout_s))]
-        outcome = await run_command(words, cwd=root, program_args=args)
+        outcome = await run_command(words, cwd=root, program_args=args, on_line=progress(ctx))
         if not isinstance(outcome.document, dict):
             raise failed(outcome)
         text, structured = summaries.try_result(outcome.document, notes=outcome.notes)
