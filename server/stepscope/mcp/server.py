@@ -153,8 +153,9 @@ def build_server(root: Path, *, allow_run: bool) -> MCPServer:
         return result(text + "\n" + REAL_RUN_WORDS, structured)
 
     @server.tool(name="try_fix", annotations=runs_code, description=(
-        "Measure a change before making it (`stepscope try`): a finding's variant of a profile run "
-        "(`run` + `finding`), a quick fix (`script` + `fix`, e.g. SS101@75) or a patch file, on a scratch copy "
+        "Measure a change before making it (`stepscope try`): a finding's variants (`target`: a profile run id, "
+        "and `finding`), a quick fix (`target`: the script, and `fix`, e.g. SS101@75) or a patch file (`target`: "
+        "the script, and `patch`), on a scratch copy "
         "under .stepscope/, against the code as it is; a verdict and the values check per change. Never "
         "writes the change into your files. Needs `--allow-run`. " + REAL_RUN_WORDS))
     async def try_fix(target: Annotated[str, Field(description="a profile run id (with `finding`) or the script")],
