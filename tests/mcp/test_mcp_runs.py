@@ -1,7 +1,7 @@
 """`stepscope mcp --allow-run` through a real MCP client over stdio, running the CPU example: a
 profile leads with the step timed without the profiler and its notes come as progress, a measure
 against HEAD gives a verdict in its words, both land in the history the CLI reads, a try measures a
-quick fix without touching the files, a failing program is a tool error, and a cancelled call
+quick fix without touching the files and a profile run's finding, a failing program is a tool error, and a cancelled call
 stops its run."""
 
 from __future__ import annotations
@@ -126,3 +126,16 @@ async def test_a_program_that_fails_is_a_tool_error_with_its_reason(repo: Path):
         assert result.is_error
         assert "raised RuntimeError at crashes.py:6" in text_of(result) and "the batch is empty" in text_of(result)
         assert len((await client.list_tools()).tools) == 6
+
+
+async def test_try_fix_tries_a_profile_run_s_finding(repo: Path):
+    async with session(repo, allow_run=True) as client:
+        profiled = await client.call_tool("profile", {"script": "train_cpu.py", "args": SHORT, "active": 3})
+        run_id = profiled.structured_content["run_id"]
+        assert "input-bound" in [f["kind"] for f in profiled.structured_content["findings"]]
+        # the run says the step and the program's arguments
+        tried = await client.call_tool("try_fix", {"target": run_id, "finding": "input-bound",
+                                                   "variant": ["workers-2"], "passes": 4, "processes": 1})
+    assert not tried.is_error, text_of(tried)
+    assert [t["name"] for t in tried.structured_content["tries"]] == ["workers-2"]
+    assert tried.structured_content["tries"][0]["verdict_words"] in text_of(tried)
