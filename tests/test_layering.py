@@ -54,11 +54,13 @@ def _allowances(cell: str, row: str) -> Part:
             part.stdlib = True
         elif m := re.fullmatch(r"everything but ((?:`[\w.]+`(?: and |, )?)+)", item):
             part.everything_but = set(re.findall(r"`([\w.]+)`", m.group(1)))
+        elif m := re.fullmatch(r"third-party `([\w.]+)`", item):
+            part.modules.add(m.group(1))  # a third-party module named as a part is (the `mcp` SDK, part `mcp/`)
         elif m := re.fullmatch(r"`([\w.]+)`", item):
             part.parts.add(m.group(1))  # sorted into parts and third-party modules once every row is read
         else:
             raise AssertionError(f"docs/architecture.md, row {row}: cannot read {item!r} in the may-import column "
-                                 "(write stdlib, `name`, or everything but `name`; comments in parentheses)")
+                                 "(write stdlib, `name`, third-party `name`, or everything but `name`; comments in parentheses)")
     return part
 
 

@@ -27,6 +27,7 @@ COMMANDS = {
     "check": "static checks for measurement and instrumentation mistakes",
     "redact": "write a copy of a trace that is safe to share (--check: only report what it holds)",
     "serve": "run the language server on stdio",
+    "mcp": "run the MCP server on stdio: Stepscope's commands as tools for an MCP client",
 }
 
 MODULES = {"try": "try_"}  # a command whose name is a Python keyword: its module's name
