@@ -37,9 +37,11 @@ def profile_result(report: dict[str, Any], root: Path, *, run_dir: Path | None =
 
     run_dir = run_dir or _run_dir_of_report(report, root)
     unprofiled = report.get("unprofiled") or {}
-    profiled_words = f"under the profiler: {headline(report)}"
+    # the headline leads with the step without the profiler where it was timed, naming the profiled figure
+    # beside it; a trace alone has only the profiled figure, said as such
+    lead = headline(report) if unprofiled else f"under the profiler: {headline(report)}"
     distortion = distortion_text(report)
-    text = [distortion, profiled_words] if unprofiled else [profiled_words] + ([distortion] if distortion else [])
+    text = [lead] + ([distortion] if distortion else [])
     text.append(machine_words(report))
     lines = sorted(report.get("lines") or [], key=lambda line: -(line.get("wall_ms") or 0.0))[:TOP_LINES]
     if lines:
@@ -61,7 +63,7 @@ def profile_result(report: dict[str, Any], root: Path, *, run_dir: Path | None =
         "ms_per_step": {"unprofiled": unprofiled.get("ms_per_step"), "profiled": report.get("ms_per_step")},
         "distortion": report.get("distortion"),
         "distortion_words": distortion,
-        "profiled_words": profiled_words,
+        "headline": lead,
         "machine": machine_words(report),
         "top_lines": [{"file": line.get("file"), "line": line.get("line"), "wall_ms": line.get("wall_ms"),
                        "label": line_label(line, report)} for line in lines],
