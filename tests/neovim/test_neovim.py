@@ -62,7 +62,7 @@ def test_neovim_profiles_the_step_and_gets_the_hover_and_inlay_hints_of_its_line
     assert out.exists(), f"Neovim wrote nothing (exit {r.returncode}): {r.stderr[-2000:]}"
     got = json.loads(out.read_text())
     assert got["lens_command"] == "stepscope.profile" and got["profile_error"] is None, got
-    assert " ms/step on CPU only, host " in got["summary"]
+    assert " ms/step without the profiler (" in got["summary"] and " profiled) on CPU only, host " in got["summary"]
     # the hover Neovim shows is the server's: the line's figures, its run and machine
     assert got["hover"] and "- wall: " in got["hover"] and "share of the mean step" in got["hover"], got["hover"]
     assert "run `" in got["hover"] and "host" in got["hover"]
