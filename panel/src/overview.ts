@@ -83,6 +83,13 @@ function listOf(items: string[]): HTMLElement {
   return ul;
 }
 
+/** samples/s as the headline is: of the step without the profiler where it leads (the profiled rate
+ * beside it), else of the profiled median step. */
+function samplesWords(profiled: number, realMs: number | null, profiledMs: number | null): string {
+  if (realMs === null || !(realMs > 0) || profiledMs === null) return `${fmtRate(profiled)} samples/s`;
+  return `${fmtRate((profiled * profiledMs) / realMs)} samples/s without the profiler (${fmtRate(profiled)} profiled)`;
+}
+
 function headline(report: PanelReport): HTMLElement {
   const per = report.window?.per === "window";
   const steps = report.steps.length;
@@ -104,7 +111,7 @@ function headline(report: PanelReport): HTMLElement {
     h("p", { class: "big" }, main),
     detail ? h("p", { class: "hint" }, detail) : null,
     report.samples_per_s !== null && report.samples_per_s !== undefined
-      ? h("p", {}, `${fmtRate(report.samples_per_s)} samples/s`)
+      ? h("p", {}, samplesWords(report.samples_per_s, real, report.ms_per_step))
       : null,
     h("p", { class: "machine name" }, `Measured on ${shorten(machineLabel(report.machine), 200)}`),
     report.gpu.observed ? null : h("p", { class: "hint name" }, shorten(report.gpu.reason ?? "GPU time was not observed", 500)),

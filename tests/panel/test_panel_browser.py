@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import subprocess
 import tempfile
 from pathlib import Path
@@ -287,6 +288,9 @@ def test_overview_shows_the_headline_breakdown_findings_and_measures(seen: dict)
     r = seen["results"]["main-dark"]
     text = r["overviewText"]
     assert "2.00 ms per step" in text and "median of 4 active steps" in text
+    # timed without the profiler too: that figure leads, the profiled one (which the lines are of) named under it
+    assert re.search(r"[\d.]+ ms per step without the profiler", text) and "profiled: 2.00 ms per step" in text
+    assert text.index("per step without the profiler") < text.index("profiled: 2.00 ms per step")
     assert "Where each step's time went" in text and "GPU busy" in text
     # the profiler's distortion, when present, in the server's words
     assert "Outside the profiler" in text and "the profiler made the step 1.25x slower (distortion 1.25)" in text
