@@ -128,3 +128,14 @@ def test_a_finding_that_names_the_measure_check_is_not_told_it_twice():
     f["next_check"] = f"First time the step without the profiler: `{measure_command(report)}`; then move it."
     (marked,) = mark_distorted([f], report)
     assert marked["next_check"].count("stepscope measure train.py --line 42") == 1
+
+
+def test_an_estimate_that_reaches_the_lines_whole_time_is_said_in_words_never_as_the_cap():
+    from stepscope.analysis import present
+
+    # 7.27 ms of wall, and the line's share of the difference at least that: the cap, not an estimate
+    capped = {"wall_ms": 7.27, "profiler_ms_estimate": 7.27}
+    words = present.profiler_cost_text(capped)
+    assert words.startswith("most of this line's time may be the profiler's own cost") and "7.27" not in words
+    below = {"wall_ms": 7.27, "profiler_ms_estimate": 2.5}
+    assert present.profiler_cost_text(below).startswith("~2.50 ms of it is the profiler's own cost")

@@ -407,12 +407,24 @@ def distortion_text(report: dict[str, Any]) -> str | None:
     return None
 
 
+def estimate_at_cap(line: dict[str, Any]) -> bool:
+    """Whether a line's profiler-cost estimate reached its cap, the line's whole wall time: then it
+    estimates nothing (the line's share of the difference is at least all of the line), and no
+    surface says it as a number."""
+    estimate, wall = line.get("profiler_ms_estimate"), line.get("wall_ms")
+    return estimate is not None and wall is not None and estimate >= 0.995 * wall
+
+
 def profiler_cost_text(line: dict[str, Any]) -> str | None:
     """A line's estimated share of the profiler's cost, said as an estimate; nothing where it would
-    read 0.00 ms (a figure that says nothing is left out, not printed as zero)."""
+    read 0.00 ms (a figure that says nothing is left out, not printed as zero); words, not a number,
+    where the estimate reached the line's whole wall time (`estimate_at_cap`)."""
     estimate = line.get("profiler_ms_estimate")
     if estimate is None or estimate < 0.005:
         return None
+    if estimate_at_cap(line):
+        return ("most of this line's time may be the profiler's own cost (its share of the measured difference, "
+                "from its operators and kernels, reaches the line's whole wall time: no estimate can be given)")
     return f"~{ms_short(estimate)} ms of it is the profiler's own cost (an estimate from its operators and kernels)"
 
 

@@ -176,9 +176,10 @@ def render_text(report: dict) -> str:
         costly = [row for row in lines[:MAX_ROWS] if (row.get("profiler_ms_estimate") or 0) > 0]
         if costly:
             top = max(costly, key=lambda row: row["profiler_ms_estimate"])
+            amount = ("where most of the line's time may be the profiler's (the estimate reaches its whole wall time)"
+                      if present.estimate_at_cap(top) else f"~{present.ms_short(top['profiler_ms_estimate'])} ms per {per}")
             out.append(f"the profiler's own cost, an estimate per line from its operators and kernels (--json: "
-                       f"profiler_ms_estimate): most at {_short(top['file'], root)}:{top['line']}, "
-                       f"~{present.ms_short(top['profiler_ms_estimate'])} ms per {per}")
+                       f"profiler_ms_estimate): most at {_short(top['file'], root)}:{top['line']}, {amount}")
     else:
         out.append("no per-line figures")
     out.extend(render_compiled_code(report))
