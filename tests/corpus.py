@@ -32,7 +32,8 @@ ABSENT_REASON = ("public trace corpus hidden (STEPSCOPE_TEST_TRACES is empty)" i
 needs_public = pytest.mark.skipif(not PRESENT, reason=ABSENT_REASON)
 
 #: files beside the traces that are not traces, and a trace too large for a unit test
-NOT_TRACES = ("files.json", "scenario.json", "benchmark_simple_add_et.json.gz")
+# a run folder's records beside its trace (a frozen run keeps its file table, scenario and unprofiled timings)
+NOT_TRACES = ("files.json", "scenario.json", "timings.json", "benchmark_simple_add_et.json.gz")
 
 
 def public_files(pattern: str = "**/*.json*") -> list[Path]:

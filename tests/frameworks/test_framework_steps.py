@@ -133,8 +133,10 @@ def test_hf_trainer_step_named_in_the_package_shows_the_users_loss_and_the_train
     # the run folder is the workspace's, not the package's
     assert Path(report["traces"][0]).is_relative_to(project / ".stepscope" / "runs")
     lines = lines_of(report, script)
-    for code in ("logits = outputs.logits[:, :-1]", "return F.cross_entropy(logits, targets)",
-                 "return {\"input_ids\": ids, \"labels\": ids}"):
+    # the user's loss lines; the dataset's `__getitem__` runs inside the batch read, and whether a function the
+    # step calls gets lines of its own still depends on its measured time: on a busy machine it can be folded
+    # into its caller, so it is not required here
+    for code in ("logits = outputs.logits[:, :-1]", "return F.cross_entropy(logits, targets)"):
         assert line_of(script, code) in lines, code
     trainer_lines = [x for x in report["lines"] if x["file"] == step["file"]]
     assert any(x["line"] == step["line"] for x in trainer_lines) and len(trainer_lines) > 3

@@ -23,13 +23,14 @@ from stepscope.trace import read_trace
 from ..corpus import DATA, corpus_files, needs_public
 
 TEST_DATA = DATA
+RUN_RECORDS = ("files.json", "scenario.json", "timings.json")  # a run folder's records beside its trace
 
 
 def _traces(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*.json*") if p.name not in ("files.json", "scenario.json"))
+    return sorted(p for p in root.rglob("*.json*") if p.name not in RUN_RECORDS)
 
 
-CORPUS = [p for p in corpus_files() if p.name not in ("files.json", "scenario.json")] + _traces(TEST_DATA)
+CORPUS = [p for p in corpus_files() if p.name not in RUN_RECORDS] + _traces(TEST_DATA)
 
 # What a finding in the corpus may be: the secrets these public traces really hold.
 TRUE_KINDS = {"path": ("home path", "user path"), "user": ("user name", "value of `started_by`", "value of `STARTED_BY`"),
