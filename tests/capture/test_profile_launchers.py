@@ -30,6 +30,8 @@ FAST = ("--wait", "0", "--warmup", "1", "--active", "3")
 # An Accelerate training loop as its users write it, on the CPU (Accelerator(cpu=True) joins the
 # ranks torchrun starts in a gloo group)
 ACCELERATE_PROGRAM = """\
+import sys
+
 import torch
 from accelerate import Accelerator
 from torch import nn
@@ -39,7 +41,8 @@ torch.manual_seed(0)
 model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 model, opt = accelerator.prepare(model, opt)
-print("accelerate", accelerator.distributed_type, accelerator.process_index, accelerator.num_processes)
+# one write per line: the ranks share one pipe, and print() writes its words apart
+sys.stdout.write(f"accelerate {accelerator.distributed_type} {accelerator.process_index} {accelerator.num_processes}\n")
 for i in range(30):
     x = torch.randn(16, 32)
     loss = model(x).square().mean()
