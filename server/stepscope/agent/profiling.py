@@ -9,12 +9,13 @@ boundary and steps it at each later one; it gives the instrumented code its regi
   and backward) is a region of its own while the profiler runs (`CLOSURE_LABEL`, through torch's
   global step pre-hook; not while torch.compile traces the step), so the optimizer's own update is
   told apart from the work it wraps.
-- The regions' own cost is bounded: before the first active step, the regions of the step before
-  it are counted per function and priced with a measured cost per region; if they would add more
-  than `REGION_BUDGET` of that step's time, the functions with the most regions among those called
-  at least `HOT_CALLS` times per step (a dataset's `__getitem__`, once per sample) are left whole
-  for the whole window — their time stays on the line that calls them — and the scenario's
-  `observed["lines_not_split"]` says which and why.
+- The regions' own cost is bounded, by counts alone: in the step before the first active step,
+  regions and calls are counted per function; a function called at least `HOT_CALLS` times in it
+  that opened at least `HOT_REGIONS` regions (a dataset's `__getitem__`, once per sample) is left
+  whole for the whole window — its time stays on the line that calls it — and the scenario's
+  `observed["lines_not_split"]` says which and why. Counts, not timings, decide, so the same code
+  gets the same lines on a busy machine as on an idle one; the measured cost per region only prices
+  what was saved.
 
 Invariants:
 - One fresh `torch.profiler.profile` per run (events accumulate across start/stop otherwise).
@@ -37,8 +38,8 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule
 from .protocol import CLOSURE_LABEL, TRACE, ProfileOptions, run_file_name
 from .steps import NULL_REGION
 
-REGION_BUDGET = 0.05  # largest share of a step's time the line regions may cost (estimated)
-HOT_CALLS = 16  # only a function called at least this often per step is ever left whole
+HOT_CALLS = 16  # only a function called at least this often per step is ever left whole ...
+HOT_REGIONS = 256  # ... and only when its statements would open at least this many regions per step
 CALIBRATION_REGIONS = 200  # regions timed once to price one region on this machine
 
 
@@ -225,27 +226,25 @@ class ProfilerSession:
 
     # -- the regions' cost --------------------------------------------------------------------
     def _bound_region_cost(self, step_s: float | None) -> dict[str, Any]:
-        """Leave whole the functions whose regions would cost more than the budget (see the
-        module docstring); decided once, from the step before the window."""
-        if not self.bound_regions or not self._last_regions or self._region_cost_s is None or step_s is None:
-            return {}
-        cost = lambda n: n * self._region_cost_s  # noqa: E731
-        total = sum(self._last_regions.values())
-        if step_s <= 0 or cost(total) <= REGION_BUDGET * step_s:
+        """Leave whole the functions called at least `HOT_CALLS` times whose regions number at least
+        `HOT_REGIONS` in the step before the window (see the module docstring): decided once, from counts."""
+        if not self.bound_regions or not self._last_regions:
             return {}
         left_whole = []
-        for function, n in sorted(self._last_regions.items(), key=lambda kv: -kv[1]):
-            if not function or self._last_calls.get(function, 0) < HOT_CALLS or cost(total) <= REGION_BUDGET * step_s:
-                continue
-            self._whole.add(function)
-            total -= n
-            left_whole.append({"function": function, "calls_per_step": self._last_calls.get(function, 0),
-                               "regions_per_step": n})
+        for function, n in sorted(self._last_regions.items(), key=lambda kv: (-kv[1], kv[0])):
+            calls = self._last_calls.get(function, 0)
+            if function and calls >= HOT_CALLS and n >= HOT_REGIONS:
+                self._whole.add(function)
+                left_whole.append({"function": function, "calls_per_step": calls, "regions_per_step": n})
+        if not left_whole:
+            return {}
+        cost_us = None if self._region_cost_s is None else round(self._region_cost_s * 1e6, 2)
         return {"lines_not_split": {
             "functions": left_whole,
-            "region_cost_us": round(self._region_cost_s * 1e6, 2),
-            "step_ms": round(step_s * 1000.0, 3),
-            "budget": REGION_BUDGET,
+            "hot_calls": HOT_CALLS,
+            "hot_regions": HOT_REGIONS,
+            "region_cost_us": cost_us,
+            "step_ms": None if step_s is None else round(step_s * 1000.0, 3),
         }}
 
     # -- the export ---------------------------------------------------------------------------

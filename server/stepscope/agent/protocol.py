@@ -340,9 +340,9 @@ class ProfileOptions:
                         "lines only)", flag="--depth", setting="depth", minimum=0)
     line_regions: bool = option(True, "mark steps only, no per-line regions (to measure their overhead)",
                                 flag="--no-line-regions", negated=True)
-    bound_regions: bool = option(True, "split every workspace function into lines, even one called so often "
-                                 "that its regions cost more than 5% of the step (by default such a function "
-                                 "is left whole)", flag="--all-lines", setting="allLines", negated=True)
+    bound_regions: bool = option(True, "split every workspace function into lines, even one called at least 16 "
+                                 "times a step with 256 regions or more (by default such a function is left "
+                                 "whole)", flag="--all-lines", setting="allLines", negated=True)
     shapes: bool = option(False, "record input shapes (adds overhead)", flag="--shapes", setting="shapes")
     stack: bool = option(False, "record Python stacks (adds overhead)", flag="--stack", setting="stack")
     memory: bool = option(False, "record memory (adds overhead)", flag="--memory", setting="memory")

@@ -214,16 +214,28 @@ def _lines_not_split(scenario: dict[str, Any] | None, file_table: FileTable | No
     record = ((scenario or {}).get("observed") or {}).get("lines_not_split")
     if not isinstance(record, dict) or not record.get("functions"):
         return []
+    cost_us, step_ms = record.get("region_cost_us"), record.get("step_ms")
     out = []
     for entry in record["functions"]:
         ss = parse_label(str(entry.get("function", "")))
         path = file_table.resolve(ss.file_id) if (ss and file_table) else None
         where = f"{Path(path).name}:{ss.line}" if (path and ss) else str(entry.get("function"))
+        regions = entry.get("regions_per_step")
+        if "hot_calls" in record:  # decided from counts
+            rule = (f"a function called at least {record['hot_calls']} times a step with {record['hot_regions']} "
+                    "regions or more is left whole, decided from counts so that every run of this code gets the "
+                    "same lines")
+            if isinstance(cost_us, (int, float)) and isinstance(regions, (int, float)):
+                rule += f"; at about {cost_us} µs each they would cost ~{regions * cost_us / 1000:.2f} ms a step"
+                if isinstance(step_ms, (int, float)) and step_ms > 0:
+                    rule += f" of its {step_ms} ms"
+        else:  # a run recorded before the decision was made from counts: from the priced regions
+            rule = (f"at about {cost_us} µs each they would cost more than "
+                    f"{round(100 * float(record.get('budget', 0)))}% of the {step_ms} ms step")
         out.append(
             f"the function at {where} runs {entry.get('calls_per_step')} times per step: its statements were not "
-            f"split into lines ({entry.get('regions_per_step')} regions at about {record.get('region_cost_us')} µs "
-            f"each would cost more than {round(100 * float(record.get('budget', 0)))}% of the "
-            f"{record.get('step_ms')} ms step); its time stays on the line that calls it (--all-lines splits it anyway)")
+            f"split into lines ({regions} regions per step; {rule}); its time stays on the line that calls it "
+            "(--all-lines splits it anyway)")
     return out
 
 
