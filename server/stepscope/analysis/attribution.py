@@ -52,6 +52,7 @@ from ..trace import Kind, Trace
 from .compiled_code import attribute_compiled, merge_lines, read_records
 from .intervals import Interval, clip, union_length
 from .labels import FileTable, FrameResolver, parse_frame
+from .line_calls import call_figures
 from .line_work import named_work, outermost_ops
 from .links import Links, copy_direction
 from .op_details import add_op_details, call_stack_nodes
@@ -318,6 +319,7 @@ def attribute(
             wall = union_length(all_iv)
             cpu_total = sum(union_length(clip(ivs, w0, w1)) for ivs in by_track.values())
             fig = {
+                **call_figures([min(n.end, w1) - max(n.start, w0) for n in key_nodes], n_steps),
                 "wall_ms": _ms(wall, n_steps),
                 "cpu_self_ms": _ms(union_length(clip(self_intervals[key], w0, w1)), n_steps),
                 "cpu_total_ms": _ms(cpu_total, n_steps),

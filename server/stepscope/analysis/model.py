@@ -108,6 +108,13 @@ class CompiledLine(TypedDict, total=False):
     backward_ms: Ms | None
 
 
+class FewCalls(TypedDict):
+    """The slowest `calls` of the `of` calls the window holds carry `share` of a line's call time."""
+    calls: Annotated[int, msgspec.Meta(ge=1)]
+    of: Annotated[int, msgspec.Meta(ge=1)]
+    share: Annotated[float, msgspec.Meta(ge=0, le=1)]
+
+
 class _LineRequired(TypedDict):
     file: AbsolutePath
     line: LineNumber
@@ -137,6 +144,8 @@ class Line(_LineRequired, total=False):
     compiled: CompiledLine
     ops: Count  # CPU operators the line's own thread ran inside it, per step (all levels: distortion.py)
     profiler_ms_estimate: Ms | None  # an estimate: the line's share of the profiler's cost (distortion.py)
+    median_call_ms: Ms  # a line called more than once a step: its median call (line_calls.py)
+    few_calls: FewCalls | None  # ... and the few slowest calls that carry half its time, if any
 
 
 class _RegionRequired(TypedDict):

@@ -39,6 +39,7 @@ from typing import Any
 from ..agent.protocol import CLOSURE_LABEL, parse_label
 from ..textsafe import NAME_LIMIT, printable
 from .distortion import window_overlap
+from .line_calls import call_duration
 
 NOT_OBSERVED = "n/o"  # a figure whose events were not observed (never shown as 0)
 
@@ -428,6 +429,21 @@ def profiler_cost_text(line: dict[str, Any]) -> str | None:
     return f"~{ms_short(estimate)} ms of it is the profiler's own cost (an estimate from its operators and kernels)"
 
 
+def call_rows(line: dict[str, Any], report: dict[str, Any]) -> list[str]:
+    """A line called more than once a step: its median call beside its mean (line_calls.py), and
+    the few slow calls that carry its mean, where they do."""
+    median_ms, count = line.get("median_call_ms"), line.get("count")
+    if median_ms is None or not count:
+        return []
+    rows = [f"per call: median {call_duration(median_ms)}, mean {call_duration(line['wall_ms'] / count)} "
+            f"({count:g} calls per {per(report)})"]
+    few = line.get("few_calls")
+    if few:
+        rows.append(f"{few['calls']} of its {few['of']} calls in the window carry {round(100 * few['share'])}% of its "
+                    "time: the figure is a few slow calls, not the line's usual cost")
+    return rows
+
+
 def startup_text(startup: dict[str, Any] | None) -> str | None:
     """The start-up line of the text report, or None when the run did not record it."""
     startup = startup or {}
@@ -626,6 +642,7 @@ def line_hover(line: dict[str, Any], report: dict[str, Any], run_id: str | None 
         else:
             rows.append(f"- share of the window: {share_percent(share)} of {ms_short(share_basis(report))} ms")
     rows.append(f"- CPU self: {ms_short(self_ms(line))} ms")
+    rows.extend(f"- {md_text(row)}" for row in call_rows(line, report))
     gpu = line.get("gpu_ms")
     rows.append(f"- GPU: {'not observed' if gpu is None else ms_short(gpu) + ' ms'}")
     backward = [f"{ms_short(line['backward_ms'])} ms"] if line.get("backward_ms") else []

@@ -56,6 +56,7 @@ from .step_contents import describe_step
 from .step_scope import define_step, time_split
 from .compiled_code import compile_events
 from .labels import FileTable, FrameResolver, load_file_table
+from .line_calls import few_calls_notes
 from .links import Links, build_links
 from .machine import describe_machine, gpu_observation, machine_notes
 from .clocks import collective_events
@@ -394,6 +395,7 @@ def _report(trace: Trace, links: Links, steps: list[Step], att: Attribution, *,
     if file_table is None and any(r["label"].startswith("ss:") for r in att.regions):
         notes.append("Stepscope region labels found but no file table (files.json): lines are not resolved")
     notes.extend(_lines_not_split(scenario, file_table))
+    notes.extend(few_calls_notes(att.lines, len(steps)) if not stepless else [])
     notes.extend(_agent_notes(scenario))
     notes.extend(att.compiled_notes)
     if not att.lines:
