@@ -7,9 +7,10 @@ import { HostMessage, PanelState, parseHostMessage, WebviewMessage } from "./mes
 import { comparisonProblem } from "./comparison";
 import { measureProblem } from "./measure";
 import { redactionNote } from "./redaction";
-import { PART_LABELS, renderOverview } from "./overview";
+import { partLabels, renderOverview } from "./overview";
 import { FileIds, fusedWith, LineRow, PanelReport, reportProblem } from "./report";
 import { DataTable } from "./table-view";
+import { placeText } from "./table-logic";
 import type { Column } from "./table-logic";
 import { awaitsSpans, BreakdownStep, joinTimeline, KernelRow, OperatorRow, parseTimeline, TimelineDoc, TimelineModel } from "./timeline-doc";
 import { TimelineView } from "./timeline-view";
@@ -297,19 +298,25 @@ function linesTable(report: PanelReport, timeline: TimelineDoc | null, ids: File
     { key: "line", label: "Line", numeric: true, value: (r) => r.line },
     { key: "wall", label: "Wall", numeric: true, value: (r) => r.wall_ms, format: (r) => fmtMs(r.wall_ms), help: "elapsed time on the line per step (a union: nested work counts once)" },
     { key: "self", label: "Self", numeric: true, value: (r) => r.cpu_self_ms, format: (r) => fmtMs(r.cpu_self_ms), help: "CPU time of the line less that of other lines inside it" },
-    { key: "gpu", label: "GPU", numeric: true, value: (r) => (gpu ? r.gpu_ms : null), format: (r) => (gpu ? fmtMs(r.gpu_ms) : "n/o"), help: "GPU work it launched per step (n/o: not observed)" },
     { key: "backward", label: "Backward", numeric: true, value: (r) => r.backward_ms, format: (r) => fmtMs(r.backward_ms), help: "CPU time of the backward work its forward caused" },
-    { key: "backwardGpu", label: "Backward GPU", numeric: true, value: (r) => (gpu ? r.backward_gpu_ms ?? null : null), format: (r) => (gpu ? fmtMs(r.backward_gpu_ms ?? null) : "n/o"), help: "GPU work of the backward its forward caused (n/o: not observed)" },
-    { key: "kernels", label: "Kernels", numeric: true, value: (r) => r.kernels, format: (r) => fmtCount(r.kernels) },
-    { key: "copies", label: "Copies", numeric: true, value: copies, format: (r) => (r.copies ? `${r.copies.h2d.count} H→D · ${r.copies.d2h.count} D→H · ${r.copies.d2d.count} D→D` : "") },
     { key: "syncs", label: "Syncs", numeric: true, value: (r) => r.sync_ms, format: (r) => fmtMs(r.sync_ms), help: "time the host waited on the device" },
   ];
+  if (gpu) {
+    // a CPU-only trace has no GPU, kernel or copy figures to show: no columns that are always empty
+    columns.splice(4, 0,
+      { key: "gpu", label: "GPU", numeric: true, value: (r) => r.gpu_ms, format: (r) => fmtMs(r.gpu_ms), help: "GPU work it launched per step" });
+    columns.splice(6, 0,
+      { key: "backwardGpu", label: "Backward GPU", numeric: true, value: (r) => r.backward_gpu_ms ?? null, format: (r) => fmtMs(r.backward_gpu_ms ?? null), help: "GPU work of the backward its forward caused" },
+      { key: "kernels", label: "Kernels", numeric: true, value: (r) => r.kernels, format: (r) => fmtCount(r.kernels) },
+      { key: "copies", label: "Copies", numeric: true, value: copies, format: (r) => (r.copies ? `${r.copies.h2d.count} H→D · ${r.copies.d2h.count} D→H · ${r.copies.d2d.count} D→D` : "") });
+  }
   if (report.lines.some((r) => fusedWith(r) !== null)) {
     // compiled code: a kernel made from several statements is on each of their rows, never added up
     columns.push({ key: "fused", label: "Fused with", numeric: false, value: (r) => fusedWith(r),
       format: (r) => fusedWith(r) ?? "", help: "other lines its compiled kernels also came from: the time in shared kernels is on each of those rows (not added up)" });
   }
-  const note = report.window?.per === "window" ? "Figures per window (the trace has no step markers)." : "Figures per active step.";
+  const per = report.window?.per === "window" ? "Figures per window (the trace has no step markers)." : "Figures per active step.";
+  const note = gpu ? per : `${per} GPU activity was not recorded in this trace: no GPU, kernel or copy columns.`;
   return new DataTable<LineRow>({
     id: "lines",
     caption: "Lines",
@@ -328,22 +335,25 @@ function linesTable(report: PanelReport, timeline: TimelineDoc | null, ids: File
 function operatorsTable(timeline: TimelineDoc, onOpen: Open): HTMLElement {
   const gpu = timeline.window.gpu_observed;
   const t = timeline.operators!;
+  const shapes = t.rows.some((r) => r.shapes !== null);
   const columns: Column<OperatorRow>[] = [
     { key: "name", label: "Operator", numeric: false, value: (r) => r.name, mark: (r) => redactionNote(timeline.redactable, r.name) },
-    { key: "calls", label: "Calls", numeric: true, value: (r) => r.calls, format: (r) => fmtCount(r.calls) },
+    { key: "calls", label: "Calls", numeric: true, value: (r) => r.calls, format: (r) => fmtCount(r.calls), help: "its calls per step on every line" },
     { key: "self", label: "Self CPU", numeric: true, value: (r) => r.self_ms, format: (r) => fmtMs(r.self_ms), help: "its time less that of the operators it calls" },
     { key: "total", label: "Total CPU", numeric: true, value: (r) => r.total_ms, format: (r) => fmtMs(r.total_ms), help: "its time including what it calls (outermost calls only)" },
-    { key: "gpu", label: "GPU", numeric: true, value: (r) => (gpu ? r.gpu_ms : null), format: (r) => (gpu ? fmtMs(r.gpu_ms) : "n/o"), help: "GPU work launched from inside it (a union)" },
-    { key: "shapes", label: "Input shapes", numeric: false, value: (r) => (r.shapes ? r.shapes.text : null), format: (r) => (r.shapes ? `${r.shapes.text} (${Math.round(r.shapes.share * 100)}% of calls)` : "not recorded") },
-    { key: "where", label: "Line", numeric: false, value: (r) => (r.file ? `${timeline.files[r.file] ?? r.file}:${r.line}` : null), format: (r) => (r.file ? `${timeline.files[r.file] ?? r.file}:${r.line}` : "") },
+    ...(gpu ? [{ key: "gpu", label: "GPU", numeric: true, value: (r: OperatorRow) => r.gpu_ms, format: (r: OperatorRow) => fmtMs(r.gpu_ms), help: "GPU work launched from inside it (a union)" }] : []),
+    ...(shapes ? [{ key: "shapes", label: "Input shapes", numeric: false, value: (r: OperatorRow) => (r.shapes ? r.shapes.text : null), format: (r: OperatorRow) => (r.shapes ? `${r.shapes.text} (${Math.round(r.shapes.share * 100)}% of calls)` : "") }] : []),
+    { key: "where", label: "Line", numeric: false, place: true, value: (r) => (r.file ? `${timeline.files[r.file] ?? r.file}:${r.line}` : null), format: (r) => placeText(r.file ? `${timeline.files[r.file] ?? r.file}:${r.line}` : null, r.line_calls, r.calls, "calls"), help: "the line with most of its self time, and its calls there where other lines call it too" },
   ];
+  const said = [`Per ${timeline.window.per} of the window, batch read included${t.left_out ? `; ${t.left_out} smaller operators are not listed` : ""}.`];
+  if (!shapes) said.push("Input shapes were not recorded: turn on stepscope.profile.shapes (stepscope profile --shapes) and profile again to see them.");
   return new DataTable<OperatorRow>({
     id: "operators",
     caption: "Operators",
     columns,
     rows: t.rows,
     sortBy: "total",
-    note: `Per ${timeline.window.per} of the window, batch read included${t.left_out ? `; ${t.left_out} smaller operators are not listed` : ""}.`,
+    note: said.join(" "),
     source: (r) => (r.file && r.line ? { fileId: r.file, line: r.line, label: `${timeline.files[r.file] ?? r.file}:${r.line}` } : null),
     onOpen,
   }).root;
@@ -357,7 +367,7 @@ function kernelsTable(timeline: TimelineDoc, onOpen: Open): HTMLElement {
     { key: "launches", label: "Launches", numeric: true, value: (r) => r.launches, format: (r) => fmtCount(r.launches) },
     { key: "total", label: "Total", numeric: true, value: (r) => r.total_ms, format: (r) => fmtMs(r.total_ms), help: "its time on every stream (a union) per step" },
     { key: "mean", label: "Mean", numeric: true, value: (r) => r.mean_us, format: (r) => fmtUs(r.mean_us), help: "mean duration of one launch" },
-    { key: "where", label: "Launched from", numeric: false, value: (r) => (r.file ? `${timeline.files[r.file] ?? r.file}:${r.line}` : null), format: (r) => (r.file ? `${timeline.files[r.file] ?? r.file}:${r.line}` : "") },
+    { key: "where", label: "Launched from", numeric: false, place: true, value: (r) => (r.file ? `${timeline.files[r.file] ?? r.file}:${r.line}` : null), format: (r) => placeText(r.file ? `${timeline.files[r.file] ?? r.file}:${r.line}` : null, r.line_launches, r.launches, "launches") },
   ];
   return new DataTable<KernelRow>({
     id: "kernels",
@@ -393,12 +403,13 @@ function stepsTable(report: PanelReport | null, timeline: TimelineDoc | null, on
     start: bounds.get(s.name)?.start_us ?? null,
     end: bounds.get(s.name)?.completion_us ?? null,
   }));
+  const labels = partLabels(timeline?.window.gpu_observed ?? false);
   const partNames = timeline?.breakdown?.parts.filter((p) => timeline.window.gpu_observed || (p !== "gpu_busy" && p !== "copies")) ?? [];
   const columns: Column<StepRow>[] = [
     { key: "name", label: "Step", numeric: false, value: (r) => r.name },
     { key: "ms", label: "Elapsed", numeric: true, value: (r) => r.ms, format: (r) => fmtMs(r.ms), help: "from the previous step's completion to its own" },
     { key: "cpu", label: "CPU span", numeric: true, value: (r) => r.cpu_ms, format: (r) => (r.cpu_ms === null ? "unknown" : fmtMs(r.cpu_ms)) },
-    ...partNames.map((p) => ({ key: p, label: PART_LABELS[p] ?? p, numeric: true, value: (r: StepRow) => r.parts[p] ?? null, format: (r: StepRow) => fmtMs(r.parts[p] ?? null) })),
+    ...partNames.map((p) => ({ key: p, label: labels[p] ?? p, numeric: true, value: (r: StepRow) => r.parts[p] ?? null, format: (r: StepRow) => fmtMs(r.parts[p] ?? null) })),
   ];
   return new DataTable<StepRow>({
     id: "steps",

@@ -11,7 +11,7 @@ import { DataTable } from "./table-view";
 import type { Column } from "./table-logic";
 import type { TimelineDoc } from "./timeline-doc";
 
-export const PART_LABELS: Record<string, string> = {
+const PART_LABELS: Record<string, string> = {
   gpu_busy: "GPU busy",
   copies: "copies (no kernel running)",
   batch_read: "batch read (GPU idle)",
@@ -26,6 +26,11 @@ const CPU_PART_LABELS: Record<string, string> = {
   cpu_work: "recorded CPU work",
   other: "nothing recorded (Python between events)",
 };
+
+/** The time parts' names: what the GPU was doing meanwhile is said only where GPU activity was recorded. */
+export function partLabels(gpuObserved: boolean): Record<string, string> {
+  return gpuObserved ? PART_LABELS : { ...PART_LABELS, ...CPU_PART_LABELS };
+}
 
 const MAX_BARS = 200;
 
@@ -133,7 +138,7 @@ function breakdownSection(timeline: TimelineDoc, report: PanelReport | null): HT
   const b = timeline.breakdown!;
   const gpu = timeline.window.gpu_observed;
   const parts = b.parts.filter((p) => gpu || (p !== "gpu_busy" && p !== "copies"));
-  const labels = gpu ? PART_LABELS : { ...PART_LABELS, ...CPU_PART_LABELS };
+  const labels = partLabels(gpu);
   const section = h("section", { class: "breakdown", "aria-label": "Where each step's time went" });
   section.appendChild(h("h3", {}, timeline.window.per === "window" ? "Where the window's time went" : "Where each step's time went"));
   section.appendChild(

@@ -11,6 +11,17 @@ export interface Column<T> {
   help?: string;
   /** a note that marks the cell (what sharing the trace would do to its text), or null */
   mark?: (row: T) => string | null;
+  /** a place (`file.py:35`): never broken across lines, so a line number is never cut in two */
+  place?: boolean;
+}
+
+/** Where an operator or kernel ran, and how much of it ran there when other lines ran it too:
+ * `train.py:22 (60 of 68 calls)`. */
+export function placeText(place: string | null, atLine: number | null | undefined, total: number, unit: string): string {
+  if (!place) return "";
+  if (atLine === null || atLine === undefined || atLine >= total - 1e-9) return place;
+  const n = (x: number) => (Number.isInteger(x) ? String(x) : x.toFixed(2).replace(/\.?0+$/, ""));
+  return `${place} (${n(atLine)} of ${n(total)} ${unit})`;
 }
 
 export type Direction = "ascending" | "descending";

@@ -144,7 +144,7 @@ export class DataTable<T> {
         const shown = shorten(text, MAX_CELL);
         const note = c.mark?.(row) ?? null;
         const flag = note ? h("span", { class: "redact-mark", title: note, "aria-label": note }, MARK) : null;
-        const cell = c.numeric ? h("td", { class: "num" }, shown) : h("td", { class: "name" }, h("div", { class: "clamp" }, flag, shown));
+        const cell = c.numeric ? h("td", { class: "num" }, shown) : h("td", { class: c.place ? "name place" : "name" }, h("div", { class: "clamp" }, flag, shown));
         if (!c.numeric && text.length > 120) cell.setAttribute("title", text.slice(0, 5000));
         if (note) cell.setAttribute("title", `${cell.getAttribute("title") ?? text}\n${MARK} ${note}`.trim());
         tr.appendChild(cell);

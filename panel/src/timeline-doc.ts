@@ -37,6 +37,8 @@ export interface OperatorRow {
   shapes: { text: string; share: number } | null;
   file: string | null;
   line: number | null;
+  /** its calls per step at `line` (`calls` counts every line's); absent in older documents */
+  line_calls?: number | null;
 }
 
 export interface KernelRow {
@@ -46,6 +48,8 @@ export interface KernelRow {
   mean_us: number;
   file: string | null;
   line: number | null;
+  /** its launches per step from `line`; absent in older documents */
+  line_launches?: number | null;
 }
 
 /** A column of numbers, read by index only. */

@@ -8,7 +8,7 @@ import { mergeIntervals, selectionTotals, unionLength } from "../src/intervals";
 import { histogram } from "../src/measure";
 import { MARK, marked, redactionNote } from "../src/redaction";
 import { FileIds, fusedWith, reportProblem, type LineRow } from "../src/report";
-import { filterRows, sortRows, type Column } from "../src/table-logic";
+import { filterRows, placeText, sortRows, type Column } from "../src/table-logic";
 import { BACKGROUND, contrast, palette, textOn } from "../src/theme";
 import { awaitsSpans, joinTimeline, parseTimeline, splitTimeline, TimelineModel, type Row, type TimelineDoc } from "../src/timeline-doc";
 import { smallDoc } from "./fixtures";
@@ -345,4 +345,13 @@ test("a report is refused with a reason when its parts are not what the panel re
   assert.equal(reportProblem({ ...report, distortion_words: { html: "<b>x</b>" } }), "the report's distortion words are not text");
   assert.equal(reportProblem({ ...report, lines: "many" }), "the report has no lines list");
   assert.equal(reportProblem([]), "the report is not an object");
+});
+
+test("a place names how many of the calls it holds when other lines make the rest", () => {
+  assert.equal(placeText("train.py:22", 60, 68, "calls"), "train.py:22 (60 of 68 calls)");
+  assert.equal(placeText("model.py:15", 0.5, 2.25, "launches"), "model.py:15 (0.5 of 2.25 launches)");
+  // every call on that line, or a document from before the count was recorded: the place alone
+  assert.equal(placeText("train.py:22", 68, 68, "calls"), "train.py:22");
+  assert.equal(placeText("train.py:22", undefined, 68, "calls"), "train.py:22");
+  assert.equal(placeText(null, 3, 68, "calls"), "");
 });

@@ -148,7 +148,7 @@ def test_operator_and_kernel_tables_by_hand(tmp_path: Path) -> None:
     assert left == 0
     by_name = {r["name"]: r for r in ops}
     assert by_name["aten::mm"] == {"name": "aten::mm", "calls": 1.0, "self_ms": 0.09, "total_ms": 0.09,
-                                   "gpu_ms": 0.35, "shapes": None, "file": "f0", "line": 11}
+                                   "gpu_ms": 0.35, "shapes": None, "file": "f0", "line": 11, "line_calls": 1.0}
     assert by_name["aten::linear"]["self_ms"] == 0.04 and by_name["aten::linear"]["total_ms"] == 0.1
     # two calls, one inside the other: self times add (40 + 20 µs), the inner call adds nothing to the total
     assert by_name["aten::addmm"]["calls"] == 2.0
@@ -156,8 +156,10 @@ def test_operator_and_kernel_tables_by_hand(tmp_path: Path) -> None:
     assert by_name["aten::add"]["gpu_ms"] == 0.01 and by_name["aten::add"]["line"] == 11
     kernels, _ = kernel_table(table)
     assert kernels == [
-        {"name": "void gemm_kernel<float>()", "launches": 1.0, "total_ms": 0.3, "mean_us": 300.0, "file": "f0", "line": 11},
-        {"name": "void add_kernel<float>()", "launches": 1.0, "total_ms": 0.01, "mean_us": 10.0, "file": "f0", "line": 11},
+        {"name": "void gemm_kernel<float>()", "launches": 1.0, "total_ms": 0.3, "mean_us": 300.0, "file": "f0", "line": 11,
+         "line_launches": 1.0},
+        {"name": "void add_kernel<float>()", "launches": 1.0, "total_ms": 0.01, "mean_us": 10.0, "file": "f0", "line": 11,
+         "line_launches": 1.0},
     ]
 
 

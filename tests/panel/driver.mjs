@@ -483,7 +483,35 @@ async function compiledScenario(s) {
   return r;
 }
 
-const run = { compiled: compiledScenario, measure: measureScenario, comparison: comparisonScenario, main: mainScenario, redact: redactScenario, hostile: hostileScenario, reduced: reducedScenario, broken: brokenScenario };
+async function cpuScenario(s) {
+  // a CPU-only run: no column that could only be empty, places never cut, counts said per line
+  const r = {};
+  const { page, context, seen } = await open(s.name, { theme: s.theme, width: 900 });
+  await load(page, s.state);
+  const headers = (panel) => page.evaluate((panel) => [...document.querySelectorAll(`#panel-${panel} thead th`)].map((th) => th.dataset.key), panel);
+  const note = (panel) => page.evaluate((panel) => document.querySelector(`#panel-${panel} .note`)?.textContent ?? null, panel);
+  await tab(page, "lines");
+  r.lineColumns = await headers("lines");
+  r.linesNote = await note("lines");
+  await tab(page, "operators");
+  r.operatorColumns = await headers("operators");
+  r.operatorsNote = await note("operators");
+  r.operatorNames = await column(page, "operators", "name");
+  r.operatorPlaces = await column(page, "operators", "where");
+  r.placeLineBoxes = await page.evaluate(() => [...document.querySelectorAll('#panel-operators td.place .clamp')].map((el) => {
+    const range = document.createRange();
+    range.selectNodeContents(el);
+    return new Set([...range.getClientRects()].map((b) => Math.round(b.top))).size;
+  }));
+  r.screens = [await shot(page, `${s.name}-operators`)];
+  await tab(page, "steps");
+  r.stepHeaders = await page.evaluate(() => [...document.querySelectorAll("#panel-steps thead th")].map((th) => th.innerText.replace(/[▲▼]/g, "").trim()));
+  r.errors = seen.errors;
+  await context.close();
+  return r;
+}
+
+const run = { cpu: cpuScenario, compiled: compiledScenario, measure: measureScenario, comparison: comparisonScenario, main: mainScenario, redact: redactScenario, hostile: hostileScenario, reduced: reducedScenario, broken: brokenScenario };
 try {
   for (const s of config.scenarios) {
     try {

@@ -73,6 +73,22 @@ def training_trace(names: list[str] | None = None) -> Synth:
     return s
 
 
+def cpu_trace() -> Synth:
+    """Four 2 ms steps of a CPU-only run: a batch read, then `aten::copy_` three times a step, twice
+    on train_cpu.py:35 and once on model.py:7."""
+    s = Synth(devices=[])
+    for k in range(4):
+        base = k * 2000
+        s.step(k + 1, base, 2000)
+        s.region("ss:f0:10:next", base, 300)
+        s.region("ss:f0:35", base + 300, 600)
+        s.op("aten::copy_", base + 310, 200)
+        s.op("aten::copy_", base + 520, 100)
+        s.region("ss:f1:7", base + 950, 500)
+        s.op("aten::copy_", base + 960, 100)
+    return s
+
+
 def state(tmp: Path, synth: Synth, *, files: dict[str, str], run_id: str, title: str, cap: int | None = None) -> dict:
     run = run_folder(tmp, synth, files=files)
     timelines: dict = {}
@@ -248,6 +264,11 @@ def seen(panel_build: str) -> dict:
     expected["compiled"] = {"report": report}
     (work / "compiled.json").write_text(json.dumps(compiled))
     scenarios.append({"name": "compiled", "kind": "compiled", "theme": "dark", "state": str(work / "compiled.json")})
+
+    cpu = state(work / "cpu", cpu_trace(), files={"f0": "train_cpu.py", "f1": "model.py"}, run_id="r-cpu",
+                title="train_cpu.py — CPU only")
+    (work / "cpu.json").write_text(json.dumps(cpu))
+    scenarios.append({"name": "cpu", "kind": "cpu", "theme": "dark", "state": str(work / "cpu.json")})
 
     broken = copy.deepcopy(main)
     broken["timeline"] = {"schema_version": 99}
@@ -522,3 +543,20 @@ def test_a_compiled_run_shows_what_each_lines_kernels_are_fused_with(seen: dict)
     assert fused[18] == ""  # its matmul is its own kernel
     shared = {x["line"] for x in report["lines"] if (x.get("compiled") or {}).get("fused_with")}
     assert {n for n, text in fused.items() if text} == shared
+
+
+def test_a_cpu_only_run_shows_no_column_that_could_only_be_empty_and_cuts_no_place(seen: dict) -> None:
+    r = seen["results"]["cpu"]
+    assert r["errors"] == []
+    assert r["lineColumns"] == ["file", "line", "wall", "self", "backward", "syncs"]
+    assert "GPU activity was not recorded in this trace" in r["linesNote"]
+    # no GPU column, and no shapes column that would say "not recorded" on every row: the note says how
+    assert r["operatorColumns"] == ["name", "calls", "self", "total", "where"]
+    assert "Input shapes were not recorded: turn on stepscope.profile.shapes (stepscope profile --shapes)" \
+        in r["operatorsNote"]
+    # the operator's calls are every line's; its line says how many of them are its own
+    place = dict(zip(r["operatorNames"], r["operatorPlaces"]))
+    assert place["aten::copy_"] == "train_cpu.py:35 (2 of 3 calls)"
+    assert r["placeLineBoxes"] and all(n == 1 for n in r["placeLineBoxes"])
+    assert not any("GPU" in h for h in r["stepHeaders"]), r["stepHeaders"]
+    assert "batch read" in r["stepHeaders"]

@@ -12,10 +12,12 @@ Operators (every CPU operator of the window, the batch read's included):
   gpu_ms     the union of the GPU work launched from inside its calls (the innermost operator holding
              each launch call), per step; null when GPU events were not observed;
   shapes     its most common input shapes with their share of calls, where shapes were recorded;
-  file/line  the line with most of its self time (`{fileId, line}`; null where no line holds it).
+  file/line  the line with most of its self time (`{fileId, line}`; null where no line holds it);
+  line_calls its calls per step at that line (calls counts every line's: both are said).
 Kernels (GPU kernels, collectives included, by name):
   launches   launches per step; total_ms: the union of its intervals on every stream, per step;
-  mean_us    its mean duration per launch; file/line: the line that launched most of its time.
+  mean_us    its mean duration per launch; file/line: the line that launched most of its time;
+  line_launches its launches per step from that line.
 
 Invariants: at most `MAX_ROWS` rows per table, by time (the larger of CPU and GPU time for
 operators), `left_out` says how many names were not listed; every time is a union of intervals or a
@@ -47,9 +49,10 @@ def _where(spans: SpanTable, line: int) -> dict:
     return {"file": fid, "line": number}
 
 
-def _by_name_and_line(spans: SpanTable, starts: array, ends: array, select: bytes) -> dict[int, tuple[int, float, int]]:
-    """For each name among the selected spans: how many, the sum of their (end - start), and the line
-    (index, -1 for none) with the most of it."""
+def _by_name_and_line(spans: SpanTable, starts: array, ends: array,
+                      select: bytes) -> dict[int, tuple[int, float, int, int]]:
+    """For each name among the selected spans: how many, the sum of their (end - start), the line
+    (index, -1 for none) with the most of it, and how many of them that line holds."""
     n_lines = len(spans.lines) + 1
     keys, counts, sums, _ = grouped(spans.name, spans.line, n_lines, starts, ends, select, unions=False)
     out: dict[int, list] = {}
@@ -57,13 +60,13 @@ def _by_name_and_line(spans: SpanTable, starts: array, ends: array, select: byte
         nid, line = divmod(key, n_lines)
         entry = out.get(nid)
         if entry is None:
-            out[nid] = [count, us, line - 1, us]
+            out[nid] = [count, us, line - 1, us, count]
         else:
             entry[0] += count
             entry[1] += us
             if us > entry[3]:
-                entry[2], entry[3] = line - 1, us
-    return {nid: (count, us, line) for nid, (count, us, line, _) in out.items()}
+                entry[2], entry[3], entry[4] = line - 1, us, count
+    return {nid: (count, us, line, at_line) for nid, (count, us, line, _, at_line) in out.items()}
 
 
 def operator_table(spans: SpanTable) -> tuple[list[dict], int]:
@@ -81,7 +84,7 @@ def operator_table(spans: SpanTable) -> tuple[list[dict], int]:
         g_keys, _, _, g_union = grouped(spans.launch_op, None, 0, spans.start, spans.end)
         gpu = dict(zip(g_keys, g_union))
     rows = []
-    for nid, (count, us, line) in figures.items():
+    for nid, (count, us, line, at_line) in figures.items():
         shapes = spans.shapes.get(nid)
         shape_text = None
         if shapes:
@@ -95,6 +98,7 @@ def operator_table(spans: SpanTable) -> tuple[list[dict], int]:
             "gpu_ms": round(gpu.get(nid, 0.0) / 1000.0 / n, 4) if spans.gpu_observed else None,
             "shapes": shape_text,
             **_where(spans, line),
+            "line_calls": round(at_line / n, 2) if line >= 0 else None,
         })
     rows.sort(key=lambda r: (-max(r["total_ms"], r["gpu_ms"] or 0.0), r["name"]))
     return rows[:MAX_ROWS], max(0, len(rows) - MAX_ROWS)
@@ -111,13 +115,14 @@ def kernel_table(spans: SpanTable) -> tuple[list[dict], int]:
     figures = _by_name_and_line(spans, spans.start, spans.end, kernels)
     rows = []
     for nid, union in zip(names, unions):
-        count, total, line = figures[nid]
+        count, total, line, at_line = figures[nid]
         rows.append({
             "name": spans.names[nid],
             "launches": round(count / n, 2),
             "total_ms": round(union / 1000.0 / n, 4),
             "mean_us": round(total / count, 3),
             **_where(spans, line),
+            "line_launches": round(at_line / n, 2) if line >= 0 else None,
         })
     rows.sort(key=lambda r: (-r["total_ms"], r["name"]))
     return rows[:MAX_ROWS], max(0, len(rows) - MAX_ROWS)
