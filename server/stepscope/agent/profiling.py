@@ -17,6 +17,14 @@ boundary and steps it at each later one; it gives the instrumented code its regi
   gets the same lines on a busy machine as on an idle one; the measured cost per region only prices
   what was saved.
 
+- A light capture (`ProfileOptions.light`) asks torch's profiler to observe only user scopes
+  (`record_function`: the steps, Stepscope's line regions, the optimizer's step) on the CPU side,
+  while the device activity (kernels, copies, their runtime launches, from CUPTI) is recorded as
+  ever: per-line wall, GPU time and launches stay, operators (and so their shapes, stacks and the
+  forward-backward links) are not recorded. The scope is passed to torch's `_enable_profiler` for
+  the session's own start and step calls only (`_user_scopes_only`); where this torch has no such
+  parameter, the capture is full and `observed["capture"]` says so.
+
 Invariants:
 - One fresh `torch.profiler.profile` per run (events accumulate across start/stop otherwise).
 - One trace per repeat cycle, exported when the cycle's active steps end (or when the loop ends
@@ -31,7 +39,8 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
@@ -41,6 +50,40 @@ from .steps import NULL_REGION
 HOT_CALLS = 16  # only a function called at least this often per step is ever left whole ...
 HOT_REGIONS = 256  # ... and only when its statements would open at least this many regions per step
 CALIBRATION_REGIONS = 200  # regions timed once to price one region on this machine
+
+
+@contextmanager
+def _user_scopes_only(enabled: bool) -> Iterator[None]:
+    """While the profiler starts or steps: torch's `_enable_profiler` observes user scopes only."""
+    if not enabled:
+        yield
+        return
+    import torch.autograd.profiler as autograd_profiler
+    from torch._C._profiler import RecordScope
+
+    full = autograd_profiler._enable_profiler
+
+    def user_scopes(config: Any, activities: Any, scopes: Any = None) -> Any:
+        return full(config, activities, {RecordScope.USER_SCOPE})
+
+    autograd_profiler._enable_profiler = user_scopes
+    try:
+        yield
+    finally:
+        autograd_profiler._enable_profiler = full
+
+
+def light_capture_available() -> str | None:
+    """None where this torch can observe user scopes only; otherwise why not, in words."""
+    try:
+        import torch.autograd.profiler as autograd_profiler
+        from torch._C._profiler import RecordScope
+    except ImportError as e:
+        return f"this torch has no profiler scopes ({e})"
+    enable = getattr(autograd_profiler, "_enable_profiler", None)
+    if enable is None or not hasattr(RecordScope, "USER_SCOPE") or "scopes" not in (enable.__doc__ or ""):
+        return "this torch's profiler takes no scopes"
+    return None
 
 
 def _region_cost() -> float:
@@ -111,6 +154,9 @@ class ProfilerSession:
             with_stack=options.stack,
             profile_memory=options.memory,
         )
+        unavailable = light_capture_available() if options.light else None
+        self._light = options.light and unavailable is None
+        self.capture = {"capture": {"light": self._light, "asked": "light", "why_not": unavailable}} if options.light else {}
         self.traces_written: list[str] = []
         self._running = False
         self.max_depth = options.depth
@@ -164,11 +210,13 @@ class ProfilerSession:
         from torch.optim.optimizer import register_optimizer_step_pre_hook
 
         self._closure_hook = register_optimizer_step_pre_hook(self._label_closure)
-        self._profiler.start()
+        with _user_scopes_only(self._light):
+            self._profiler.start()
         self._running = True
 
     def next_step(self) -> int:
-        self._profiler.step()
+        with _user_scopes_only(self._light):
+            self._profiler.step()
         return len(self.traces_written)
 
     def stop(self) -> int:
@@ -194,7 +242,7 @@ class ProfilerSession:
         if not self._counting:
             return {}
         self._counting = False
-        return self._bound_region_cost(previous_step_s)
+        return {**self.capture, **self._bound_region_cost(previous_step_s)}
 
     def outputs(self) -> list[str]:
         return list(self.traces_written)

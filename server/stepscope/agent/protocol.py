@@ -343,6 +343,9 @@ class ProfileOptions:
     bound_regions: bool = option(True, "split every workspace function into lines, even one called at least 16 "
                                  "times a step with 256 regions or more (by default such a function is left "
                                  "whole)", flag="--all-lines", setting="allLines", negated=True)
+    light: bool = option(False, "light capture: the step's lines, kernels, copies and their launches, without "
+                         "recording every CPU operator (the profiler moves the step less; no operator figures, "
+                         "shapes or backward by line)", flag="--light", setting="light")
     shapes: bool = option(False, "record input shapes (adds overhead)", flag="--shapes", setting="shapes")
     stack: bool = option(False, "record Python stacks (adds overhead)", flag="--stack", setting="stack")
     memory: bool = option(False, "record memory (adds overhead)", flag="--memory", setting="memory")

@@ -240,6 +240,25 @@ def _lines_not_split(scenario: dict[str, Any] | None, file_table: FileTable | No
     return out
 
 
+def _capture_notes(scenario: dict[str, Any] | None, att: Attribution) -> list[str]:
+    """A light capture (`observed.capture`, agent/profiling.py) recorded no CPU operators: what each
+    line's backward cost could only be read from is absent, so it is said as not observed (None),
+    never as 0; and the notes say what the capture holds."""
+    capture = ((scenario or {}).get("observed") or {}).get("capture")
+    if not isinstance(capture, dict):
+        return []
+    if not capture.get("light"):
+        return [f"--light was asked, but {capture.get('why_not') or 'this torch cannot observe user scopes only'}: "
+                "the capture was full"]
+    for line in att.lines:
+        line["backward_ms"] = None
+        if "backward_gpu_ms" in line:
+            line["backward_gpu_ms"] = None
+    return ["light capture (--light): CPU operators were not recorded, so no operator figures, input shapes, "
+            "stacks or backward by line; each line's wall time, GPU time, kernels and copies are recorded as in a "
+            "full capture, with less of the profiler's own cost"]
+
+
 def _agent_notes(scenario: dict[str, Any] | None) -> list[str]:
     """What the agent said of the run: the workspace modules it ran as they are, because their rewrite
     did not compile (kind "instrument", agent/program.py), and a window that ended before all its
@@ -394,6 +413,7 @@ def _report(trace: Trace, links: Links, steps: list[Step], att: Attribution, *,
         notes.append("backward ops cannot be linked to forward lines (no fwdbwd flows, no sequence numbers)")
     if file_table is None and any(r["label"].startswith("ss:") for r in att.regions):
         notes.append("Stepscope region labels found but no file table (files.json): lines are not resolved")
+    notes.extend(_capture_notes(scenario, att))
     notes.extend(_lines_not_split(scenario, file_table))
     notes.extend(few_calls_notes(att.lines, len(steps)) if not stepless else [])
     notes.extend(_agent_notes(scenario))
