@@ -25,6 +25,13 @@ _COSTLY_OPTIONS = {
 }
 _INCLUSIVE_TIME = re.compile(r"^(cpu|cuda|device|xpu|privateuse1)_time(_total)?$")
 
+#: The one schedule SS402 proposes: its message names it and its quick fix inserts it.
+_WAIT, _WARMUP, _ACTIVE = 1, 1, 3
+SCHEDULE = f"torch.profiler.schedule(wait={_WAIT}, warmup={_WARMUP}, active={_ACTIVE}, repeat=1)"
+SCHEDULE_WORDS = f"wait {_WAIT}, warm-up {_WARMUP}, active {_ACTIVE}"
+#: the steps a loop must run before that schedule has recorded anything
+SCHEDULE_STEPS = _WAIT + _WARMUP + _ACTIVE
+
 
 def _keyword(call: ast.Call, name: str) -> ast.keyword | None:
     return next((k for k in call.keywords if k.arg == name), None)
@@ -316,8 +323,7 @@ def check_ss402(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
         yield make_diagnostic(
             "SS402",
             "profile() around a loop with no schedule records every iteration, start-up "
-            "included; pass schedule=torch.profiler.schedule(wait=1, warmup=2, active=5) and call "
-            "prof.step() after each step",
+            f"included; pass schedule={SCHEDULE} and call prof.step() after each step",
             path, ctx.header_span(window.stmt, call))
 
 
