@@ -3,7 +3,11 @@
 Invariants:
 - `expand_paths` lists files once each, in a stable order. A directory inside a git work tree
   is listed with `git ls-files` (tracked and untracked-but-not-ignored), so .gitignore applies;
-  elsewhere a walk skips hidden folders, virtual environments and `__pycache__`.
+  elsewhere a walk skips hidden folders (`.git`, `.venv`, `.tox`, ...), installed and generated
+  code by name (`_SKIP_DIRS`), and virtual environments by what makes them one (a `pyvenv.cfg`
+  file, a `conda-meta` folder), whatever their name. A folder is never skipped for a name a
+  project may use for its own code (`build`, `dist`, `env`, `venv` are checked unless they are
+  environments).
 - Reading never raises: a file that cannot be read, decoded or parsed gives a `FileError` with a
   one-line reason (and the line, when one is to blame); such a file is not counted as checked.
 - A notebook is checked as one module made of its code cells (so a loop in one cell sees names set
@@ -30,8 +34,7 @@ from .engine import NotParsed, check_source, check_whole_source
 from .model import Diagnostic, Edit, Fix
 
 SOURCE_SUFFIXES = (".py", ".pyi", ".ipynb")
-_SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "venv", "env",
-                        "build", "dist"})
+_SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "dist-packages"})
 
 
 @dataclass(frozen=True)
@@ -63,11 +66,16 @@ def _git_files(folder: Path) -> list[Path] | None:
     return [f for f in files if f.is_file()]  # deleted-but-tracked files are not there
 
 
+def is_environment(folder: Path) -> bool:
+    """A Python virtual environment (venv, virtualenv, uv: `pyvenv.cfg`) or a conda one."""
+    return (folder / "pyvenv.cfg").is_file() or (folder / "conda-meta").is_dir()
+
+
 def _walk(folder: Path) -> list[Path]:
     found: list[Path] = []
     for root, dirs, files in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS
-                         and not (Path(root, d) / "pyvenv.cfg").exists())
+                         and not is_environment(Path(root, d)))
         found.extend(Path(root, f) for f in sorted(files) if f.endswith(SOURCE_SUFFIXES))
     return found
 
