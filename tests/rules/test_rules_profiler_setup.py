@@ -29,3 +29,55 @@ def test_ss402_message_proposes_the_schedule_its_fix_inserts():
     inserted = re.search(r"schedule=(torch\.profiler\.schedule\([^)]*\))", fixed).group(1)
     assert proposed == inserted == "torch.profiler.schedule(wait=1, warmup=1, active=3, repeat=1)"
     assert "wait 1, warm-up 1, active 3" in fix.title
+
+
+def codes_and_lines(text: str, code: str) -> list[int]:
+    return [d.line for d in check(text) if d.code == code]
+
+
+def test_ss401_and_ss402_follow_a_profiler_through_an_alias():
+    # a benchmark helper that picks its profiler once at module level, then profiles through it
+    aliased = """
+        import torch
+        from torch.profiler import profile, ProfilerActivity
+
+        profile_fn = profile
+
+        def bench(model, inputs):
+            with profile_fn(activities=[ProfilerActivity.CPU], record_shapes=True) as p:
+                model(inputs)
+            print("done")
+
+        def train(model, loader, optimizer):
+            with profile_fn() as prof:
+                for x in loader:
+                    model(x).sum().backward()
+                    optimizer.step()
+    """
+    assert codes_and_lines(aliased, "SS401") == [7]
+    assert codes_and_lines(aliased, "SS402") == [12]
+    renamed = """
+        import torch.profiler as tp
+        from torch.profiler import profile as prof_ctx
+
+        def one(model, x):
+            with prof_ctx(record_shapes=True) as p:
+                model(x)
+
+        def two(model, x):
+            with tp.profile(with_stack=True) as p:
+                model(x)
+    """
+    assert codes_and_lines(renamed, "SS401") == [5, 9]
+    # a name bound to another library's `profile`, or rebound away from torch's, is left alone
+    rebound = """
+        from torch.profiler import profile
+        profile_fn = profile
+        profile_fn = line_profiler.profile
+
+        def bench(model, x):
+            with profile_fn(record_shapes=True) as p:
+                model(x)
+    """
+    assert codes_and_lines(rebound, "SS401") == []
+
