@@ -81,3 +81,38 @@ def test_ss401_and_ss402_follow_a_profiler_through_an_alias():
     """
     assert codes_and_lines(rebound, "SS401") == []
 
+
+PER_STEP_EXPORT = """
+    import os
+    from torch.profiler import profile
+
+    def train(model, loader, optimizer, out_dir):
+        for step, (x, y) in enumerate(loader):
+            with profile() as prof:
+                loss = model(x).sum()
+                loss.backward()
+                optimizer.step()
+            prof.export_chrome_trace(os.path.join(out_dir, "trace.json"))
+"""
+
+
+def test_ss405_an_export_to_the_same_path_on_every_pass_of_the_loop():
+    (diag,) = [d for d in check(PER_STEP_EXPORT) if d.code == "SS405"]
+    assert diag.line == 10
+    assert "on every pass of the loop at line 5" in diag.message
+    assert "only the last trace is kept" in diag.message
+    periodic = PER_STEP_EXPORT.replace(
+        "            prof.export_chrome_trace(",
+        "            if step % 100 == 0:\n                prof.export_chrome_trace(")
+    (diag,) = [d for d in check(periodic) if d.code == "SS405"]
+    assert (diag.line, "every few passes" in diag.message) == (11, True)
+
+
+def test_ss405_leaves_exports_that_differ_per_pass_or_run_once():
+    per_step_name = PER_STEP_EXPORT.replace('"trace.json"', 'f"trace_{step}.json"')
+    first_only = PER_STEP_EXPORT.replace(
+        "            prof.export_chrome_trace(",
+        "            if step == 3:\n                prof.export_chrome_trace(")
+    then_stop = PER_STEP_EXPORT + "            break\n"
+    for text in (per_step_name, first_only, then_stop):
+        assert codes_and_lines(text, "SS405") == [], text
