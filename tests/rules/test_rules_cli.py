@@ -196,7 +196,8 @@ def test_a_notebook_cell_that_does_not_parse_is_named(tmp_path: Path):
     done = run_stepscope("check", "nb.ipynb", cwd=tmp_path)
     assert done.returncode == 2
     assert done.stdout.startswith("nb.ipynb:cell 1:6:14: SS101")  # the other cells were checked
-    assert "cell 2 (line 1: invalid syntax)" in done.stderr and "cell 3" not in done.stderr
+    assert "nb.ipynb:cell 2:1: does not parse (invalid syntax)" in done.stderr
+    assert "cell 3" not in done.stderr
 
 
 def test_pyproject_configuration_applies(tmp_path: Path):
