@@ -8,6 +8,7 @@ from pathlib import Path
 
 import jsonschema
 
+from stepscope.mcp.summaries import check_result
 from stepscope.rules import check_files
 from stepscope.rules.notebooks import cell_python
 from stepscope.rules.output import render_json, render_sarif
@@ -60,6 +61,8 @@ def test_ipython_syntax_is_no_parse_error_and_messages_cite_the_cell(tmp_path: P
     ((d,), errors) = doc["diagnostics"], doc["errors"]
     assert (d["cell"], d["line"], errors, doc["files_checked"]) == (cell, 5, [], 1)
     assert f"(cell {cell}, line 2)" in d["message"]
+    text, _structured = check_result(doc)  # what the MCP `check` tool says
+    assert text.startswith(f"{d['path']}:cell {cell}:5: SS101 ")
     (result,) = sarif["runs"][0]["results"]
     assert result["properties"] == {"notebookCell": cell}
     assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == 5
