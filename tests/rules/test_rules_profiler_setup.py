@@ -114,5 +114,6 @@ def test_ss405_leaves_exports_that_differ_per_pass_or_run_once():
         "            prof.export_chrome_trace(",
         "            if step == 3:\n                prof.export_chrome_trace(")
     then_stop = PER_STEP_EXPORT + "            break\n"
-    for text in (per_step_name, first_only, then_stop):
+    one_pass = PER_STEP_EXPORT.replace("enumerate(loader)", "[(0, first_batch)]")
+    for text in (per_step_name, first_only, then_stop, one_pass):
         assert codes_and_lines(text, "SS405") == [], text

@@ -485,7 +485,7 @@ def _repeating_loop(call: ast.Call, scope: Scope, ctx: ModuleContext
     if not scope.loops:
         return None
     loop = ctx.loop_node(scope.loops[-1])
-    if loop is None:
+    if loop is None or _one_pass(loop):
         return None
     how_often = "on every pass"
     block: list[ast.stmt] = loop.body
@@ -517,6 +517,17 @@ def _repeating_loop(call: ast.Call, scope: Scope, ctx: ModuleContext
             if not _holds_any(holder.body, call):
                 return loop, how_often  # in the `with` items
             block = holder.body
+
+
+def _one_pass(loop: ast.stmt) -> bool:
+    """`for _ in range(1):`, `for cfg in [only_one]:` — the loop runs its body once."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return False
+    it = loop.iter
+    if isinstance(it, (ast.List, ast.Tuple)):
+        return len(it.elts) <= 1 and not any(isinstance(e, ast.Starred) for e in it.elts)
+    return isinstance(it, ast.Call) and terminal_name(it.func) == "range" and len(it.args) == 1 \
+        and isinstance(it.args[0], ast.Constant) and it.args[0].value in (0, 1)
 
 
 def _holds(stmt: ast.stmt, node: ast.AST) -> bool:
