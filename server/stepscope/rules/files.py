@@ -1,4 +1,4 @@
-"""Which files `check` looks at, how they are read, and how notebooks become checkable source.
+"""Which files `check` looks at and how they are read (a notebook's cells: `notebooks`).
 
 Invariants:
 - `expand_paths` lists files once each, in a stable order. A directory inside a git work tree
