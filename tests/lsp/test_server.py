@@ -122,6 +122,23 @@ async def test_half_typed_code_gets_no_crash_and_keeps_serving(client: LanguageC
     assert not lenses
 
 
+async def test_a_notebook_cell_with_ipython_syntax_is_checked_on_its_own_lines(client: LanguageClient, ws: Path):
+    # VS Code sends each cell of a notebook as a document of its own
+    cell = ("!pip install -q einops\n"
+            "%load_ext autoreload\n"
+            "for x, y in loader:\n"
+            "    loss = model(x).sum()\n"
+            "    loss.backward()\n"
+            "    print(loss.item())\n"
+            "    %time optimizer.step()\n")
+    uri = f"vscode-notebook-cell:{(ws / 'train.ipynb').as_posix()}#W2sZmlsZQ%3D%3D"
+    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+        uri=uri, language_id="python", version=1, text=cell)))
+    found = [d for d in await _diagnostics(client, uri) if d.code == "SS101"]
+    assert [(d.range.start.line, d.range.start.character) for d in found] == [(5, 10)]
+    assert "training loop (line 3)" in found[0].message
+
+
 async def test_code_lens_offers_profile_and_measure_this_step_as_commands_the_server_runs(
         client: LanguageClient, ws: Path):
     # a client that names no commands of its own (Neovim, Helix…) gets lenses it can run: the

@@ -114,13 +114,21 @@ def test_directories_outside_git_skip_hidden_and_virtualenvs(tmp_path: Path):
     project = tmp_path / "p"
     write(project, "train.py", SYNC_LOOP)
     write(project, ".hidden/t.py", SYNC_LOOP)
+    write(project, "venv/pyvenv.cfg", "home = /usr\n")
     write(project, "venv/lib/t.py", SYNC_LOOP)
     write(project, "myenv/pyvenv.cfg", "home = /usr\n")
     write(project, "myenv/lib/t.py", SYNC_LOOP)
+    write(project, "condaenv/conda-meta/history", "")
+    write(project, "condaenv/lib/t.py", SYNC_LOOP)
+    write(project, "node_modules/pkg/t.py", SYNC_LOOP)
+    # the project's own code in folders named as environments and build outputs often are
+    write(project, "build/make_model.py", SYNC_LOOP)
+    write(project, "env/rollout.py", SYNC_LOOP)
     done = run_stepscope("check", "--format", "json", str(project), cwd=tmp_path)
-    paths = {Path(d["path"]).name for d in json.loads(done.stdout)["diagnostics"]}
+    paths = {Path(d["path"]).relative_to(project.resolve()).as_posix()
+             for d in json.loads(done.stdout)["diagnostics"]}
     files = json.loads(done.stdout)["files_checked"]
-    assert (paths, files) == ({"train.py"}, 1)
+    assert (paths, files) == ({"train.py", "build/make_model.py", "env/rollout.py"}, 3)
 
 
 def test_notebook_cells_are_checked_with_cell_numbers(tmp_path: Path):
@@ -188,7 +196,8 @@ def test_a_notebook_cell_that_does_not_parse_is_named(tmp_path: Path):
     done = run_stepscope("check", "nb.ipynb", cwd=tmp_path)
     assert done.returncode == 2
     assert done.stdout.startswith("nb.ipynb:cell 1:6:14: SS101")  # the other cells were checked
-    assert "cell 2 (line 1: invalid syntax)" in done.stderr and "cell 3" not in done.stderr
+    assert "nb.ipynb:cell 2:1: does not parse (invalid syntax)" in done.stderr
+    assert "cell 3" not in done.stderr
 
 
 def test_pyproject_configuration_applies(tmp_path: Path):

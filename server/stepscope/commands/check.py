@@ -2,9 +2,10 @@
 
 Exit codes: 0 nothing found, 1 findings, 2 usage error (bad flag, unknown rule code, missing
 path) or a file that could not be checked: unreadable, undecodable, or not parsing as Python
-(for a notebook: a cell that does not parse). Such a file is named on stderr with its reason (and
-in JSON's `errors`, SARIF's `toolExecutionNotifications`); the other files are still checked and
-their findings shown, and the exit code is 2 whatever they found: the check is incomplete.
+(for a notebook: a cell that does not parse; its other cells are checked). Such a file (or cell)
+is named on stderr with its reason (and in JSON's `errors`, SARIF's `toolExecutionNotifications`);
+the other files are still checked and their findings shown, and the exit code is 2 whatever they
+found: the check is incomplete.
 """
 
 from __future__ import annotations
@@ -52,9 +53,9 @@ def run(args: argparse.Namespace) -> int:
     for warning in result.warnings:
         sys.stderr.write(f"stepscope: warning: {warning}\n")
     for error in result.errors:
-        shown = _shown(error.path)
-        where = f"{shown}:{error.line}" if error.line else shown
-        sys.stderr.write(f"stepscope: {where}: {error.message}; not checked\n")
+        where = _shown(error.path) + (f":cell {error.cell}" if error.cell else "") \
+            + (f":{error.line}" if error.line else "")
+        sys.stderr.write(f"stepscope: {where}: {error.reason}\n")
     diagnostics = result.diagnostics
     if args.format == "json":
         sys.stdout.write(render_json(diagnostics, result.errors, result.files_checked))
@@ -66,8 +67,12 @@ def run(args: argparse.Namespace) -> int:
         if diagnostics or result.errors:
             noun = "problem" if len(diagnostics) == 1 else "problems"
             summary = f"{len(diagnostics)} {noun} in {result.files_checked} file(s) checked"
-            if result.errors:
-                summary += f"; {len(result.errors)} file(s) could not be checked"
+            unchecked = {e.path for e in result.errors if not e.in_part}
+            in_part = {e.path for e in result.errors if e.in_part} - unchecked
+            if unchecked:
+                summary += f"; {len(unchecked)} file(s) could not be checked"
+            if in_part:
+                summary += f"; {len(in_part)} notebook(s) checked in part"
             sys.stderr.write(summary + "\n")
     sys.stdout.flush()
     if result.errors:

@@ -4,7 +4,8 @@ shows of its run (findings, inlay hints, hovers).
 Invariants:
 - Static results are computed from the document text the server holds (never from disk), and a
   document's cached diagnostics are replaced whole on each change, so quick fixes always match what
-  the user sees.
+  the user sees. A notebook cell (each one a document of its own) is read with its IPython syntax
+  set aside, line for line (`checked_text`).
 - A document's published diagnostics are its static ones plus the findings of the run it shows, on
   the lines their code is on now (runs.py decides which run, and where its lines went); a finding
   whose line changed is not published.
@@ -83,7 +84,7 @@ class Documents:
         doc = ls.workspace.get_text_document(uri)
         if not doc.path.endswith((".py", ".pyi")) and doc.language_id not in ("python", None):
             return False
-        self._found[uri] = self._check(ls, uri, doc.source, doc.path)
+        self._found[uri] = self._check(ls, uri, checked_text(uri, doc.source), doc.path)
         if opened:
             moved = ls.runs.restore(uri, doc.source, ls.roots())
         else:
@@ -112,8 +113,22 @@ class Documents:
         return list(self._found.get(uri, []))
 
     def code_actions(self, ls: "StepscopeServer", uri: str, wanted: types.Range) -> list[types.CodeAction]:
-        text = ls.workspace.get_text_document(uri).source
+        text = checked_text(uri, ls.workspace.get_text_document(uri).source)
         return lsp_diagnostics.code_actions(uri, self._found.get(uri, []), wanted, text)
+
+
+NOTEBOOK_CELL_SCHEME = "vscode-notebook-cell:"
+
+
+def checked_text(uri: str, text: str) -> str:
+    """The text the rules read: a notebook cell's with its IPython syntax set aside (`!pip
+    install x`, `%time f()`, `%%bash` cells: `rules.notebooks`), line for line, so diagnostics
+    and fixes land on the cell's own lines; any other document's as it is."""
+    if not uri.startswith(NOTEBOOK_CELL_SCHEME):
+        return text
+    from ..rules.notebooks import cell_python
+
+    return cell_python(text)
 
 
 def step_lenses(ls: "StepscopeServer", uri: str, command: str, measure_command: str) -> list[types.CodeLens]:

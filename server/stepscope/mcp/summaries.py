@@ -150,10 +150,17 @@ def runs_compare_result(doc: dict[str, Any], root: Path) -> tuple[str, dict[str,
     return text.rstrip("\n"), doc
 
 
+def _where(item: dict[str, Any]) -> str:
+    cell = f":cell {item['cell']}" if item.get("cell") else ""
+    line = f":{item['line']}" if item.get("line") else ""
+    return f"{item.get('path')}{cell}{line}"
+
+
 def check_result(doc: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """`check --format json`'s document: one line per diagnostic, as `path:line: CODE message`."""
+    """`check --format json`'s document: one line per diagnostic, as `path:line: CODE message`
+    (`path:cell N:line: ...` in a notebook, the line counted in that cell)."""
     diagnostics = doc.get("diagnostics") or []
-    lines = [f"{d.get('path')}:{d.get('line')}: {d.get('code')} {d.get('message')}" for d in diagnostics]
+    lines = [f"{_where(d)}: {d.get('code')} {d.get('message')}" for d in diagnostics]
     lines.append(f"{len(diagnostics)} problem{'' if len(diagnostics) == 1 else 's'} in "
                  f"{doc.get('files_checked')} file(s) checked")
     return "\n".join(lines), doc

@@ -5,7 +5,7 @@ Public API (used by the language server and `stepscope check`):
 - `check_paths(paths, config=None) -> list[Diagnostic]` — files and folders on disk.
 - `check_files(paths, config=None) -> CheckResult` — the same, with the files that could not be
   checked (unreadable, undecodable, or not parsing: a file is never counted as checked when only
-  part of it was) and the number checked.
+  part of it was; a notebook has one error per cell that does not parse) and the number checked.
 - `load_config(start) -> Config` — `[tool.stepscope]` of the nearest pyproject.toml.
 - `incremental.DocumentChecker(path, config).check(text)` — `check_source` for an open document,
   answered from the def/class an edit touched (what the language server runs on every change).
@@ -73,11 +73,10 @@ def check_files(paths: Iterable[str | Path], config: Config | None = None,
                         result.warnings.append(w)
             cfg = configs[folder]
         cfg = cfg.with_cli(cli_select, cli_ignore)
-        diagnostics, error = check_file(path, cfg)
+        diagnostics, errors = check_file(path, cfg)
         result.diagnostics.extend(diagnostics)
-        if error is not None:
-            result.errors.append(error)
-        else:
+        result.errors.extend(errors)
+        if not errors:
             result.files_checked += 1
     return result
 

@@ -463,6 +463,32 @@ def _add_import(names: dict[str, str], node: ast.Import | ast.ImportFrom) -> Non
             names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
 
 
+_PROFILER_MODULES = ("torch.profiler", "torch.autograd.profiler")
+
+
+def _note_profiler_alias(ctx: ModuleContext, node: ast.Assign, aliases: set[str]) -> None:
+    """`profile_fn = profile`, `tp = torch.profiler` at module level: the name then resolves as
+    an import of what it names does, so the profiler rules see `with profile_fn(...)`. Only torch's
+    profiler is followed (a name bound to anything else keeps its meaning), and a module-level
+    rebinding to something else forgets the alias. Module-level code only: an edit there is
+    always checked whole, so the editor's partial checks never see a stale alias."""
+    origin = None
+    if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+            and isinstance(node.value, (ast.Name, ast.Attribute)):
+        name = ctx.dotted(node.value)
+        if name and any(name == m or name.startswith(m + ".") for m in _PROFILER_MODULES):
+            origin = name
+    for target in node.targets:
+        if not isinstance(target, ast.Name):
+            continue
+        if origin is not None:
+            ctx.imports[target.id] = origin
+            aliases.add(target.id)
+        elif target.id in aliases:
+            del ctx.imports[target.id]
+            aliases.discard(target.id)
+
+
 _PERIODIC_NAME = re.compile(
     r"(should|every|is_log|log_step|is_print|do_log|do_eval|do_save|divisible)")
 # A bound that makes a comparison fire now and then: `step - last_eval >= eval_interval`.
@@ -563,6 +589,7 @@ class _Walker:
     def __init__(self, ctx: ModuleContext):
         self.ctx = ctx
         self.withs: list[tuple[ast.With | ast.AsyncWith, ast.Call, Scope]] = []
+        self.aliases: set[str] = set()  # module-level names `_note_profiler_alias` added to imports
 
     def run(self) -> None:
         ctx = self.ctx
@@ -584,6 +611,8 @@ class _Walker:
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             ctx.assigns.append(node)
             ctx.functions[id(scope.function)].assigns.append(node)
+            if ctx.summary is None and scope.function is ctx.tree and isinstance(node, ast.Assign):
+                _note_profiler_alias(ctx, node, self.aliases)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             if ctx.summary is None:
                 _add_import(ctx.imports, node)

@@ -9,7 +9,9 @@ fix is attached (a fix would have to address the cell inside the notebook's JSON
 
 Files that could not be checked (unreadable, undecodable, not parsing) are listed in JSON's
 `errors` (with the line to blame when there is one) and in SARIF as error-level
-`toolExecutionNotifications` of an invocation whose `executionSuccessful` is false.
+`toolExecutionNotifications` of an invocation whose `executionSuccessful` is false. A notebook's
+cell that does not parse is one such entry, with its `cell` (SARIF: `properties.notebookCell`) and
+its line in that cell; its message says the other cells were checked.
 """
 
 from __future__ import annotations
@@ -48,8 +50,8 @@ def render_json(diagnostics: list[Diagnostic], errors: list[FileError], files_ch
         "version": __version__,
         "files_checked": files_checked,
         "diagnostics": [d.to_dict() for d in diagnostics],
-        "errors": [{"path": e.path, "message": e.message, **({"line": e.line} if e.line else {})}
-                   for e in errors],
+        "errors": [{"path": e.path, "message": e.message, **({"line": e.line} if e.line else {}),
+                    **({"cell": e.cell} if e.cell else {})} for e in errors],
     }
     return json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
 
@@ -121,9 +123,13 @@ def _notification(error: FileError) -> dict:
     location: dict = {"artifactLocation": {"uri": Path(error.path).resolve().as_uri()}}
     if error.line:
         location["region"] = {"startLine": error.line}
-    return {
+    where = f"{error.path}: cell {error.cell}" if error.cell else error.path
+    notification: dict = {
         "level": "error",
-        "message": {"text": f"{error.path}: {error.message}; not checked"},
+        "message": {"text": f"{where}: {error.reason}"},
         "locations": [{"physicalLocation": location}],
         "descriptor": {"id": "could-not-check"},
     }
+    if error.cell:
+        notification["properties"] = {"notebookCell": error.cell}
+    return notification

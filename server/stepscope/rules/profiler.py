@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from ..source.loops import is_range_like, terminal_name
-from .context import SHORT_LOOP, FunctionFacts, ModuleContext, Scope
+from .context import SHORT_LOOP, FunctionFacts, ModuleContext, Scope, guard_kind, runs_once
 from .model import Diagnostic, Edit, Fix, make_diagnostic
 from .sync import is_test_path
 
@@ -24,6 +24,13 @@ _COSTLY_OPTIONS = {
     "profile_memory": "tracking memory adds overhead to every allocation",
 }
 _INCLUSIVE_TIME = re.compile(r"^(cpu|cuda|device|xpu|privateuse1)_time(_total)?$")
+
+#: The one schedule SS402 proposes: its message names it and its quick fix inserts it.
+_WAIT, _WARMUP, _ACTIVE = 1, 1, 3
+SCHEDULE = f"torch.profiler.schedule(wait={_WAIT}, warmup={_WARMUP}, active={_ACTIVE}, repeat=1)"
+SCHEDULE_WORDS = f"wait {_WAIT}, warm-up {_WARMUP}, active {_ACTIVE}"
+#: the steps a loop must run before that schedule has recorded anything
+SCHEDULE_STEPS = _WAIT + _WARMUP + _ACTIVE
 
 
 def _keyword(call: ast.Call, name: str) -> ast.keyword | None:
@@ -316,8 +323,7 @@ def check_ss402(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
         yield make_diagnostic(
             "SS402",
             "profile() around a loop with no schedule records every iteration, start-up "
-            "included; pass schedule=torch.profiler.schedule(wait=1, warmup=2, active=5) and call "
-            "prof.step() after each step",
+            f"included; pass schedule={SCHEDULE} and call prof.step() after each step",
             path, ctx.header_span(window.stmt, call))
 
 
@@ -442,12 +448,23 @@ def check_ss405(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
         return
     checked = existence_checked_words(ctx.text)
     assigned = ctx.assigned_values()
-    for call, _scope in exports:
+    for call, scope in exports:
         target = call.args[0]
-        if not _constant_path(target, ctx, assigned):
-            continue
         if checked and _path_words(target, ctx, assigned) & checked:
             continue  # this path is tested for an existing file before it is written
+        repeated = _repeating_loop(call, scope, ctx)
+        if repeated is not None and _same_on_every_pass(target, repeated[0], ctx):
+            loop, how_often = repeated
+            yield make_diagnostic(
+                "SS405",
+                f"the trace is exported to the same path {how_often} of the loop at line "
+                f"{loop.lineno}: each export overwrites the one before, so only the last trace is "
+                f"kept (and every export costs time in the loop); put the step in the name, or "
+                f"export once after the loop",
+                path, ctx.span(target))
+            continue
+        if not _constant_path(target, ctx, assigned):
+            continue
         fix = None
         if isinstance(target, ast.Constant) and isinstance(target.value, str):
             fix = _unique_name_fix(target, ctx)
@@ -457,6 +474,103 @@ def check_ss405(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
             "the trace is written to a fixed path: a second run overwrites the earlier trace "
             "without a word; put a run id or time in the name, or refuse when it exists",
             path, ctx.span(target), fixes=fixes)
+
+
+def _repeating_loop(call: ast.Call, scope: Scope, ctx: ModuleContext
+                    ) -> tuple[ast.For | ast.AsyncFor | ast.While, str] | None:
+    """The innermost loop around `call` (in its function) when the call runs on more than one of
+    its passes, with how often in words: "on every pass", or "every few passes" under a periodic
+    guard (`if step % 100 == 0:`). None when a guard or a `break` keeps it to one pass (`if i == 0:`,
+    an `except` handler, a block that leaves the loop)."""
+    if not scope.loops:
+        return None
+    loop = ctx.loop_node(scope.loops[-1])
+    if loop is None or _one_pass(loop):
+        return None
+    how_often = "on every pass"
+    block: list[ast.stmt] = loop.body
+    while True:
+        if runs_once(block):
+            return None
+        holder = next((stmt for stmt in block if _holds(stmt, call)), None)
+        if holder is None:
+            return None
+        if not isinstance(holder, (ast.If, ast.Try, ast.With, ast.AsyncWith)):
+            return loop, how_often  # the call is in this statement itself
+        if isinstance(holder, ast.If):
+            if _holds_any(holder.body, call):
+                kind = guard_kind(holder.test, holder.body)
+                block = holder.body
+            else:
+                kind = "rare" if runs_once(holder.orelse) else None
+                block = holder.orelse
+            if kind == "rare":
+                return None
+            if kind == "periodic":
+                how_often = "every few passes"
+        elif isinstance(holder, ast.Try):
+            if any(_holds_any(h.body, call) for h in holder.handlers):
+                return None  # runs when something failed
+            block = next(b for b in (holder.body, holder.orelse, holder.finalbody)
+                         if _holds_any(b, call))
+        else:
+            if not _holds_any(holder.body, call):
+                return loop, how_often  # in the `with` items
+            block = holder.body
+
+
+def _one_pass(loop: ast.stmt) -> bool:
+    """`for _ in range(1):`, `for cfg in [only_one]:` — the loop runs its body once."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return False
+    it = loop.iter
+    if isinstance(it, (ast.List, ast.Tuple)):
+        return len(it.elts) <= 1 and not any(isinstance(e, ast.Starred) for e in it.elts)
+    return isinstance(it, ast.Call) and terminal_name(it.func) == "range" and len(it.args) == 1 \
+        and isinstance(it.args[0], ast.Constant) and it.args[0].value in (0, 1)
+
+
+def _holds(stmt: ast.stmt, node: ast.AST) -> bool:
+    first, last = stmt.lineno, stmt.end_lineno or stmt.lineno
+    if not first <= node.lineno <= last:  # type: ignore[attr-defined]
+        return False
+    return any(sub is node for sub in ast.walk(stmt))
+
+
+def _holds_any(block: list[ast.stmt], node: ast.AST) -> bool:
+    return any(_holds(stmt, node) for stmt in block)
+
+
+_FIXED_PATH_CALLS = frozenset({"str", "Path", "PurePath", "fspath", "join", "joinpath", "format",
+                               "abspath", "realpath", "expanduser", "resolve"})
+
+
+def _same_on_every_pass(target: ast.expr, loop: ast.stmt, ctx: ModuleContext) -> bool:
+    """The path is the same on every pass of `loop`: built only from names the loop does not bind
+    (its target included) and calls that only join or convert paths (no clock, counter or id)."""
+    first, last = loop.lineno, loop.end_lineno or loop.lineno
+    bound = {name for line, name in ctx.stores if first <= line <= last}
+    for node in ast.walk(target):
+        if isinstance(node, ast.Name) and node.id in bound:
+            return False
+        if isinstance(node, ast.Call) and terminal_name(node.func) not in _FIXED_PATH_CALLS:
+            return False
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                and node.value.id == "self" and f"self.{node.attr}" in _assigned_attributes(loop):
+            return False
+    return True
+
+
+def _assigned_attributes(loop: ast.stmt) -> set[str]:
+    """`self.x` attributes assigned inside `loop` (`self.step += 1`)."""
+    out = set()
+    for node in ast.walk(loop):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
+            if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        for t in targets:
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                out.add(f"self.{t.attr}")
+    return out
 
 
 def _path_words(target: ast.AST, ctx: ModuleContext, assigned: dict[str, list[ast.expr]]

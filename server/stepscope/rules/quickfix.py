@@ -13,8 +13,8 @@ when the host waits or what the profiler records:
   synchronise the device before each clock read (only where the module imports `torch`; the call is
   guarded by `torch.cuda.is_available()`, so a CPU run is unchanged).
 - SS402, `with profile(...) as prof:` holding a loop that runs at least `SCHEDULE_STEPS` times (or
-  an unknown number of times) and never `continue`s: add `schedule=torch.profiler.schedule(wait=1,
-  warmup=1, active=3, repeat=1)` and `prof.step()` at the end of the loop body. Results read after
+  an unknown number of times) and never `continue`s: add `schedule=` the rule's `SCHEDULE` (the one
+  its message names) and `prof.step()` at the end of the loop body. Results read after
   the `with` (`key_averages()`, `export_chrome_trace`) are those of the recorded steps.
 - SS501 (hoist a constant), SS502 and SS405 come with their fixes from the rules themselves.
 
@@ -26,10 +26,7 @@ from __future__ import annotations
 import ast
 
 from .model import Diagnostic, Edit, Fix
-
-#: the steps the SS402 fix's schedule needs before it has recorded anything: wait 1 + warmup 1 + active 3
-SCHEDULE_STEPS = 5
-SCHEDULE = "torch.profiler.schedule(wait=1, warmup=1, active=3, repeat=1)"
+from .profiler import SCHEDULE, SCHEDULE_STEPS, SCHEDULE_WORDS
 SYNC = "if torch.cuda.is_available(): torch.cuda.synchronize()"
 _CLOCKS = {"perf_counter", "perf_counter_ns", "time", "time_ns", "monotonic", "monotonic_ns"}
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -238,7 +235,7 @@ def _add_schedule(diag: Diagnostic, src: _Source) -> Fix | None:
                    f"schedule={SCHEDULE}")
     body_indent = src.indent(loop.body[0].lineno)
     step = src.after(loop, body_indent, f"{name}.step()  # the schedule moves on once per step")
-    return Fix("Add a schedule (wait 1, warm-up 1, active 3) and step it every iteration", (add, step))
+    return Fix(f"Add a schedule ({SCHEDULE_WORDS}) and step it every iteration", (add, step))
 
 
 _BUILDERS = {
