@@ -134,7 +134,7 @@ def test_the_options_have_one_set_of_defaults():
     # the CLI's documented defaults (PRODUCT.md): --wait 1 --warmup 2 --active 5 --repeat 1 --depth 2
     assert dataclasses.asdict(ProfileOptions()) == {
         "schedule": {"wait": 1, "warmup": 2, "active": 5, "repeat": 1}, "depth": 2, "line_regions": True,
-        "bound_regions": True, "shapes": False, "stack": False, "memory": False, "compile_records": True, "cpu_only": False,
+        "bound_regions": True, "light": False, "shapes": False, "stack": False, "memory": False, "compile_records": True, "cpu_only": False,
         "run_to_end": False}
 
 

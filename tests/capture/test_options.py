@@ -48,7 +48,7 @@ def test_the_help_of_each_flag_gives_its_declared_default():
     options.add_arguments(parser, *CLASSES)
     text = " ".join(parser.format_help().split())
     for phrase in ("--active ACTIVE steps recorded and measured (default 5)", "(default 0: no limit)",
-                   "cost more than 5% of the step", "--nproc NPROC start N processes"):
+                   "256 regions or more", "--nproc NPROC start N processes"):
         assert phrase in text
 
 
@@ -85,7 +85,7 @@ def test_the_editor_settings_set_the_same_options():
     ({"timeout": -1}, "stepscope.profile.timeout must be a number of seconds ≥ 0 (0: no limit), got -1"),
     ({"depth": -1}, "stepscope.profile.depth must be an integer ≥ 0, got -1"),
     ({"cpuOnly": True}, "stepscope.profile.cpuOnly is not a setting; the profile settings are wait, warmup, active, "
-                        "repeat, depth, allLines, shapes, stack, memory, timeout, nproc"),
+                        "repeat, depth, allLines, light, shapes, stack, memory, timeout, nproc"),
 ])
 def test_a_refused_setting_is_one_line_naming_it(settings: dict, message: str):
     with pytest.raises(SettingError) as refused:
