@@ -388,6 +388,9 @@ async def test_a_failed_run_keeps_the_last_good_figures_marked_and_the_runs_can_
     assert str(ws) not in finding.message and "measured on" not in finding.message
     assert finding.code_description.href.endswith("docs/findings.md#input-bound")
     assert finding.source == "stepscope run"
+    # its squiggle starts at the code, not at the line's indentation
+    code_line = (ws / "train_cpu.py").read_text().splitlines()[finding.range.start.line]
+    assert code_line.startswith(" ") and finding.range.start.character == len(code_line) - len(code_line.lstrip())
 
     # The same script, run so that it fails (too few steps to reach the window): nothing is painted
     # over, the last good run stays, and its documents say their figures are from it.

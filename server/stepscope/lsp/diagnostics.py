@@ -63,15 +63,17 @@ def code_actions(uri: str, found: list[Diagnostic], wanted: types.Range, text: s
     return actions
 
 
-def finding_to_lsp(finding: dict, run: "Run", line: int, *, stale: bool = False) -> types.Diagnostic:
+def finding_to_lsp(finding: dict, run: "Run", line: int, *, stale: bool = False,
+                   line_text: str = "") -> types.Diagnostic:
     """A finding of a run as a diagnostic on `line` (0-based, where its code is now), worded by the
-    presenter for the editor, its kind linked to its docs as rule codes are. A finding from a run
+    presenter for the editor, its kind linked to its docs as rule codes are; it starts where the
+    line's code does (`line_text`: the line now), not at its indentation. A finding from a run
     older than one that failed says so first, so it never passes for the latest run's."""
     message = present.finding_message(finding, run.report, str(run.root))
     if stale:
         message = f"(from run {run.run_id}: a later run failed) {message}"
     return types.Diagnostic(
-        range=_range(line + 1, 0, line + 1, 10_000),
+        range=_range(line + 1, len(line_text) - len(line_text.lstrip()), line + 1, 10_000),
         message=message,
         severity=(types.DiagnosticSeverity.Warning if finding.get("severity") == "warning" and not stale
                   else types.DiagnosticSeverity.Information),

@@ -98,8 +98,10 @@ class Documents:
         if placed is not None:
             run, findings = placed
             stale = ls.runs.stale(run)
+            lines = ls.workspace.get_text_document(uri).lines
             for line, finding in findings:
-                diagnostics.append(lsp_diagnostics.finding_to_lsp(finding, run, line, stale=stale))
+                text = lines[line] if 0 <= line < len(lines) else ""
+                diagnostics.append(lsp_diagnostics.finding_to_lsp(finding, run, line, stale=stale, line_text=text))
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
             uri=uri, version=version, diagnostics=diagnostics))
 
