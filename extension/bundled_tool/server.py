@@ -1,6 +1,9 @@
-"""Starts the Stepscope language server that ships inside the VS Code extension.
+"""Starts the Stepscope language server that ships inside the VS Code extension, or its MCP server.
 
-The extension runs `<python> <extension>/bundled/tool/server.py`. The server and its
+The extension runs `<python> <extension>/bundled/tool/server.py` for the language server, and the
+editor's MCP support runs `<python> <extension>/bundled/tool/server.py mcp --root FOLDER
+[--allow-run]` (`stepscope mcp`, docs/mcp.md); the MCP server needs the `mcp` SDK, which is not
+bundled: it is imported from the interpreter's environment. The server and its
 dependencies live in `bundled/libs` (pure Python) and `bundled/native/cp3XY` (compiled ones, per
 Python version); both go first on sys.path so that whatever the user's environment has
 installed (another pygls, an older stepscope) can never change the server that runs.
@@ -54,6 +57,11 @@ def main() -> None:
     # Subprocesses (the agent in the user's interpreter) inherit UTF-8 too.
     os.environ.setdefault("PYTHONUTF8", "1")
     _utf8_stdio()
+
+    if sys.argv[1:2] == ["mcp"]:
+        from stepscope.cli import main as cli_main
+
+        raise SystemExit(cli_main(sys.argv[1:]))
 
     from stepscope.lsp.server import start_stdio
 

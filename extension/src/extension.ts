@@ -1,8 +1,10 @@
-// Entry point: creates the output channel, the server controller, the inline labels, the runs view
-// and the commands, and restarts the server when the interpreter or Stepscope's settings change.
+// Entry point: creates the output channel, the server controller, the MCP server definition, the
+// inline labels, the runs view and the commands, and restarts the server when the interpreter or
+// Stepscope's settings change.
 import * as vscode from "vscode";
 import { TimingDecorations } from "./decorations";
 import { FigureSync } from "./figures";
+import { McpServerProvider } from "./mcp";
 import { TracePanel } from "./panel/host";
 import { MEASURE_MODE, ProfileCommand, PROFILE_MODE } from "./profile";
 import { onDidChangePythonInterpreter } from "./python";
@@ -43,7 +45,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     followed, PROFILE_MODE);
   const measure = new ProfileCommand(controller, figures, status, log, context.workspaceState, () => runs.refresh(),
     followed, MEASURE_MODE);
-  context.subscriptions.push(decorations, figures, status);
+  // agents (the editor's agent mode) get the MCP server from the same interpreter and bundle
+  const mcp = new McpServerProvider(controller, log, context.extension.packageJSON.version);
+  /** The interpreter or the folder changed: the language server restarts, the MCP definition follows. */
+  const serverInputsChanged = (reason: string, force = false) => {
+    controller?.requestRestart(reason, force);
+    mcp.refresh(reason);
+  };
+  context.subscriptions.push(decorations, figures, status, mcp.register());
 
   let clientListeners: vscode.Disposable | undefined;
   context.subscriptions.push(
@@ -66,7 +75,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("stepscope.showLogs", () => log.show()),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (affectsServer(event)) {
-        controller?.requestRestart("settings changed");
+        serverInputsChanged("settings changed");
       }
       if (event.affectsConfiguration(`${SECTION}.showInlineTimings`)) {
         decorations.setEnabled(readSettings().showInlineTimings);
@@ -75,13 +84,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         decorations.setMinShare(readSettings().minShare);
       }
     }),
-    vscode.workspace.onDidChangeWorkspaceFolders(() => controller?.requestRestart("workspace folders changed")),
+    vscode.workspace.onDidChangeWorkspaceFolders(() => serverInputsChanged("workspace folders changed")),
     // Trusting the folder may allow an interpreter from the workspace settings, and the CodeLens.
     vscode.workspace.onDidGrantWorkspaceTrust(() => controller?.requestRestart("workspace trusted", true)),
   );
 
   const pythonListener = await onDidChangePythonInterpreter(() =>
-    controller?.requestRestart("the Python extension's interpreter changed"),
+    serverInputsChanged("the Python extension's interpreter changed"),
   );
   if (pythonListener) {
     context.subscriptions.push(pythonListener);

@@ -29,13 +29,19 @@ export const PROFILE_COMMAND = "stepscope.profileStep";
 export const MEASURE_COMMAND = "stepscope.measureStep";
 export const TRY_COMMAND = "stepscope.tryFix";
 
+/** UTF-8 everywhere: a non-UTF-8 locale must not break the stdio stream or the paths in it. */
+export const UTF8_ENV = { PYTHONUTF8: "1", PYTHONIOENCODING: "utf-8" } as const;
+
 const CLIENT_ID = "stepscope";
 const CLIENT_NAME = "Stepscope";
 const RESTART_DELAY_MS = 300;
 
-interface Launch {
+export interface Launch {
   command: string;
+  /** The language server's arguments. */
   args: string[];
+  /** What runs a Stepscope command instead (`[...entry, "mcp", ...]`): the bundled bootstrap, or `-m stepscope`. */
+  entry: string[];
   interpreter: Interpreter;
 }
 
@@ -108,12 +114,21 @@ export class ServerController implements vscode.Disposable {
     this.started.dispose();
   }
 
+  /**
+   * How the server starts for this workspace: the interpreter (the setting, the Python extension's,
+   * PATH) and the bundled server. The MCP server definition (mcp.ts) starts from the same.
+   * Throws an InterpreterProblem the user has to act on.
+   */
+  async resolveLaunch(resource: vscode.Uri | undefined): Promise<Launch> {
+    const interpreter = await resolveInterpreter(resource, readSettings(resource), this.log);
+    return this.launchFor(interpreter);
+  }
+
   private async ensureRunning(force: boolean): Promise<void> {
     const resource = vscode.workspace.workspaceFolders?.[0]?.uri;
     let launch: Launch;
     try {
-      const interpreter = await resolveInterpreter(resource, readSettings(resource), this.log);
-      launch = this.launchFor(interpreter);
+      launch = await this.resolveLaunch(resource);
     } catch (error) {
       await this.stop();
       this.reportProblem(error, force);
@@ -155,7 +170,7 @@ export class ServerController implements vscode.Disposable {
   /** How to start the server with this interpreter: the bundled bootstrap, or the source tree. */
   private launchFor(interpreter: Interpreter): Launch {
     if (process.env.STEPSCOPE_DEV_SERVER === "1") {
-      return { command: interpreter.path, args: ["-m", "stepscope", "serve"], interpreter };
+      return { command: interpreter.path, args: ["-m", "stepscope", "serve"], entry: ["-m", "stepscope"], interpreter };
     }
     const bundled = path.join(this.extensionRoot, "bundled");
     const bootstrap = path.join(bundled, "tool", "server.py");
@@ -170,7 +185,7 @@ export class ServerController implements vscode.Disposable {
           `${interpreter.path} is ${interpreter.implementation} ${major}.${minor}.`,
       );
     }
-    return { command: interpreter.path, args: [bootstrap], interpreter };
+    return { command: interpreter.path, args: [bootstrap], entry: [bootstrap], interpreter };
   }
 
   private createClient(launch: Launch, resource: vscode.Uri | undefined): LanguageClient {
@@ -180,8 +195,7 @@ export class ServerController implements vscode.Disposable {
       transport: TransportKind.stdio,
       options: {
         cwd: resource?.scheme === "file" ? resource.fsPath : undefined,
-        // UTF-8 everywhere: a non-UTF-8 locale must not break the stdio stream or the paths in it.
-        env: { ...process.env, PYTHONUTF8: "1", PYTHONIOENCODING: "utf-8" },
+        env: { ...process.env, ...UTF8_ENV },
       },
     };
     const settings = readSettings(resource);

@@ -32,6 +32,9 @@
 //                  scratch folder are read from disk: nothing left behind); runs it again to its
 //                  verdict (the notification) and diff (a diff editor beside the file), then Apply
 //                  (the file on disk gets the very change measured).
+//   "mcp":         runs "MCP: List Servers" (Stepscope is listed, no configuration), starts it from
+//                  its actions, opens its output (the tools the editor discovered) and lists the
+//                  servers again (Stepscope running).
 //   "failures":    runs the command with an interpreter that has no torch (the server's error is
 //                  shown, and its Open Logs opens the log), then the workspace settings point
 //                  stepscope.interpreter at a missing file, and at a Python older than 3.10 when the
@@ -903,6 +906,57 @@ async function measureScenario(page) {
   }
 }
 
+// ------------------------------------------------------------------------------ MCP servers
+
+async function quickPickRows(page) {
+  const rows = page.locator(".quick-input-widget .monaco-list-row");
+  await rows.first().waitFor({ timeout: 30_000 });
+  await page.waitForTimeout(500);
+  return (await rows.allInnerTexts()).map((t) => t.replace(/\s*\n\s*/g, " | "));
+}
+
+async function pickRow(page, text) {
+  const row = page.locator(".quick-input-widget .monaco-list-row", { hasText: text }).first();
+  await row.waitFor({ timeout: 30_000 });
+  await row.click();
+}
+
+async function mcpScenario(page) {
+  step("MCP: List Servers");
+  await runCommand(page, "MCP: List Servers");
+  result.mcpServers = await waitFor("Stepscope in the MCP servers' list", async () => {
+    const rows = await quickPickRows(page);
+    return rows.some((r) => r.includes("Stepscope")) ? rows : undefined;
+  }, 60_000);
+  await shot(page, "mcp-servers");
+
+  step("Stepscope's actions: Start Server");
+  await pickRow(page, "Stepscope");
+  result.mcpActions = await quickPickRows(page);
+  await shot(page, "mcp-actions");
+  await pickRow(page, "Start Server");
+
+  step("its output: the editor lists the server's tools");
+  await runCommand(page, "MCP: List Servers");
+  await pickRow(page, "Stepscope");
+  await pickRow(page, "Show Output");
+  const output = page.locator(".part.panel .monaco-editor .view-lines").first();
+  result.mcpOutput = await waitFor("the server's tools in its output", async () => {
+    const text = (await output.innerText().catch(() => "")).replace(/\u00a0/g, " ");
+    return /Discovered \d+ tools/.test(text) ? text : undefined;
+  }, 120_000);
+  await shot(page, "mcp-output");
+
+  step("MCP: List Servers: Stepscope runs");
+  await runCommand(page, "MCP: List Servers");
+  result.mcpServersRunning = await waitFor("Stepscope running in the list", async () => {
+    const rows = await quickPickRows(page);
+    return rows.some((r) => r.startsWith("Stepscope") && r.includes("Running")) ? rows : undefined;
+  }, 30_000);
+  await shot(page, "mcp-servers-running");
+  await page.keyboard.press("Escape");
+}
+
 async function main() {
   const context = await chromium.launchPersistentContext(config.profileDir, {
     executablePath: config.chromium,
@@ -951,7 +1005,7 @@ async function main() {
     const scenarios = {
       profile: profileScenario, restricted: restrictedScenario, failures: failuresScenario,
       panel: panelScenario, panelRestricted: panelRestrictedScenario, openRun: openRunScenario,
-      measure: measureScenario, tryFix: tryFixScenario,
+      measure: measureScenario, tryFix: tryFixScenario, mcp: mcpScenario,
     };
     if (config.scenario in scenarios) {
       await scenarios[config.scenario](page);

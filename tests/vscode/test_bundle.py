@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -265,3 +266,39 @@ def test_bundled_server_profiles_a_step_with_its_own_agent(unpacked: Path, tmp_p
     assert report["scenario"]["program"]["python"] == sys.executable
     spec = json.loads((Path(report["traces"][0]).parent / "spec.json").read_text())
     assert spec["mode"] == "profile" and spec["schema_version"] == protocol.SCHEMA_VERSION
+
+
+async def test_bundled_mcp_server_runs_the_bundled_stepscope_s_commands(unpacked: Path, tmp_path: Path) -> None:
+    """`server.py mcp`, as the editor's agents start it: the bundle's Stepscope serves the tools, and
+    each tool's command (a child process) imports the bundle's Stepscope and compiled modules too,
+    never the interpreter's own, which here are stand-ins that refuse to load. Only the `mcp` SDK
+    comes from the interpreter's environment."""
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    from tests.mcp.client import text_of
+
+    marker = tmp_path / "imported.txt"
+    trip = tmp_path / "trip"
+    for name in ("stepscope", "orjson", "msgspec"):
+        (trip / name).mkdir(parents=True)
+        (trip / name / "__init__.py").write_text(
+            f"open({str(marker)!r}, 'a').write({name!r} + '\\n')\nraise ImportError('tripwire: {name}')\n")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "train_cpu.py").write_text(EXAMPLE.read_text())
+    shutil.copytree(REPO / "tests" / "data" / "traces" / "scenarios" / "clean_mlp", workspace / "clean_mlp")
+    server = StdioServerParameters(
+        command=sys.executable, args=[str(unpacked / "bundled" / "tool" / "server.py"), "mcp", f"--root={workspace}"],
+        cwd=str(workspace), env={"PYTHONPATH": str(trip)})
+    async with stdio_client(server) as (read, write), ClientSession(read, write) as client:
+        await client.initialize()
+        assert len((await client.list_tools()).tools) == 6
+        analysed = await client.call_tool("analyze", {"trace": "clean_mlp"})
+        assert not analysed.is_error, text_of(analysed)
+        assert analysed.structured_content["ms_per_step"]["profiled"] > 0
+        checked = await client.call_tool("check", {"paths": ["train_cpu.py"]})
+        assert any(d["code"] == "SS101" for d in checked.structured_content["diagnostics"]), text_of(checked)
+        refused = await client.call_tool("profile", {"script": "train_cpu.py"})  # no --allow-run given
+        assert refused.is_error and "--allow-run" in text_of(refused)
+    assert not marker.exists(), marker.read_text()

@@ -409,6 +409,10 @@ def test_restricted_mode_checks_code_but_does_not_run_it(code_server, workspace:
     assert result["lensesOffered"] == 0  # Profile this step cannot run here: not offered
     assert any("train_cpu.py:" in row and "ms/step" in row for row in result["runs"]), result["runs"]
     assert any("ms/step" in t["label"] for t in result["timingsOfOpenedRun"]), result["timingsOfOpenedRun"]
+    # the editor's agents are offered the MCP server without --allow-run: its tools that run code refuse
+    offered = re.search(r'MCP server "Stepscope" for agents: (.*)', server.stepscope_log())
+    assert offered, server.stepscope_log()[-2000:]
+    assert "--allow-run" not in offered.group(1) and "restricted mode" in offered.group(1), offered.group(1)
 
 
 def test_vsix_on_a_plain_python_checks_code_and_explains_failures(code_server, tmp_path: Path) -> None:
@@ -470,3 +474,25 @@ def python_older_than_3_10() -> Path | None:
         if probe.returncode == 0 and probe.stdout.strip().isdigit() and int(probe.stdout) < 10:
             return candidate
     return None
+
+
+def test_agents_find_stepscope_among_the_editors_mcp_servers_and_it_starts(code_server, workspace: Path) -> None:
+    """The extension registers `stepscope mcp` with the editor's MCP support: MCP: List Servers shows
+    Stepscope without any configuration, and starting it from there gives the editor its tools."""
+    # the AI features on: the editor's MCP commands belong to them (the other tests turn them off)
+    server = code_server(settings={"stepscope.interpreter": str(TORCH_PYTHON), "chat.disableAIFeatures": False})
+    result = server.drive("mcp", RESULTS / "mcp", file=EXAMPLE.name, cursorLine=line_of("logits = model(x)"))
+    assert_driver_ok(result, server)
+
+    assert any(row.startswith("Stepscope") and "Stopped" in row for row in result["mcpServers"]), result["mcpServers"]
+    assert any("Start Server" in row for row in result["mcpActions"]), result["mcpActions"]
+    # the editor started the bundled server with the language server's interpreter and listed its
+    # tools: profile, measure, try_fix, analyze, check, runs
+    assert "Discovered 6 tools" in result["mcpOutput"], result["mcpOutput"][-2000:]
+    assert any(row.startswith("Stepscope") and "Running" in row for row in result["mcpServersRunning"])
+    log = server.stepscope_log()
+    started = re.search(r'MCP server "Stepscope" for agents: (.*)', log)
+    assert started, log[-2000:]
+    assert started.group(1).startswith(f"{TORCH_PYTHON} ") and "bundled/tool/server.py mcp" in started.group(1)
+    # a trusted workspace: the tools may run the program, in this folder
+    assert f"--root={workspace} --allow-run" in started.group(1), started.group(1)

@@ -7,6 +7,9 @@ never imports torch or the trace engine, and a cancelled call stops its command 
 stops the CLI's.
 
 Invariants:
+- The child imports the very Stepscope this server runs (installed, a source tree, or the VS Code
+  extension's bundle) through folders given on its command line; the environment is passed on
+  unchanged, so the user's program never imports Stepscope's dependencies in place of its own.
 - The child's stdout is read as exactly one JSON document (the CLI's `--json` contract) and never
   reaches the server's own stdout, which carries the MCP protocol; its stdin is closed.
 - The child runs in a session of its own. A cancelled call sends SIGTERM to that session (the
@@ -24,7 +27,6 @@ import os
 import signal
 import subprocess
 import sys
-import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Sequence
@@ -61,9 +63,33 @@ class Outcome:
         return [line[len("stepscope: note: "):] for line in self.stderr_lines if line.startswith("stepscope: note: ")]
 
 
+_ENTRY = ("import sys; sys.path[:0] = sys.argv.pop(1).split({sep!r}); "
+          "from stepscope.cli import main; raise SystemExit(main())")
+
+
+def import_path() -> list[str]:
+    """The folders this process imports stepscope and its compiled dependencies from: the child
+    imports exactly them, whether Stepscope is installed, a source tree or the editor's bundle."""
+    import msgspec
+    import orjson
+    import zlib_ng
+
+    import stepscope
+
+    folders: list[str] = []
+    for module in (stepscope, orjson, msgspec, zlib_ng):
+        folder = str(Path(module.__file__).resolve().parent.parent)
+        if folder not in folders:
+            folders.append(folder)
+    return folders
+
+
 def command(words: Sequence[str], program_args: Sequence[str] = ()) -> list[str]:
-    """The child's argument list: this interpreter running this Stepscope, `--json` added."""
-    argv = [sys.executable, "-m", "stepscope", *words, "--json"]
+    """The child's argument list: this interpreter running this Stepscope, `--json` added. The
+    child is isolated (`-I`: no PYTHONPATH, no user site-packages) with this server's import folders
+    passed on its command line, never in the environment, which the user's program inherits."""
+    entry = _ENTRY.format(sep=os.pathsep)
+    argv = [sys.executable, "-I", "-X", "utf8", "-c", entry, os.pathsep.join(import_path()), *words, "--json"]
     if program_args:
         argv += ["--", *program_args]
     return argv
@@ -73,13 +99,7 @@ async def run_command(words: Sequence[str], *, cwd: Path, program_args: Sequence
                       on_line: Callable[[str], Awaitable[None]] | None = None) -> Outcome:
     """Run `stepscope <words> --json [-- program_args]` in `cwd` and wait for it (see the module's
     invariants for cancellation)."""
-    env = dict(os.environ)
-    # the child imports the same Stepscope as this server; a folder the interpreter already
-    # imports from (an installed package) is left alone, so the program's path stays as it is
-    package_parent = str(Path(__file__).resolve().parents[2])
-    if package_parent not in {sysconfig.get_path("purelib"), sysconfig.get_path("platlib")}:
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
-    process = await anyio.open_process(command(words, program_args), cwd=str(cwd), env=env,
+    process = await anyio.open_process(command(words, program_args), cwd=str(cwd),
                                        stdin=subprocess.DEVNULL, start_new_session=True)
     stdout = bytearray()
     stderr_lines: list[str] = []
