@@ -8,12 +8,13 @@ import { McpServerProvider } from "./mcp";
 import { TracePanel } from "./panel/host";
 import { MEASURE_MODE, ProfileCommand, PROFILE_MODE } from "./profile";
 import { onDidChangePythonInterpreter } from "./python";
-import { parseProfileResult } from "./result";
+import { normaliseUri } from "./heat";
+import { DocumentFigures, parseProfileResult } from "./result";
 import { RunsView } from "./runsView";
 import { ServerController } from "./server";
 import { ShareTraceCommand } from "./share";
 import { affectsServer, readSettings, SECTION } from "./settings";
-import { StepStatus } from "./statusBar";
+import { MEASURE_STATUS, PROFILE_STATUS, StepStatus } from "./statusBar";
 import { TryCommand } from "./tryFix";
 
 let controller: ServerController | undefined;
@@ -28,7 +29,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const settings = readSettings();
   const decorations = new TimingDecorations(settings.showInlineTimings, settings.minShare);
   const figures = new FigureSync(decorations, log);
-  const status = new StepStatus();
+  const status = new StepStatus(PROFILE_STATUS);
+  const measureStatus = new StepStatus(MEASURE_STATUS);
   const panel = new TracePanel(vscode.Uri.joinPath(context.extensionUri, "panel", "dist"), () => controller?.languageClient, log);
   const runs = new RunsView(() => controller?.languageClient, log, (shown) => {
     try {
@@ -39,12 +41,23 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     } catch (error) {
       log.warn(`The server's answer for the run shown: ${error instanceof Error ? error.message : error}`);
     }
-  }, (deleted) => status.forget(deleted));
+  }, (deleted) => {
+    status.forget(deleted);
+    measureStatus.forget(deleted);
+  });
   const followed = (runId: string, measure: boolean) => panel.follow(runId, measure);
   const profile = new ProfileCommand(controller, figures, status, log, context.workspaceState, () => runs.refresh(),
     followed, PROFILE_MODE);
-  const measure = new ProfileCommand(controller, figures, status, log, context.workspaceState, () => runs.refresh(),
+  const measure = new ProfileCommand(controller, figures, measureStatus, log, context.workspaceState, () => runs.refresh(),
     followed, MEASURE_MODE);
+  // The status item names the run whose labels the active editor shows: after a window reload too,
+  // and when the active editor shows another file's run; the panel opened from it shows the same run.
+  const showActive = (shown: DocumentFigures) => {
+    const active = vscode.window.activeTextEditor?.document.uri.toString();
+    if (!shown.runId || !shown.status || active === undefined || normaliseUri(active) !== normaliseUri(shown.uri)) return;
+    status.shows(shown.status.text, shown.status.tooltip, shown.runId);
+    panel.follow(shown.runId);
+  };
   // agents (the editor's agent mode) get the MCP server from the same interpreter and bundle
   const mcp = new McpServerProvider(controller, log, context.extension.packageJSON.version);
   /** The interpreter or the folder changed: the language server restarts, the MCP definition follows. */
@@ -52,7 +65,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     controller?.requestRestart(reason, force);
     mcp.refresh(reason);
   };
-  context.subscriptions.push(decorations, figures, status, mcp.register());
+  context.subscriptions.push(decorations, figures, status, measureStatus, mcp.register(), figures.onDidChange(showActive),
+    vscode.window.onDidChangeActiveTextEditor((editor) => {
+      if (editor?.document.languageId === "python") void figures.refresh(editor.document.uri);
+    }));
 
   let clientListeners: vscode.Disposable | undefined;
   context.subscriptions.push(

@@ -28,6 +28,8 @@ export interface ProfileResult {
 export interface DocumentFigures {
   uri: string;
   runId: string | null;
+  /** The run's status-bar words (absent from an older server). */
+  status?: { text: string; tooltip: string };
   lines: LineTiming[];
   /** Timed lines whose code changed since the run: not shown. */
   hidden: number;
@@ -125,9 +127,12 @@ export function parseFigures(value: unknown, uri: string): DocumentFigures {
   if (!isObject(value) || typeof value.runId !== "string") {
     return none;
   }
+  const status = isObject(value.status) && typeof value.status.text === "string" && typeof value.status.tooltip === "string"
+    ? { text: value.status.text, tooltip: value.status.tooltip } : undefined;
   return {
     uri,
     runId: value.runId,
+    ...(status ? { status } : {}),
     lines: parseLines(value.lines),
     hidden: Number.isInteger(value.hidden) ? (value.hidden as number) : 0,
     notes: Array.isArray(value.notes) ? value.notes.filter((n): n is string => typeof n === "string") : [],

@@ -80,4 +80,11 @@ describe("parseRuns and parseFigures", () => {
     assert.equal(parseFigures(null, "file:///a.py").runId, null);
     assert.equal(parseFigures({ runId: 7 }, "file:///a.py").lines.length, 0);
   });
+
+  it("keeps the run's status-bar words, so the status item names the run the editor shows", () => {
+    const status = { text: "12.3 ms/step (15.0 profiled)", tooltip: "run **r1**" };
+    assert.deepEqual(parseFigures({ runId: "r1", status }, "file:///a.py").status, status);
+    assert.equal(parseFigures({ runId: "r1", status: { text: 1 } }, "file:///a.py").status, undefined);
+    assert.equal(parseFigures({ runId: "r1" }, "file:///a.py").status, undefined);
+  });
 });

@@ -321,6 +321,23 @@ async function profileScenario(page) {
   result.timingsAfterFailure = await inlineTimings(page);
   result.statusAfterFailure = (await statusTexts(page)).filter((t) => t.includes("Stepscope"));
   await shot(page, "failed-run-keeps-timings");
+
+  step("reload the window: the status item names the run the labels come from, and opens it");
+  await closeNotifications(page);
+  await runCommand(page, "Developer: Reload Window");
+  await page.locator(".monaco-workbench").waitFor({ timeout: 90_000 });
+  await openFile(page, config.file, "for x, y in loader");
+  await goToLine(page, config.cursorLine);
+  result.statusAfterReload = await waitFor("the status item after the reload", async () => {
+    const texts = (await statusTexts(page)).filter((t) => t.includes("Stepscope:") && t.includes("ms/step"));
+    return texts.length > 0 ? texts : undefined;
+  }, 60_000);
+  result.timingsAfterReload = await inlineTimings(page);
+  await page.locator(".statusbar-item", { hasText: "ms/step" }).first().click();
+  const reloaded = await panelFrame(page);
+  result.panelAfterReload = await waitFor("the panel opened from the status item", () =>
+    reloaded.evaluate(() => window.stepscopePanel?.state()?.runId ?? null), 60_000);
+  await shot(page, "reloaded-status-opens-its-run");
 }
 
 async function restrictedScenario(page) {

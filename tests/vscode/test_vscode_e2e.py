@@ -164,6 +164,10 @@ def test_profile_this_step_paints_inline_timings(code_server, workspace: Path) -
     kept = {t["line"].strip(): t["label"] for t in result["timingsAfterFailure"]}
     assert kept == {line: f"{label} · earlier run" for line, label in after.items()}, kept
     assert any("ms/step" in text for text in result["statusAfterFailure"]), result["statusAfterFailure"]
+    # After a window reload the status item is back, naming the run whose labels the file shows, and
+    # the panel it opens shows that run (not the newest run, the failed one).
+    assert len(result["statusAfterReload"]) == 1 and result["timingsAfterReload"], result["statusAfterReload"]
+    assert result["panelAfterReload"] == good_run.name, (result["panelAfterReload"], good_run.name)
 
 
 def test_the_trace_panel_shows_the_run_and_leads_to_its_lines(code_server, workspace: Path) -> None:

@@ -63,7 +63,7 @@ interface RangeRequest {
 export class TracePanel implements vscode.Disposable {
   private panel: vscode.WebviewPanel | undefined;
   private shown: ShownRun | undefined;
-  /** the run the editor shows (the last profile or measure, or a run opened from the runs view) */
+  /** the run the editor shows (the profile whose labels it shows, or a run opened from the runs view) */
   private followed: { runId: string; measure: MeasureTarget | undefined } | undefined;
   /** the webview's script has started since the page was last (re)loaded */
   private ready = false;
@@ -84,9 +84,12 @@ export class TracePanel implements vscode.Disposable {
     return new vscode.Disposable(() => this.dispose());
   }
 
-  /** The editor shows this run now (`measure`: a measure run): an open panel follows it. */
+  /** The editor shows this run now (`measure`: a measure run): an open panel follows it. A measure
+   * run is followed only by a panel that shows a measure run: it never takes the place of the
+   * profile whose labels the editor shows (its status item and "Open in Panel" lead to it). */
   follow(runId: string, measure = false): void {
     const target = measure ? { against: null, force: false } : undefined;
+    if (measure && !this.shown?.measure) return;
     this.followed = { runId, measure: target };
     if (this.panel && this.shown?.key !== keyOf(runId, target)) {
       void this.load(runId, null, target);

@@ -46,10 +46,12 @@ def editor_lines(run: Run, shown: set[str] | None = None, min_share: float = DEF
 def document_figures(run: Run, uri: str, placed: list[tuple[int, dict[str, Any]]], hidden: int,
                      notes: tuple[str, ...], stale: bool, min_share: float = DEFAULT_MIN_SHARE) -> dict[str, Any]:
     """`stepscope/figures`: a document's figures on its current lines (0-based), how many are hidden
-    because their code changed, and the notes that go with them (an earlier run than one that failed)."""
+    because their code changed, the notes that go with them (an earlier run than one that failed),
+    and the run's status-bar words: the status item names the run whose figures the editor shows."""
     return {
         "uri": uri,
         "runId": run.run_id,
+        "status": {"text": present.status_text(run.report), "tooltip": present.status_tooltip(run.report, run.run_id)},
         "lines": [_line_entry(uri, number, line, run.report, min_share) for number, line in placed],
         "hidden": hidden,
         "notes": list(notes),
