@@ -83,13 +83,14 @@ export class ShareTraceCommand {
     }
   }
 
-  /** The palette's way: the runs of the workspace that have ended, newest first. */
+  /** The palette's way: the profile runs of the workspace that have ended, newest first. */
   private async pickRun(): Promise<string | undefined> {
     const client = this.server.languageClient;
     let runs: RunSummary[] = [];
     try {
       const answer = await client?.sendRequest<{ runs?: RunSummary[] }>(RUNS_REQUEST, {});
-      runs = (answer?.runs ?? []).filter((r) => typeof r.id === "string" && r.status !== "incomplete");
+      // a measure or try run timed the step without the profiler: it holds no trace to share
+      runs = (answer?.runs ?? []).filter((r) => typeof r.id === "string" && r.status !== "incomplete" && r.kind === "profile");
     } catch (error) {
       void vscode.window.showErrorMessage(`Stepscope: the runs could not be listed: ${firstLine(error)}`);
       return undefined;

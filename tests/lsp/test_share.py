@@ -58,6 +58,10 @@ async def test_bad_share_requests_are_one_line_refusals(client: LanguageClient, 
     empty = ws / ".stepscope" / "runs" / "20261201T130000Z-train-0c0c"
     empty.mkdir()
     (empty / "status.json").write_text(json.dumps({"status": "failed", "reason": "ZeroDivisionError"}))
+    measured = ws / ".stepscope" / "runs" / "20261201T133000Z-train-0e0e"
+    measured.mkdir()
+    (measured / "status.json").write_text(json.dumps({"status": "complete"}))
+    (measured / "measure.json").write_text(json.dumps({"raw_ms": [1.0, 1.1]}))
     spoiled = secret_run(ws, "20261201T140000Z-train-0d0d")
     (spoiled / "trace.json").write_text('{"traceEvents": [{"ph": "X", "name": ')
     cases = [
@@ -66,6 +70,7 @@ async def test_bad_share_requests_are_one_line_refusals(client: LanguageClient, 
         ({"runId": "20990101T000000Z-none-0000"}, "no run 20990101T000000Z-none-0000"),
         ({"runId": going.name}, f"run {going.name} has not ended"),
         ({"runId": empty.name}, f"run {empty.name} has no trace to share"),
+        ({"runId": measured.name}, f"run {measured.name} is a measure run: it timed the step without the profiler"),
         ({"runId": spoiled.name}, "trace.json: no redacted copy:"),
     ]
     for params, said in cases:

@@ -84,6 +84,9 @@ def share_run(run_dir: Path) -> dict[str, Any]:
         raise ShareFailed(f"run {run_dir.name} has not ended (or stopped before it said how): share it once it has",
                           errors.USAGE)
     traces = run_traces(run_dir)
+    if not traces and (run_dir / protocol.MEASURE).is_file():
+        raise ShareFailed(f"run {run_dir.name} is a measure run: it timed the step without the profiler, so it holds "
+                          "no trace to share (share a profile run)", errors.USAGE)
     if not traces:
         raise ShareFailed(f"run {run_dir.name} has no trace to share: it ended before its window was recorded",
                           errors.USAGE)
