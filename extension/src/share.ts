@@ -14,6 +14,7 @@ const RUNS_REQUEST = "stepscope/runs";
 
 interface RunSummary {
   id: string;
+  kind: string;
   status: string;
   script: string | null;
   stepLine: number | null;
