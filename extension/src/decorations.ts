@@ -2,16 +2,15 @@
 // scale by the line's share of the step (heat.ts), in theme colours. The lines come from the server
 // already placed where their code is now (figures.ts asks after every edit): a line whose code
 // changed since the run has no label, the others keep theirs. Figures from an earlier run than one
-// that failed are painted in the stale colour and say so. A line below the label threshold
+// that failed or was cancelled keep their heat colour and say so. A line below the label threshold
 // (`stepscope.inline.minShare`) gets no label; its hover still has the figures. The hover of a timed
 // line comes from the server (textDocument/hover), so every LSP editor gets the same one.
 import * as vscode from "vscode";
-import { HEAT, heatBucket, normaliseUri, STALE_TEXT, worthALabel } from "./heat";
+import { HEAT, heatBucket, normaliseUri, worthALabel } from "./heat";
 import { DocumentFigures } from "./result";
 
 export class TimingDecorations implements vscode.Disposable {
   private readonly types: vscode.TextEditorDecorationType[];
-  private readonly staleType: vscode.TextEditorDecorationType;
   /** Figures by normalised document URI. */
   private readonly figures = new Map<string, DocumentFigures>();
   private readonly disposables: vscode.Disposable[] = [];
@@ -29,11 +28,6 @@ export class TimingDecorations implements vscode.Disposable {
         rangeBehavior: vscode.DecorationRangeBehavior.ClosedClosed,
       }),
     );
-    this.staleType = vscode.window.createTextEditorDecorationType({
-      isWholeLine: true,
-      after: { ...after, color: new vscode.ThemeColor(STALE_TEXT) },
-      rangeBehavior: vscode.DecorationRangeBehavior.ClosedClosed,
-    });
     this.disposables.push(vscode.window.onDidChangeVisibleTextEditors(() => this.paintVisible()));
   }
 
@@ -74,7 +68,6 @@ export class TimingDecorations implements vscode.Disposable {
   dispose(): void {
     this.disposables.forEach((d) => d.dispose());
     this.types.forEach((t) => t.dispose());
-    this.staleType.dispose();
   }
 
   private paintVisible(only?: string): void {
@@ -87,7 +80,6 @@ export class TimingDecorations implements vscode.Disposable {
 
   private paint(editor: vscode.TextEditor): void {
     const buckets: vscode.DecorationOptions[][] = this.types.map(() => []);
-    const stale: vscode.DecorationOptions[] = [];
     const figures = this.enabled ? this.figures.get(normaliseUri(editor.document.uri.toString())) : undefined;
     for (const timing of figures?.lines ?? []) {
       if (timing.line < 0 || timing.line >= editor.document.lineCount || !worthALabel(timing.fraction, this.minShare)) {
@@ -98,9 +90,8 @@ export class TimingDecorations implements vscode.Disposable {
         range: new vscode.Range(line.range.start.translate(0, line.firstNonWhitespaceCharacterIndex), line.range.end),
         renderOptions: { after: { contentText: figures?.stale ? `${timing.label} · earlier run` : timing.label } },
       };
-      (figures?.stale ? stale : buckets[heatBucket(timing.fraction)]).push(options);
+      buckets[heatBucket(timing.fraction)].push(options);
     }
     this.types.forEach((type, index) => editor.setDecorations(type, buckets[index]));
-    editor.setDecorations(this.staleType, stale);
   }
 }

@@ -28,9 +28,6 @@ export const HEAT: readonly HeatStep[] = [
   { from: 0.5, text: "stepscope.heat.hottest", background: "stepscope.heat.hottestBackground" },
 ];
 
-/** The colour of figures from an earlier run than one that failed. */
-export const STALE_TEXT = "stepscope.heat.stale";
-
 /** Default colours per kind of theme, as package.json declares them. */
 export const COLOR_DEFAULTS: Record<string, Record<ThemeKind, string>> = {
   "stepscope.heat.cold": { dark: "#A0A0A0", light: "#616161", highContrast: "#FFFFFF", highContrastLight: "#000000" },
@@ -38,7 +35,6 @@ export const COLOR_DEFAULTS: Record<string, Record<ThemeKind, string>> = {
   "stepscope.heat.warmer": { dark: "#F0A35E", light: "#9C4A00", highContrast: "#FFB870", highContrastLight: "#7A3A00" },
   "stepscope.heat.hot": { dark: "#F48771", light: "#B03000", highContrast: "#FF9C85", highContrastLight: "#8C2600" },
   "stepscope.heat.hottest": { dark: "#FF7A7A", light: "#B0201A", highContrast: "#FF8F8F", highContrastLight: "#8C1A14" },
-  "stepscope.heat.stale": { dark: "#9A9A9A", light: "#666666", highContrast: "#D0D0D0", highContrastLight: "#333333" },
   "stepscope.heat.warmerBackground": {
     dark: "#E07B0012", light: "#E07B0012", highContrast: "#00000000", highContrastLight: "#00000000",
   },
