@@ -4,6 +4,7 @@ the run measured, with hovers and labels worded by the presenter."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import json
 import re
@@ -113,6 +114,11 @@ async def test_figures_follow_their_lines_through_edits_reopening_and_a_restart(
     before = _hint_lines(await _hints(client, uri))
     assert loop_line in before and backward_line in before
     measured = await _figures(client, uri)
+    # the loop's header holds its body's timed lines: its label says which, a plain statement's does not
+    loop = next(n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.For) and n.lineno == loop_line + 1)
+    inside = [e["line"] + 1 for e in measured["lines"] if loop_line < e["line"] < loop.end_lineno]
+    assert before[loop_line].endswith(f" · includes lines {min(inside)}–{max(inside)}"), before[loop_line]
+    assert "includes" not in before[backward_line]
     assert measured["runId"] == result["runId"] and measured["hidden"] == 0 and measured["notes"] == []
     # the run keeps the text it measured, so its figures can follow their lines later
     sources = json.loads((Path(result["runDir"]) / "sources.json").read_text())

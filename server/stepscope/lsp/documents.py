@@ -179,11 +179,14 @@ def figures(ls: "StepscopeServer", uri: str, min_share: float) -> dict:
 
 
 def timing_hints(ls: "StepscopeServer", uri: str, wanted: types.Range, min_share: float) -> list[types.InlayHint]:
+    from . import results
+
     placed = ls.runs.placed_lines(uri, ls.roots())
     if placed is None:
         return []
     run, lines, _ = placed
     text_lines = ls.workspace.get_text_document(uri).lines
+    includes = results.included_lines(run, uri, lines)
     hints = []
     for number, line in lines:
         if not (wanted.start.line <= number <= wanted.end.line) or number >= len(text_lines):
@@ -193,7 +196,8 @@ def timing_hints(ls: "StepscopeServer", uri: str, wanted: types.Range, min_share
         end = len(text_lines[number].rstrip("\r\n"))
         hints.append(types.InlayHint(
             position=types.Position(line=number, character=end),
-            label=f"  {present.line_label(line, run.report)}", padding_left=True,
+            label=f"  {present.line_label(line, run.report)}"
+                  + (f" · {includes[number]}" if number in includes else ""), padding_left=True,
         ))
     return hints
 

@@ -12,13 +12,16 @@ from __future__ import annotations
 from typing import Any
 
 from ..analysis import present
+from ..source.blocks import compound_ends
 from .runs import Run, in_workspace
 
 #: a line below this share of the mean step gets no inline label unless the client says otherwise
 DEFAULT_MIN_SHARE = 0.01
 
 
-def _line_entry(uri: str, line_number: int, line: dict[str, Any], report: dict[str, Any], min_share: float) -> dict:
+def _line_entry(uri: str, line_number: int, line: dict[str, Any], report: dict[str, Any], min_share: float,
+                includes: str | None = None) -> dict:
+    label = present.line_label(line, report)
     return {
         "uri": uri,
         "line": line_number,
@@ -26,9 +29,27 @@ def _line_entry(uri: str, line_number: int, line: dict[str, Any], report: dict[s
         "gpuMs": line.get("gpu_ms"),
         "fraction": present.heat(line, report),
         "precision": line.get("precision", "exact"),
-        "label": present.line_label(line, report),
+        "label": f"{label} · {includes}" if includes else label,
         "labelled": present.worth_a_label(line, report, min_share),
     }
+
+
+def included_lines(run: Run, uri: str, placed: list[tuple[int, dict[str, Any]]]) -> dict[int, str]:
+    """For each placed compound statement (a loop, a `with`, a `def` ...) whose block holds other
+    timed lines: `includes lines 71–75` (the current numbers of those lines), so its label does not
+    read as time of its own. Keyed by the statement's current line (0-based)."""
+    text = run.measured_text(uri)
+    ends = compound_ends(text) if text is not None else {}
+    out = {}
+    for now, line in placed:
+        end = ends.get(int(line["line"]))
+        if end is None:
+            continue
+        inside = [n for n, other in placed if int(line["line"]) < int(other["line"]) <= end]
+        if inside:
+            first, last = min(inside) + 1, max(inside) + 1
+            out[now] = f"includes line {first}" if first == last else f"includes lines {first}–{last}"
+    return out
 
 
 def editor_lines(run: Run, shown: set[str] | None = None, min_share: float = DEFAULT_MIN_SHARE) -> list[dict[str, Any]]:
@@ -48,11 +69,13 @@ def document_figures(run: Run, uri: str, placed: list[tuple[int, dict[str, Any]]
     """`stepscope/figures`: a document's figures on its current lines (0-based), how many are hidden
     because their code changed, the notes that go with them (an earlier run than one that failed),
     and the run's status-bar words: the status item names the run whose figures the editor shows."""
+    includes = included_lines(run, uri, placed)
     return {
         "uri": uri,
         "runId": run.run_id,
         "status": {"text": present.status_text(run.report), "tooltip": present.status_tooltip(run.report, run.run_id)},
-        "lines": [_line_entry(uri, number, line, run.report, min_share) for number, line in placed],
+        "lines": [_line_entry(uri, number, line, run.report, min_share, includes.get(number))
+                  for number, line in placed],
         "hidden": hidden,
         "notes": list(notes),
         "stale": stale,
