@@ -227,11 +227,7 @@ export class TracePanel implements vscode.Disposable {
         try {
           report = await client.sendRequest<PanelReport>(REPORT_REQUEST, { runId });
         } catch (error) {
-          if (load !== this.loads) return;
-          const reason = firstLine(error);
-          this.log.error(`Trace panel: ${reason}`);
-          void vscode.window.showErrorMessage(`Stepscope: ${reason}`);
-          if (!this.shown) this.panel?.dispose();  // an empty panel would only say the same
+          this.refused(load, error);  // an empty panel would only say the same
           return;
         }
         let timeline: TimelineDoc | null = null;
@@ -253,6 +249,16 @@ export class TracePanel implements vscode.Disposable {
     );
   }
 
+  /** The server refused a load: said in one line, unless a later load took its place; a panel that
+   * had nothing to show yet closes. */
+  private refused(load: number, error: unknown): void {
+    if (load !== this.loads) return;
+    const reason = firstLine(error);
+    this.log.error(`Trace panel: ${reason}`);
+    void vscode.window.showErrorMessage(`Stepscope: ${reason}`);
+    if (!this.shown) this.panel?.dispose();
+  }
+
   /** A measure run's document (with `against`: compared with that run, by the server's comparison). */
   private async loadMeasure(client: LanguageClient, load: number, runId: string, measure: MeasureTarget): Promise<void> {
     const what = measure.against ? `run ${runId} against run ${measure.against}` : `run ${runId}`;
@@ -263,11 +269,7 @@ export class TracePanel implements vscode.Disposable {
           runId, ...(measure.against ? { against: measure.against, force: measure.force } : {}),
         });
       } catch (error) {
-        if (load !== this.loads) return;
-        const reason = firstLine(error);
-        this.log.error(`Trace panel: ${reason}`);
-        void vscode.window.showErrorMessage(`Stepscope: ${reason}`);
-        if (!this.shown) this.panel?.dispose();
+        this.refused(load, error);
         return;
       }
       if (load !== this.loads || !this.panel) return;
@@ -292,11 +294,7 @@ export class TracePanel implements vscode.Disposable {
     try {
       statements = (await client.sendRequest<{ statements?: RunComparison }>(COMPARE_REQUEST, { a, b }))?.statements;
     } catch (error) {
-      if (load !== this.loads) return;
-      const reason = firstLine(error);
-      this.log.error(`Trace panel: ${reason}`);
-      void vscode.window.showErrorMessage(`Stepscope: ${reason}`);
-      if (!this.shown) this.panel?.dispose();
+      this.refused(load, error);
       return;
     }
     if (load !== this.loads || !this.panel) return;
