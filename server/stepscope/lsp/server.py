@@ -297,37 +297,34 @@ def shutdown(ls: StepscopeServer, params: Any) -> None:
     ls.timelines.stop()
 
 
-@server.command(PROFILE_COMMAND)
-async def profile(ls: StepscopeServer, *arguments: Any) -> dict[str, Any]:
+async def _run_command(name: str, shape: str, arguments: tuple, run: Any) -> dict[str, Any]:
+    """A command that runs the user's program (`run(argument)`): one object argument, and a failed
+    run answered as an error with its one line and where its run folder is."""
     if not arguments or not isinstance(arguments[0], dict):
-        raise JsonRpcInvalidParams("stepscope.profile expects one object: {uri, position, python?}")
+        raise JsonRpcInvalidParams(f"{name} expects one object: {shape}")
     try:
-        return await profiling.profile_at(ls, arguments[0])
+        return await run(arguments[0])
     except profiling.ProfileFailed as e:
         raise JsonRpcServerError(present.for_surface(str(e), "editor"), -32001,
                                  data={"exit": e.exit_code, "runDir": e.run_dir, "runId": e.run_id}) from None
+
+
+@server.command(PROFILE_COMMAND)
+async def profile(ls: StepscopeServer, *arguments: Any) -> dict[str, Any]:
+    return await _run_command("stepscope.profile", "{uri, position, python?}", arguments,
+                              lambda argument: profiling.profile_at(ls, argument))
 
 
 @server.command(measuring.MEASURE_COMMAND)
 async def measure(ls: StepscopeServer, *arguments: Any) -> dict[str, Any]:
-    if not arguments or not isinstance(arguments[0], dict):
-        raise JsonRpcInvalidParams("stepscope.measure expects one object: {uri, position, python?}")
-    try:
-        return await measuring.measure_at(ls, arguments[0])
-    except profiling.ProfileFailed as e:
-        raise JsonRpcServerError(present.for_surface(str(e), "editor"), -32001,
-                                 data={"exit": e.exit_code, "runDir": e.run_dir, "runId": e.run_id}) from None
+    return await _run_command("stepscope.measure", "{uri, position, python?}", arguments,
+                              lambda argument: measuring.measure_at(ls, argument))
 
 
 @server.command(trying.TRY_COMMAND)
 async def try_fix(ls: StepscopeServer, *arguments: Any) -> dict[str, Any]:
-    if not arguments or not isinstance(arguments[0], dict):
-        raise JsonRpcInvalidParams("stepscope.try expects one object: {uri, finding | fix | text, python?}")
-    try:
-        return await trying.try_at(ls, arguments[0])
-    except profiling.ProfileFailed as e:
-        raise JsonRpcServerError(present.for_surface(str(e), "editor"), -32001,
-                                 data={"exit": e.exit_code, "runDir": e.run_dir, "runId": e.run_id}) from None
+    return await _run_command("stepscope.try", "{uri, finding | fix | text, python?}", arguments,
+                              lambda argument: trying.try_at(ls, argument))
 
 
 @server.feature(trying.TRY_CHANGE_REQUEST)
