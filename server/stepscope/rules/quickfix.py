@@ -16,7 +16,9 @@ when the host waits or what the profiler records:
   an unknown number of times) and never `continue`s: add `schedule=torch.profiler.schedule(wait=1,
   warmup=1, active=3, repeat=1)` and `prof.step()` at the end of the loop body. Results read after
   the `with` (`key_averages()`, `export_chrome_trace`) are those of the recorded steps.
-- SS501 (hoist a constant), SS502 and SS405 come with their fixes from the rules themselves.
+- SS501: build the constant once before the loop, or on the device where sharing one tensor
+  between the steps could change the results (`hoist.py` says when).
+- SS401, SS403, SS405, SS502 and SS202 come with their fixes from the rules themselves.
 
 Invariant: a fix's edits never overlap, and applying them leaves code that parses (tested for each).
 """
@@ -25,6 +27,8 @@ from __future__ import annotations
 
 import ast
 
+from .context import source_lines
+from .hoist import constant_fix
 from .model import Diagnostic, Edit, Fix
 
 #: the steps the SS402 fix's schedule needs before it has recorded anything: wait 1 + warmup 1 + active 3
@@ -39,11 +43,9 @@ def real_fixes(diag: Diagnostic, text: str) -> list[Fix]:
     builder = _BUILDERS.get(diag.code)
     if builder is None:
         return []
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    source = parse_source(text)
+    if source is None:
         return []
-    source = _Source(text, tree)
     try:
         fix = builder(diag, source)
     except (ValueError, IndexError):
@@ -51,21 +53,45 @@ def real_fixes(diag: Diagnostic, text: str) -> list[Fix]:
     return [fix] if fix is not None else []
 
 
-class _Source:
+def parse_source(text: str) -> "Source | None":
+    """`text` parsed for the fixes, or None when it does not parse."""
+    try:
+        return Source(text, ast.parse(text))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+class Source:
+    """A parsed text with each node's parent; positions in code points, as diagnostics have them
+    (`ast` counts UTF-8 bytes)."""
+
     def __init__(self, text: str, tree: ast.Module):
         self.text = text
-        self.lines = text.splitlines()
+        self.lines = source_lines(text)
         self.tree = tree
         self.parent: dict[ast.AST, ast.AST] = {}
         for node in ast.walk(tree):
             for child in ast.iter_child_nodes(node):
                 self.parent[child] = node
 
+    def col(self, line: int, byte_col: int) -> int:
+        text = self.lines[line - 1] if 1 <= line <= len(self.lines) else ""
+        if text.isascii():
+            return byte_col
+        return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="replace"))
+
+    def span(self, node: ast.AST) -> tuple[int, int, int, int]:
+        return (node.lineno, self.col(node.lineno, node.col_offset),
+                node.end_lineno, self.col(node.end_lineno, node.end_col_offset))
+
+    def segment(self, node: ast.AST) -> str | None:
+        return ast.get_source_segment(self.text, node)
+
     def at(self, diag: Diagnostic, kind: type) -> ast.AST | None:
         """The node of `kind` spanning exactly the diagnostic's range."""
+        wanted = (diag.line, diag.col, diag.end_line, diag.end_col)
         for node in ast.walk(self.tree):
-            if isinstance(node, kind) and (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset) == \
-                    (diag.line, diag.col, diag.end_line, diag.end_col):
+            if isinstance(node, kind) and node.lineno == diag.line and self.span(node) == wanted:
                 return node
         return None
 
@@ -108,7 +134,7 @@ def _loads_name(scope: ast.AST, name: str, skip: ast.AST) -> bool:
 
 
 # -- SS101: accumulate on the device ---------------------------------------------------------------
-def _accumulate_on_device(diag: Diagnostic, src: _Source) -> Fix | None:
+def _accumulate_on_device(diag: Diagnostic, src: Source) -> Fix | None:
     call = src.at(diag, ast.Call)
     if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "item"
             and not call.args and not call.keywords):
@@ -125,8 +151,7 @@ def _accumulate_on_device(diag: Diagnostic, src: _Source) -> Fix | None:
             or isinstance(loop, ast.While) and _loads_name(loop.test, name, stmt.target):
         return None  # the value is used in the step: it has to be read there
     tensor = call.func.value
-    detach = Edit(call.lineno, call.col_offset, call.end_lineno, call.end_col_offset,
-                  f"{ast.get_source_segment(src.text, tensor)}.detach()")
+    detach = Edit(*src.span(call), f"{src.segment(tensor)}.detach()")
     read_once = src.after(loop, src.indent(loop.lineno),
                           f"{name} = {name}.item() if hasattr({name}, \"item\") else {name}  # one read-back, after the loop")
     return Fix(f"Accumulate on the device; read {name} once after the loop", (detach, read_once))
@@ -141,7 +166,7 @@ def _is_clock(node: ast.AST) -> bool:
             and func.value.id == "time") or (isinstance(func, ast.Name) and func.id in _CLOCKS - {"time"})
 
 
-def _clock_assignment(src: _Source, scope_body: list[ast.stmt], name: str, before: int) -> ast.stmt | None:
+def _clock_assignment(src: Source, scope_body: list[ast.stmt], name: str, before: int) -> ast.stmt | None:
     """The last statement `name = <clock>()` in `scope_body` (at any depth) before line `before`."""
     found = None
     for stmt in scope_body:
@@ -153,7 +178,7 @@ def _clock_assignment(src: _Source, scope_body: list[ast.stmt], name: str, befor
     return found
 
 
-def _synchronise_clock_reads(diag: Diagnostic, src: _Source) -> Fix | None:
+def _synchronise_clock_reads(diag: Diagnostic, src: Source) -> Fix | None:
     if not src.imports_torch():
         return None
     duration = src.at(diag, ast.BinOp)
@@ -219,7 +244,7 @@ def _steps_profiler(loop: ast.stmt, name: str) -> bool:
                and isinstance(n.func.value, ast.Name) and n.func.value.id == name for n in ast.walk(loop))
 
 
-def _add_schedule(diag: Diagnostic, src: _Source) -> Fix | None:
+def _add_schedule(diag: Diagnostic, src: Source) -> Fix | None:
     if not src.imports_torch():
         return None
     with_node = next((n for n in ast.walk(src.tree) if isinstance(n, ast.With) and n.lineno == diag.line), None)
@@ -245,4 +270,5 @@ _BUILDERS = {
     "SS101": _accumulate_on_device,
     "SS201": _synchronise_clock_reads,
     "SS402": _add_schedule,
+    "SS501": constant_fix,
 }
