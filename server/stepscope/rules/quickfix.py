@@ -6,9 +6,12 @@ Computed when an editor asks for the fixes of a diagnostic (a code action), from
 found in, so typing never pays for them. Each fix keeps what the program computes and changes only
 when the host waits or what the profiler records:
 
-- SS101, `total += t.item()` in a loop, `total` read nowhere else in the loop: accumulate on the
-  device (`t.detach()`) and read the value once after the loop. Not offered for any other read-back
-  (a print, a condition, a value used in the step), where the value is needed in the step.
+- SS101, `total += t.item()` in a loop, `total` read nowhere else in the loop and set to a number
+  before it: accumulate on the device and read the value once after the loop. The sum stays the
+  one Python made: a float is added in float64 (`t.detach().double()`; `.item()` gives a Python
+  float), an integer as an integer; where the kind of `t` cannot be told (a call that is not a
+  count), no fix. Not offered for any other read-back (a print, a condition, a value used in the
+  step), where the value is needed in the step.
 - SS201, a duration `clock() - start` (or `end - start`) whose clock reads are whole statements:
   synchronise the device before each clock read (only where the module imports `torch`; the call is
   guarded by `torch.cuda.is_available()`, so a CPU run is unchanged).
@@ -150,11 +153,55 @@ def _accumulate_on_device(diag: Diagnostic, src: Source) -> Fix | None:
     if any(_loads_name(part, name, stmt.target) for part in [*loop.body, *loop.orelse] if part is not stmt) \
             or isinstance(loop, ast.While) and _loads_name(loop.test, name, stmt.target):
         return None  # the value is used in the step: it has to be read there
-    tensor = call.func.value
-    detach = Edit(*src.span(call), f"{src.segment(tensor)}.detach()")
+    on_device = _device_sum_term(src, call.func.value, _initial_value(src, loop, name))
+    if on_device is None:
+        return None
+    detach = Edit(*src.span(call), on_device)
     read_once = src.after(loop, src.indent(loop.lineno),
                           f"{name} = {name}.item() if hasattr({name}, \"item\") else {name}  # one read-back, after the loop")
     return Fix(f"Accumulate on the device; read {name} once after the loop", (detach, read_once))
+
+
+def _initial_value(src: Source, loop: ast.stmt, name: str) -> object:
+    """The number `name` is set to last before `loop` in the loop's scope (`total = 0.0`), or None."""
+    scope = src.enclosing(loop, (ast.FunctionDef, ast.AsyncFunctionDef)) or src.tree
+    found = None
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Assign) and node.lineno < loop.lineno and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name) and node.targets[0].id == name \
+                and (found is None or node.lineno > found.lineno):
+            found = node
+    if found is None or not isinstance(found.value, ast.Constant):
+        return None
+    value = found.value.value
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _device_sum_term(src: Source, tensor: ast.expr, start: object) -> str | None:
+    """What to add instead of `tensor.item()` so that the sum on the device is the number Python
+    would have summed: a float is added in float64 (`.item()` gives a Python float, a double), an
+    integer or a bool stays an integer. None when the tensor's kind cannot be told or the start is
+    not a plain number."""
+    code = src.segment(tensor)
+    if code is None or start is None:
+        return None
+    if isinstance(start, float):  # float + anything is a float: a double on the device too
+        return f"{code}.detach().double()"
+    if _counts(tensor):  # `(pred == y).sum()`: an integer
+        return f"{code}.detach()"
+    if isinstance(tensor, (ast.Name, ast.Attribute)):  # reading it twice costs nothing
+        return f"({code}.detach().double() if {code}.is_floating_point() else {code}.detach())"
+    return None
+
+
+def _counts(node: ast.expr) -> bool:
+    """`(a == b).sum()`, `mask.sum()` of a comparison, `.count_nonzero()`: an integer tensor."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.args
+            and not node.keywords):
+        return False
+    if node.func.attr == "count_nonzero":
+        return True
+    return node.func.attr == "sum" and isinstance(node.func.value, ast.Compare)
 
 
 # -- SS201: synchronise before each clock read -----------------------------------------------------
