@@ -43,7 +43,9 @@ def _display_path(path: str, cwd: Path | None) -> str:
         return path
 
 
-def render_json(diagnostics: list[Diagnostic], errors: list[FileError], files_checked: int) -> str:
+def render_json(diagnostics: list[Diagnostic], errors: list[FileError], files_checked: int,
+                fixed: list[dict] | None = None) -> str:
+    """`fixed` (with `--fix`): each finding fixed, as found, with the fix's `title`."""
     doc = {
         "version": __version__,
         "files_checked": files_checked,
@@ -51,6 +53,8 @@ def render_json(diagnostics: list[Diagnostic], errors: list[FileError], files_ch
         "errors": [{"path": e.path, "message": e.message, **({"line": e.line} if e.line else {})}
                    for e in errors],
     }
+    if fixed is not None:
+        doc["fixed"] = fixed
     return json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
 
 
