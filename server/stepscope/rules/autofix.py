@@ -5,7 +5,8 @@
 
 Which fix: for each finding, the one an editor offers first (`preferred_fix`: the code-changing
 fix of `quickfix.real_fixes`, else the rule's own), never a suppression comment; a finding with
-no such fix stays. Fixes whose lines meet are not applied together: the file is checked again and
+no such fix stays. Fixes whose edits share a line are not applied together (new lines put before the same line
+may be): the file is checked again and
 the next one is worked out from the new text (at most `MAX_ROUNDS` rounds), so every fix sees
 the code it changes as it is.
 
@@ -87,8 +88,10 @@ def preferred_fix(diag: Diagnostic, text: str) -> Fix | None:
     return None
 
 
-def _lines_of(fix: Fix) -> tuple[int, int]:
-    return min(e.line for e in fix.edits), max(e.end_line for e in fix.edits)
+def _meets(a: Edit, b: Edit) -> bool:
+    """Two edits on a common line; new lines put before the same line do not meet (both go in)."""
+    inserts = all(e.line == e.end_line and e.col == e.end_col == 0 and e.new_text.endswith("\n") for e in (a, b))
+    return not inserts and a.line <= b.end_line and b.line <= a.end_line
 
 
 Shift = tuple[int, int, int]  # an edit of a round: its first line, its last line, lines it adds
@@ -131,15 +134,14 @@ def fix_text(text: str, path: str, config: Config,
     diagnostics = found if found is not None else check_whole_source(text, path, config)
     for _ in range(MAX_ROUNDS):
         chosen: list[tuple[Diagnostic, Fix]] = []
-        taken: list[tuple[int, int]] = []
+        taken: list[Edit] = []
         for diag in diagnostics:
             fix = preferred_fix(diag, text)
             if fix is None or not fix.edits:
                 continue
-            first, last = _lines_of(fix)
-            if any(first <= b and a <= last for a, b in taken):
+            if any(_meets(e, t) for e in fix.edits for t in taken):
                 continue  # meets a fix of this round: the next round works it out again
-            taken.append((first, last))
+            taken.extend(fix.edits)
             chosen.append((diag, fix))
         if not chosen:
             return text, applied, diagnostics, None

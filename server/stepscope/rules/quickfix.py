@@ -29,6 +29,7 @@ Invariant: a fix's edits never overlap, and applying them leaves code that parse
 from __future__ import annotations
 
 import ast
+import functools
 
 from .context import source_lines
 from .hoist import constant_fix
@@ -56,8 +57,11 @@ def real_fixes(diag: Diagnostic, text: str) -> list[Fix]:
     return [fix] if fix is not None else []
 
 
+@functools.lru_cache(maxsize=4)
 def parse_source(text: str) -> "Source | None":
-    """`text` parsed for the fixes, or None when it does not parse."""
+    """`text` parsed for the fixes, or None when it does not parse. Kept for the last few texts:
+    `check --fix` asks for the fixes of every finding of one text in turn. A Source is never
+    changed once built."""
     try:
         return Source(text, ast.parse(text))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -76,6 +80,7 @@ class Source:
         for node in ast.walk(tree):
             for child in ast.iter_child_nodes(node):
                 self.parent[child] = node
+        self._starting: dict[int, list[ast.AST]] | None = None
 
     def col(self, line: int, byte_col: int) -> int:
         text = self.lines[line - 1] if 1 <= line <= len(self.lines) else ""
@@ -88,13 +93,27 @@ class Source:
                 node.end_lineno, self.col(node.end_lineno, node.end_col_offset))
 
     def segment(self, node: ast.AST) -> str | None:
-        return ast.get_source_segment(self.text, node)
+        """The source of `node` (`ast.get_source_segment` without splitting the text each time)."""
+        line, end_line = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+        if line is None or end_line is None or not 1 <= line <= end_line <= len(self.lines):
+            return None
+        chunk = [text.encode("utf-8") for text in self.lines[line - 1:end_line]]
+        if len(chunk) == 1:
+            return chunk[0][node.col_offset:node.end_col_offset].decode("utf-8", "replace")
+        chunk[0] = chunk[0][node.col_offset:]
+        chunk[-1] = chunk[-1][:node.end_col_offset]
+        return "\n".join(c.decode("utf-8", "replace") for c in chunk)
 
     def at(self, diag: Diagnostic, kind: type) -> ast.AST | None:
         """The node of `kind` spanning exactly the diagnostic's range."""
+        if self._starting is None:  # by first line, once: a file's every finding asks
+            self._starting = {}
+            for node in self.parent:
+                if isinstance(node, (ast.expr, ast.stmt)):
+                    self._starting.setdefault(node.lineno, []).append(node)
         wanted = (diag.line, diag.col, diag.end_line, diag.end_col)
-        for node in ast.walk(self.tree):
-            if isinstance(node, kind) and node.lineno == diag.line and self.span(node) == wanted:
+        for node in self._starting.get(diag.line, ()):
+            if isinstance(node, kind) and self.span(node) == wanted:
                 return node
         return None
 
