@@ -1,14 +1,13 @@
 """`stepscope check --fix` / `--diff`: the quick fixes an editor offers, applied to files.
 
-    fixed = fix_text(text, path, config)            # the new text and what was fixed
+    text, applied, remaining, note = fix_text(text, path, config)
     result = fix_files(paths, write=True)           # files fixed on disk, what remains
 
 Which fix: for each finding, the one an editor offers first (`preferred_fix`: the code-changing
 fix of `quickfix.real_fixes`, else the rule's own), never a suppression comment; a finding with
-no such fix stays. Fixes whose edits share a line are not applied together (new lines put before the same line
-may be): the file is checked again and
-the next one is worked out from the new text (at most `MAX_ROUNDS` rounds), so every fix sees
-the code it changes as it is.
+no such fix stays. Fixes whose edits share a line are not made in the same round (new lines put
+before the same line may be): the file is checked again and the next one is worked out from the
+new text (at most `MAX_ROUNDS` rounds), so every fix sees the code it changes as it is.
 
 Invariants:
 - A file that cannot be read, decoded or parsed, or whose fixed text would not parse, is never
