@@ -100,3 +100,19 @@ def test_line_breaks_byte_order_mark_and_json_output_are_kept(tmp_path: Path):
         ("SS501", 5, "Build this tensor once, before the loop"),
         ("SS501", 6, "Create this value on the device: torch.zeros((), device=device)")]
     assert [d["code"] for d in doc["diagnostics"]] == ["SS101"] and done.returncode == 1
+
+
+def test_json_and_sarif_list_the_editor_s_fixes_with_names_of_their_own(tmp_path: Path):
+    two = TRAIN.replace("    print(loss_sum.item())\n", "    bias = torch.tensor([0.5, 0.5, 0.5], device=device)\n"
+                                                            "    print((x + bias).sum())\n")
+    write(tmp_path, "train.py", two)
+    doc = json.loads(run_stepscope("check", "--format", "json", "train.py", cwd=tmp_path).stdout)
+    fixes = {d["line"]: d["fixes"] for d in doc["diagnostics"]}
+    assert [f["title"] for f in fixes[6]] == ["Create this value on the device: torch.zeros((), device=device)",
+                                              "Ignore SS501 on this line"]
+    hoists = [fixes[line][0]["edits"][0]["new_text"] for line in (5, 9)]
+    assert hoists == ["const_tensor = torch.tensor([1.0, 2.0, 3.0], device=device)\n",
+                      "const_tensor_2 = torch.tensor([0.5, 0.5, 0.5], device=device)\n"]
+    sarif = json.loads(run_stepscope("check", "--format", "sarif", "train.py", cwd=tmp_path).stdout)
+    first = sarif["runs"][0]["results"][0]
+    assert first["fixes"][0]["description"]["text"] == "Build this tensor once, before the loop"

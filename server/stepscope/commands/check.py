@@ -67,6 +67,10 @@ def run(args: argparse.Namespace) -> int:
         where = f"{shown}:{error.line}" if error.line else shown
         sys.stderr.write(f"stepscope: {where}: {error.message}; not checked\n")
     diagnostics = result.diagnostics
+    if args.format != "text":  # the fixes listed are the editor's, those that change code first
+        from ..rules.autofix import with_editor_fixes
+
+        diagnostics = with_editor_fixes(diagnostics)
     if args.format == "json":
         sys.stdout.write(render_json(diagnostics, result.errors, result.files_checked))
     elif args.format == "sarif":

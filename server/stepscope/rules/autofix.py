@@ -218,6 +218,24 @@ def fix_file(path: Path, config: Config, write: bool) -> tuple[FileFix | None, F
     return fixed, None
 
 
+def with_editor_fixes(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """`diagnostics` with the fixes the editor offers worked out (`quickfix.real_fixes`, from each
+    file's text as it is on disk) before the rule's own, for JSON and SARIF. A notebook's findings,
+    and those of a file that cannot be read again, keep the rule's own."""
+    texts: dict[str, str | None] = {}
+    out = []
+    for diag in diagnostics:
+        if diag.cell is None and diag.path not in texts:
+            try:
+                texts[diag.path] = decode_source(Path(diag.path).read_bytes())
+            except (OSError, ValueError):
+                texts[diag.path] = None
+        text = texts.get(diag.path) if diag.cell is None else None
+        extra = tuple(real_fixes(diag, text)) if text is not None else ()
+        out.append(replace(diag, fixes=(*extra, *diag.fixes)) if extra else diag)
+    return out
+
+
 def fix_files(paths: Iterable[str | Path], cli_select: tuple[str, ...] | None = None,
               cli_ignore: tuple[str, ...] = (), write: bool = True) -> FixResult:
     """`check_files` with the fixes applied (written when `write`). Raises `PathNotFound`."""

@@ -7,6 +7,9 @@ for notebooks `path:cell N:line:col: ...`. JSON keeps the Diagnostic coordinates
 SARIF region is relative to the code cell named in the result's `properties.notebookCell`, and no
 fix is attached (a fix would have to address the cell inside the notebook's JSON).
 
+The fixes rendered are the diagnostics' own: `check` gives JSON and SARIF the editor's
+(`autofix.with_editor_fixes`).
+
 Files that could not be checked (unreadable, undecodable, not parsing) are listed in JSON's
 `errors` (with the line to blame when there is one) and in SARIF as error-level
 `toolExecutionNotifications` of an invocation whose `executionSuccessful` is false.
