@@ -60,6 +60,7 @@ def test_a_value_only_read_is_built_once_before_the_loop(body):
     "acc = torch.tensor(0.0, device=device)\nacc.view(1)[0] = 3.0",  # through a view
     "acc = torch.tensor(0.0, device=device)\ntorch.add(acc, 1.0, out=acc)",
     "acc = torch.tensor(0.0, device=device)\nacc.grad = None",
+    "acc = torch.tensor(0.0, device=device)\ntorch.nn.functional.relu(acc, inplace=True)",
     "sums = {k: torch.tensor(0.0, device=device) for k in keys}",  # a tensor per key
     "t = torch.tensor(1.0, device=device, requires_grad=True)\n(loss * t).backward()",
     "acc = torch.tensor(0.0, device=device)\nf = lambda: acc\nprint(f())",  # a closure
@@ -99,6 +100,7 @@ def test_returned_or_yielded_out_of_the_step_is_not_shared():
     ("c = torch.tensor(0, device=device)\nc += 1", "torch.zeros((), dtype=torch.long, device=device)"),
     ("f = torch.tensor(True).to(device)\nf &= loss > 0", "torch.ones((), dtype=torch.bool, device=device)"),
     ("o = torch.tensor(-1.5).cuda()\no -= loss", 'torch.full((), -1.5, device="cuda")'),
+    ("z = torch.tensor(-0.0, device=device)\nz += loss", "torch.full((), -0.0, device=device)"),
     ("h = torch.tensor(1.0, dtype=torch.float16, device=device)\nh *= loss",
      "torch.ones((), dtype=torch.float16, device=device)"),
 ])

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import math
 import re
 
 from ..source.loops import terminal_name
@@ -175,9 +176,11 @@ def _stays_read_only(src, value: ast.AST, loop: ast.stmt, stored: dict[str, int]
 
 
 def _call_reads(call: ast.Call) -> bool:
-    """A call that only reads its arguments, as far as the code shows."""
+    """A call that only reads its arguments, as far as the code shows (not `F.relu(x, inplace=True)`)."""
     name = terminal_name(call.func) or ""
-    return not (name.endswith("_") or name in _KEEPING_CALLS)
+    in_place = any(k.arg == "inplace" and not (isinstance(k.value, ast.Constant) and k.value.value is False)
+                   for k in call.keywords)
+    return not (name.endswith("_") or name in _KEEPING_CALLS or in_place)
 
 
 def _name_read_only(src, name: str, assign: ast.stmt, loop: ast.stmt, stored: dict[str, int],
@@ -259,7 +262,7 @@ def _on_device(expr: ast.Call, src) -> Fix | None:
         return None
     if "dtype" not in keywords and not isinstance(value, float):
         keywords["dtype"] = f"{module}.bool" if isinstance(value, bool) else f"{module}.long"
-    if value == 0 or value == 1:
+    if value == 1 or value == 0 and math.copysign(1.0, value) > 0:  # -0.0 keeps its sign with full()
         call = f"{module}.{'zeros' if value == 0 else 'ones'}(()"
     else:
         call = f"{module}.full((), {src.segment(factory.args[0])}"
