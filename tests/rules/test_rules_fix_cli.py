@@ -116,3 +116,12 @@ def test_json_and_sarif_list_the_editor_s_fixes_with_names_of_their_own(tmp_path
     sarif = json.loads(run_stepscope("check", "--format", "sarif", "train.py", cwd=tmp_path).stdout)
     first = sarif["runs"][0]["results"][0]
     assert first["fixes"][0]["description"]["text"] == "Build this tensor once, before the loop"
+
+
+def test_a_linked_file_is_fixed_where_it_lives_and_the_link_stays(tmp_path: Path):
+    real = write(tmp_path, "src/train.py", TRAIN)
+    link = tmp_path / "train.py"
+    link.symlink_to(real)
+    done = run_stepscope("check", "--fix", "--ignore", "SS101", "train.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert link.is_symlink() and real.read_text(encoding="utf-8") == FIXED

@@ -164,7 +164,9 @@ def _encoding(data: bytes) -> tuple[str, bool]:
 
 
 def write_atomically(path: Path, data: bytes, expected: bytes) -> str | None:
-    """Replace `path`'s bytes with `data` in one rename; None, or why it was left alone."""
+    """Replace `path`'s bytes with `data` in one rename; None, or why it was left alone. A link is
+    followed: the file it points at is replaced, the link stays."""
+    path = path.resolve()
     try:
         if path.read_bytes() != expected:
             return "changed on disk while it was being fixed; left as it is"
