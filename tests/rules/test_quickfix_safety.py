@@ -172,3 +172,14 @@ def test_ss202_leaves_a_reading_also_used_as_a_timestamp():
     stamped = text.replace("work()\n", "work()\nprint('started at', time.ctime(t0))\n")
     (diag,) = [d for d in check(stamped) if d.code == "SS202"]
     assert [f.title for f in diag.fixes if not f.title.startswith("Ignore ")] == []
+
+
+def test_ss405_keeps_the_name_of_a_trace_the_program_reads_back():
+    export = 'import json\nimport torch\nprof = None\nprof.export_chrome_trace("trace.json")\n'
+
+    def renames(text):
+        return [f.title for d in check(text) if d.code == "SS405" for f in d.fixes if not f.title.startswith("Ignore")]
+
+    assert renames(export) == ["Add the time and the process id to the trace name"]
+    read_back = export + 'events = json.load(open("trace.json"))\n'
+    assert [d.code for d in check(read_back)].count("SS405") == 1 and renames(read_back) == []
