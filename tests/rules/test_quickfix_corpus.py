@@ -19,7 +19,7 @@ import pytest
 
 from stepscope.rules import Config, check_source
 from stepscope.rules.autofix import fix_text
-from stepscope.rules.quickfix import real_fixes
+from stepscope.rules.quickfix import editor_fixes
 
 from .helpers import apply_fix
 
@@ -54,7 +54,7 @@ def _offered(text: str, path: str) -> list[tuple[str, str]]:
     """(what was fixed, fixed text) for every fix offered on `text` that changes code."""
     out = []
     for diag in check_source(text, path, EVERY_RULE):
-        for fix in [*real_fixes(diag, text), *diag.fixes]:
+        for fix in editor_fixes(diag, text):
             if not fix.title.startswith("Ignore "):
                 out.append((f"{diag.code} line {diag.line}: {fix.title}", apply_fix(text, fix)))
     return out

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from stepscope.rules.quickfix import real_fixes
+from stepscope.rules.quickfix import editor_fixes, real_fixes
 
 from .helpers import apply_fix, check, src
 
@@ -168,17 +168,18 @@ def test_ss202_leaves_a_reading_also_used_as_a_timestamp():
         elapsed = time.time() - t0
         """)
     (diag,) = [d for d in check(text) if d.code == "SS202"]
-    assert [f.title for f in diag.fixes][0] == "Use time.perf_counter() for this duration"
+    assert [f.title for f in editor_fixes(diag, text)][0] == "Use time.perf_counter() for this duration"
     stamped = text.replace("work()\n", "work()\nprint('started at', time.ctime(t0))\n")
     (diag,) = [d for d in check(stamped) if d.code == "SS202"]
-    assert [f.title for f in diag.fixes if not f.title.startswith("Ignore ")] == []
+    assert [f.title for f in editor_fixes(diag, stamped)] == ["Ignore SS202 on this line"]
 
 
 def test_ss405_keeps_the_name_of_a_trace_the_program_reads_back():
     export = 'import json\nimport torch\nprof = None\nprof.export_chrome_trace("trace.json")\n'
 
     def renames(text):
-        return [f.title for d in check(text) if d.code == "SS405" for f in d.fixes if not f.title.startswith("Ignore")]
+        return [f.title for d in check(text) if d.code == "SS405" for f in editor_fixes(d, text)
+                if not f.title.startswith("Ignore")]
 
     assert renames(export) == ["Add the time and the process id to the trace name"]
     read_back = export + 'events = json.load(open("trace.json"))\n'

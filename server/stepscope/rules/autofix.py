@@ -4,7 +4,7 @@
     result = fix_files(paths, write=True)           # files fixed on disk, what remains
 
 Which fix: for each finding, the one an editor offers first (`preferred_fix`: the code-changing
-fix of `quickfix.real_fixes`, else the rule's own), never a suppression comment; a finding with
+fix of `quickfix.editor_fixes`: the real fix, else the rule's own), never a suppression comment; a finding with
 no such fix stays. Fixes whose edits share a line are not made in the same round (new lines put
 before the same line may be): the file is checked again and the next one is worked out from the
 new text (at most `MAX_ROUNDS` rounds), so every fix sees the code it changes as it is.
@@ -36,7 +36,7 @@ from .edits import EditError, apply_edits
 from .engine import NotParsed, check_whole_source
 from .files import FileError, check_file, decode_source, expand_paths
 from .model import Diagnostic, Edit, Fix
-from .quickfix import real_fixes
+from .quickfix import editor_fixes
 
 MAX_ROUNDS = 20
 
@@ -81,7 +81,7 @@ class FixResult:
 
 def preferred_fix(diag: Diagnostic, text: str) -> Fix | None:
     """The fix an editor lists first for `diag` that changes code (not "Ignore ...")."""
-    for fix in [*real_fixes(diag, text), *diag.fixes]:
+    for fix in editor_fixes(diag, text):
         if not fix.title.startswith("Ignore "):
             return fix
     return None
@@ -221,8 +221,8 @@ def fix_file(path: Path, config: Config, write: bool) -> tuple[FileFix | None, F
 
 
 def with_editor_fixes(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
-    """`diagnostics` with the fixes the editor offers worked out (`quickfix.real_fixes`, from each
-    file's text as it is on disk) before the rule's own, for JSON and SARIF. A notebook's findings,
+    """`diagnostics` with the fixes the editor offers (`quickfix.editor_fixes`, from each file's
+    text as it is on disk), for JSON and SARIF. A notebook's findings,
     and those of a file that cannot be read again, keep the rule's own."""
     texts: dict[str, str | None] = {}
     out = []
@@ -233,8 +233,7 @@ def with_editor_fixes(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
             except (OSError, ValueError):
                 texts[diag.path] = None
         text = texts.get(diag.path) if diag.cell is None else None
-        extra = tuple(real_fixes(diag, text)) if text is not None else ()
-        out.append(replace(diag, fixes=(*extra, *diag.fixes)) if extra else diag)
+        out.append(replace(diag, fixes=tuple(editor_fixes(diag, text))) if text is not None else diag)
     return out
 
 

@@ -568,8 +568,6 @@ def _unique_name_fix(target: ast.Constant, ctx: ModuleContext) -> Fix | None:
     value: str = target.value  # type: ignore[assignment]
     if any(ch in value for ch in "\"'{}\\\n"):
         return None  # keep the fix to names that need no escaping
-    if ctx.text.count(value) > 1:
-        return None  # the program names this file again (reads the trace back): a new name breaks it
     folder, slash, name = value.rpartition("/")
     stem, dot, ext = name.partition(".")
     # the time and the process id: unique per run, even for two runs started in the same second

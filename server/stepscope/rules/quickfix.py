@@ -21,7 +21,10 @@ when the host waits or what the profiler records:
   the `with` (`key_averages()`, `export_chrome_trace`) are those of the recorded steps.
 - SS501: build the constant once before the loop, or on the device where sharing one tensor
   between the steps could change the results (`hoist.py` says when).
-- SS401, SS403, SS405, SS502 and SS202 come with their fixes from the rules themselves.
+- SS401, SS403, SS405, SS502 and SS202 come with their fixes from the rules themselves;
+  `editor_fixes` gives every fix of a finding in the editor's order, leaving out a rule's fix the
+  whole text shows would change the results: SS405's new trace name where the file names the trace
+  again (it reads it back), SS202's perf_counter() where a reading is also a time of day.
 
 Invariant: a fix's edits never overlap, and applying them leaves code that parses (tested for each).
 """
@@ -68,6 +71,47 @@ def parse_source(text: str) -> "Source | None":
         return None
 
 
+def editor_fixes(diag: Diagnostic, text: str) -> list[Fix]:
+    """Every fix the editor offers for `diag` on `text`, in its order: the real fix, then the
+    rule's own fixes that keep the program's results with the code as it now is (a fix the rule
+    attached, worked out when the finding was, cannot see the whole file: the language server
+    re-checks only the function an edit touched). The suppression comment is among the rule's own."""
+    src = parse_source(text)
+    own = [fix for fix in diag.fixes if src is None or _keeps_results(diag, fix, src)]
+    return [*real_fixes(diag, text), *own]
+
+
+def _keeps_results(diag: Diagnostic, fix: Fix, src: "Source") -> bool:
+    if diag.code == "SS405":  # a new trace name: no other line may name the file
+        for edit in fix.edits:
+            node = src.node_at((edit.line, edit.col, edit.end_line, edit.end_col), ast.Constant)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and src.text.count(node.value) > 1:
+                return False
+        return True
+    if diag.code == "SS202" and not fix.title.startswith("Ignore "):
+        return _clock_readings_only_subtracted(fix, src)
+    return True
+
+
+def _clock_readings_only_subtracted(fix: Fix, src: "Source") -> bool:
+    """perf_counter() is no time of day: each name a converted reading is stored in must be read
+    only in subtractions (`end - t0`), never as a timestamp (`time.ctime(t0)`, a logged start)."""
+    names = set()
+    for edit in fix.edits:
+        func = src.node_at((edit.line, edit.col, edit.end_line, edit.end_col), ast.Attribute)
+        call = src.parent.get(func) if func is not None else None
+        stmt = src.parent.get(call) if call is not None else None
+        if isinstance(stmt, ast.Assign) and stmt.value is call and len(stmt.targets) == 1 \
+                and isinstance(stmt.targets[0], ast.Name):
+            names.add(stmt.targets[0].id)
+    for node in ast.walk(src.tree):
+        if isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Load):
+            parent = src.parent.get(node)
+            if not (isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.Sub)):
+                return False
+    return True
+
+
 class Source:
     """A parsed text with each node's parent; positions in code points, as diagnostics have them
     (`ast` counts UTF-8 bytes)."""
@@ -106,13 +150,16 @@ class Source:
 
     def at(self, diag: Diagnostic, kind: type) -> ast.AST | None:
         """The node of `kind` spanning exactly the diagnostic's range."""
+        return self.node_at((diag.line, diag.col, diag.end_line, diag.end_col), kind)
+
+    def node_at(self, wanted: tuple[int, int, int, int], kind: type) -> ast.AST | None:
+        """The node of `kind` spanning exactly `wanted` (line, col, end_line, end_col)."""
         if self._starting is None:  # by first line, once: a file's every finding asks
             self._starting = {}
             for node in self.parent:
                 if isinstance(node, (ast.expr, ast.stmt)):
                     self._starting.setdefault(node.lineno, []).append(node)
-        wanted = (diag.line, diag.col, diag.end_line, diag.end_col)
-        for node in self._starting.get(diag.line, ()):
+        for node in self._starting.get(wanted[0], ()):
             if isinstance(node, kind) and self.span(node) == wanted:
                 return node
         return None

@@ -296,35 +296,9 @@ def _connected(interval: TimedInterval, intervals: list[TimedInterval]) -> list[
     return group
 
 
-def _readings_only_subtracted(group: list[TimedInterval], ctx: ModuleContext) -> bool:
-    """Every name a reading of the group is stored in is read only in subtractions (`end - t0`):
-    `time.ctime(t0)` or a logged timestamp needs the wall clock, which perf_counter is not."""
-    facts = group[0].function
-    calls = {id(c) for interval in group for c in [*interval.start_assigns, *interval.end_calls]}
-    names = {node.targets[0].id for node in facts.assigns
-             if isinstance(node, ast.Assign) and id(node.value) in calls and len(node.targets) == 1
-             and isinstance(node.targets[0], ast.Name)}
-    if not names:
-        return True
-    cache = ctx.__dict__.setdefault("_subtracted_names", {})
-    key = id(facts.node)
-    if key not in cache:
-        operands: set[int] = set()
-        loads: list[ast.Name] = []
-        for node in ast.walk(facts.node):
-            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub):
-                operands.update((id(node.left), id(node.right)))
-            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-                loads.append(node)
-        cache[key] = {n.id for n in loads if id(n) not in operands}  # names read other than subtracted
-    return not names & cache[key]
-
-
 def _perf_counter_fix(group: list[TimedInterval], ctx: ModuleContext) -> Fix | None:
     edits: dict[tuple[int, int], Edit] = {}
     calls = [c for interval in group for c in [*interval.start_assigns, *interval.end_calls]]
-    if not _readings_only_subtracted(group, ctx):
-        return None
     for call in calls:
         func = call.func
         if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 from ..rules import check_source
 from ..rules.model import Diagnostic, Edit, Fix
-from ..rules.quickfix import Source, real_fixes
+from ..rules.quickfix import Source, editor_fixes
 
 #: the loop's iterable wrapped by these calls is still the loader (`enumerate(loader)`, `tqdm(loader)`)
 _WRAPPERS = frozenset({"enumerate", "tqdm", "iter"})
@@ -74,7 +74,7 @@ class Found:
 def code_fixes(diagnostic: Diagnostic, text: str) -> list[Fix]:
     """The quick fixes of a diagnostic that change the code (a suppression comment changes nothing
     to measure): the rule's real fix first, then the rule's own."""
-    return [fix for fix in [*real_fixes(diagnostic, text), *diagnostic.fixes] if not fix.title.startswith("Ignore ")]
+    return [fix for fix in editor_fixes(diagnostic, text) if not fix.title.startswith("Ignore ")]
 
 
 def worker_settings(cpus: int | None) -> list[tuple[int, int | None]]:
