@@ -5,9 +5,9 @@ whole or not at all, and reports what it fixed and what remains; `--diff` prints
 unified diff and writes nothing. Notebooks are checked, not fixed.
 
 Exit codes: 0 nothing found (with `--fix`: nothing remains; with `--diff`: nothing to change),
-1 findings (with `--fix`: findings remain; with `--diff`: there are changes), 2 usage error (bad flag, unknown rule code, missing
-path) or a file that could not be checked: unreadable, undecodable, or not parsing as Python
-(for a notebook: a cell that does not parse). Such a file is named on stderr with its reason (and
+1 findings (with `--fix`: findings remain; with `--diff`: there are changes), 2 usage error (bad
+flag, unknown rule code, missing path) or a file that could not be checked: unreadable,
+undecodable, or not parsing as Python (for a notebook: a cell that does not parse). Such a file is named on stderr with its reason (and
 in JSON's `errors`, SARIF's `toolExecutionNotifications`); the other files are still checked and
 their findings shown, and the exit code is 2 whatever they found: the check is incomplete.
 """

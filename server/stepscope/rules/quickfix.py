@@ -1,6 +1,7 @@
 """Quick fixes that change the code, not just silence a rule: offered only where they are safe.
 
     fixes = real_fixes(diagnostic, text)    # [] when the code is not a shape the fix is sure about
+    fixes = editor_fixes(diagnostic, text)  # what the editor lists: the real fix, then the rule's own
 
 Computed when an editor asks for the fixes of a diagnostic (a code action), from the text it was
 found in, so typing never pays for them. Each fix keeps what the program computes and changes only
