@@ -100,7 +100,7 @@ async def test_a_finding_and_a_quick_fix_offer_to_try_and_apply_takes_the_very_e
     (tried,) = result["tries"]
     assert tried["verdict"] in ("faster", "slower", "no detectable difference")
     assert "values unchanged (6 passes compared)" in tried["headline"], tried["headline"]
-    assert "+        running += loss.detach()" in tried["diff"] and tried["applicable"]
+    assert "+        running += loss.detach().double()" in tried["diff"] and tried["applicable"]
     assert scratch_left(ws) == [] and script.read_text() == text
 
     # the change as measured, and Apply: the edit that turns the text tried into the text measured

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ast
 
+from stepscope.rules.quickfix import real_fixes
+
 from .helpers import apply_fix, check, found, src
 
 TRAIN = """
@@ -437,7 +439,8 @@ def test_ss501_constant_tensor_moved_every_step_and_hoist_fix():
     assert found(text, "SS501") == [
         (10, "torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1).cuda()")]
     diag = next(d for d in check(text) if d.code == "SS501")
-    fixed = apply_fix(src(text), diag.fixes[0])
+    (fix,) = real_fixes(diag, src(text))
+    fixed = apply_fix(src(text), fix)
     ast.parse(fixed)
     assert "    const_tensor = torch.tensor([0.485, 0.456, 0.406])" in fixed
     assert not [d for d in check(fixed) if d.code == "SS501"]

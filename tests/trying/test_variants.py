@@ -76,7 +76,7 @@ def test_a_per_step_read_back_tries_the_rule_s_quick_fix():
     line = next(i for i, text in enumerate(DEMO.splitlines(), 1) if "running += loss.item()" in text)
     found = finding_variants({"kind": "sync-in-step", "line": line, "file": "train_cpu.py"}, DEMO)
     (fix,) = found.variants
-    assert fix.name == "SS101-fix" and "running += loss.detach()" in applied(DEMO, fix)
+    assert fix.name == "SS101-fix" and "running += loss.detach().double()" in applied(DEMO, fix)
     # a read-back the step uses has no fix: said, not guessed
     used = DEMO.replace("running += loss.item()  # synchronises every step",
                         "value = loss.item()\n        if value > 9:\n            break")

@@ -45,14 +45,15 @@ def _text_edit(e: Edit) -> types.TextEdit:
 
 def code_actions(uri: str, found: list[Diagnostic], wanted: types.Range, text: str) -> list[types.CodeAction]:
     """Quick fixes for the diagnostics that touch `wanted` (0-based LSP range): the real fix first
-    where one is safe (rules/quickfix.py, worked out now from `text`), then the rule's own fixes."""
-    from ..rules.quickfix import real_fixes
+    where one is safe (rules/quickfix.py, worked out now from `text`), then the rule's own fixes
+    (`editor_fixes`)."""
+    from ..rules.quickfix import editor_fixes
 
     actions = []
     for d in found:
         if d.end_line - 1 < wanted.start.line or d.line - 1 > wanted.end.line:
             continue
-        for fix in [*real_fixes(d, text), *d.fixes]:
+        for fix in editor_fixes(d, text):
             actions.append(types.CodeAction(
                 title=fix.title,
                 kind=types.CodeActionKind.QuickFix,

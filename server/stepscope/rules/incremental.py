@@ -60,7 +60,7 @@ from .profiler import (
     chooses_device,
     is_cuda_move,
 )
-from .tensors import constant_names, constant_names_of, hoist_name
+from .tensors import constant_names, constant_names_of
 
 _LINE_END = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -80,7 +80,7 @@ def split_lines(text: str) -> list[str]:
 def text_facts(text: str) -> tuple:
     """Everything a rule reads from the whole text rather than from the nodes it reports on."""
     return ("cuda" in text, existence_checked_words(text), checks_supported_activities(text),
-            chooses_device(text), hoist_name(text), "batches" in text, uses_other_framework(text),
+            chooses_device(text), "batches" in text, uses_other_framework(text),
             "barry_as_FLUFL" in text)  # the one future import that changes how code parses
 
 

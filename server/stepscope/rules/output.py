@@ -7,6 +7,9 @@ for notebooks `path:cell N:line:col: ...`. JSON keeps the Diagnostic coordinates
 SARIF region is relative to the code cell named in the result's `properties.notebookCell`, and no
 fix is attached (a fix would have to address the cell inside the notebook's JSON).
 
+The fixes rendered are the diagnostics' own: `check` gives JSON and SARIF the editor's
+(`autofix.with_editor_fixes`).
+
 Files that could not be checked (unreadable, undecodable, not parsing) are listed in JSON's
 `errors` (with the line to blame when there is one) and in SARIF as error-level
 `toolExecutionNotifications` of an invocation whose `executionSuccessful` is false. A notebook's
@@ -45,7 +48,9 @@ def _display_path(path: str, cwd: Path | None) -> str:
         return path
 
 
-def render_json(diagnostics: list[Diagnostic], errors: list[FileError], files_checked: int) -> str:
+def render_json(diagnostics: list[Diagnostic], errors: list[FileError], files_checked: int,
+                fixed: list[dict] | None = None) -> str:
+    """`fixed` (with `--fix`): each finding fixed, as found, with the fix's `title`."""
     doc = {
         "version": __version__,
         "files_checked": files_checked,
@@ -53,6 +58,8 @@ def render_json(diagnostics: list[Diagnostic], errors: list[FileError], files_ch
         "errors": [{"path": e.path, "message": e.message, **({"line": e.line} if e.line else {}),
                     **({"cell": e.cell} if e.cell else {})} for e in errors],
     }
+    if fixed is not None:
+        doc["fixed"] = fixed
     return json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
 
 

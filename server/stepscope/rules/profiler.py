@@ -941,10 +941,14 @@ def check_ss502(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
             line, byte_col = window.opener
             indent = ctx.col(line, byte_col)
             s_line, s_col, s_end_line, s_end_col = ctx.span(source)
+            # in a loop of the window (epochs), one iterator made before it would be spent after
+            # the first pass: the fix would train on one epoch
+            repeated = any(n is not node and window.first <= n.lineno < node.lineno
+                           and (n.end_lineno or 0) >= (node.end_lineno or 0) for n in ctx.loop_nodes)
             fix = Fix("Create the iterator before the profiled window", (
                 Edit(line, indent, line, indent, f"batches = iter({name})\n" + " " * indent),
                 Edit(s_line, s_col, s_end_line, s_end_col, "batches"),
-            )) if "batches" not in ctx.text else None
+            )) if "batches" not in ctx.text and not repeated else None
             yield make_diagnostic(
                 "SS502",
                 f"iterating `{name}` inside the profiled window creates its iterator (and a "

@@ -1,14 +1,18 @@
 """Quick fixes that change the code, not just silence a rule: offered only where they are safe.
 
     fixes = real_fixes(diagnostic, text)    # [] when the code is not a shape the fix is sure about
+    fixes = editor_fixes(diagnostic, text)  # what the editor lists: the real fix, then the rule's own
 
 Computed when an editor asks for the fixes of a diagnostic (a code action), from the text it was
 found in, so typing never pays for them. Each fix keeps what the program computes and changes only
 when the host waits or what the profiler records:
 
-- SS101, `total += t.item()` in a loop, `total` read nowhere else in the loop: accumulate on the
-  device (`t.detach()`) and read the value once after the loop. Not offered for any other read-back
-  (a print, a condition, a value used in the step), where the value is needed in the step.
+- SS101, `total += t.item()` in a loop, `total` read nowhere else in the loop and set to a number
+  before it: accumulate on the device and read the value once after the loop. The sum stays the
+  one Python made: a float is added in float64 (`t.detach().double()`; `.item()` gives a Python
+  float), an integer as an integer; where the kind of `t` cannot be told (a call that is not a
+  count), no fix. Not offered for any other read-back (a print, a condition, a value used in the
+  step), where the value is needed in the step.
 - SS201, a duration `clock() - start` (or `end - start`) whose clock reads are whole statements:
   synchronise the device before each clock read (only where the module imports `torch`; the call is
   guarded by `torch.cuda.is_available()`, so a CPU run is unchanged).
@@ -16,7 +20,12 @@ when the host waits or what the profiler records:
   an unknown number of times) and never `continue`s: add `schedule=` the rule's `SCHEDULE` (the one
   its message names) and `prof.step()` at the end of the loop body. Results read after
   the `with` (`key_averages()`, `export_chrome_trace`) are those of the recorded steps.
-- SS501 (hoist a constant), SS502 and SS405 come with their fixes from the rules themselves.
+- SS501: build the constant once before the loop, or on the device where sharing one tensor
+  between the steps could change the results (`hoist.py` says when).
+- SS401, SS403, SS405, SS502 and SS202 come with their fixes from the rules themselves;
+  `editor_fixes` gives every fix of a finding in the editor's order, leaving out a rule's fix the
+  whole text shows would change the results: SS405's new trace name where the file names the trace
+  again (it reads it back), SS202's perf_counter() where a reading is also a time of day.
 
 Invariant: a fix's edits never overlap, and applying them leaves code that parses (tested for each).
 """
@@ -24,7 +33,10 @@ Invariant: a fix's edits never overlap, and applying them leaves code that parse
 from __future__ import annotations
 
 import ast
+import functools
 
+from .context import source_lines
+from .hoist import constant_fix
 from .model import Diagnostic, Edit, Fix
 from .profiler import SCHEDULE, SCHEDULE_STEPS, SCHEDULE_WORDS
 SYNC = "if torch.cuda.is_available(): torch.cuda.synchronize()"
@@ -36,11 +48,9 @@ def real_fixes(diag: Diagnostic, text: str) -> list[Fix]:
     builder = _BUILDERS.get(diag.code)
     if builder is None:
         return []
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    source = parse_source(text)
+    if source is None:
         return []
-    source = _Source(text, tree)
     try:
         fix = builder(diag, source)
     except (ValueError, IndexError):
@@ -48,21 +58,107 @@ def real_fixes(diag: Diagnostic, text: str) -> list[Fix]:
     return [fix] if fix is not None else []
 
 
-class _Source:
+@functools.lru_cache(maxsize=4)
+def parse_source(text: str) -> "Source | None":
+    """`text` parsed for the fixes, or None when it does not parse. Kept for the last few texts:
+    `check --fix` asks for the fixes of every finding of one text in turn. A Source is never
+    changed once built."""
+    try:
+        return Source(text, ast.parse(text))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def editor_fixes(diag: Diagnostic, text: str) -> list[Fix]:
+    """Every fix the editor offers for `diag` on `text`, in its order: the real fix, then the
+    rule's own fixes that keep the program's results with the code as it now is (a fix the rule
+    attached, worked out when the finding was, cannot see the whole file: the language server
+    re-checks only the function an edit touched). The suppression comment is among the rule's own."""
+    src = parse_source(text)
+    own = [fix for fix in diag.fixes if src is None or _keeps_results(diag, fix, src)]
+    return [*real_fixes(diag, text), *own]
+
+
+def _keeps_results(diag: Diagnostic, fix: Fix, src: "Source") -> bool:
+    if diag.code == "SS405":  # a new trace name: no other line may name the file
+        for edit in fix.edits:
+            node = src.node_at((edit.line, edit.col, edit.end_line, edit.end_col), ast.Constant)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and src.text.count(node.value) > 1:
+                return False
+        return True
+    if diag.code == "SS202" and not fix.title.startswith("Ignore "):
+        return _clock_readings_only_subtracted(fix, src)
+    return True
+
+
+def _clock_readings_only_subtracted(fix: Fix, src: "Source") -> bool:
+    """perf_counter() is no time of day: each name a converted reading is stored in must be read
+    only in subtractions (`end - t0`), never as a timestamp (`time.ctime(t0)`, a logged start)."""
+    names = set()
+    for edit in fix.edits:
+        func = src.node_at((edit.line, edit.col, edit.end_line, edit.end_col), ast.Attribute)
+        call = src.parent.get(func) if func is not None else None
+        stmt = src.parent.get(call) if call is not None else None
+        if isinstance(stmt, ast.Assign) and stmt.value is call and len(stmt.targets) == 1 \
+                and isinstance(stmt.targets[0], ast.Name):
+            names.add(stmt.targets[0].id)
+    for node in ast.walk(src.tree):
+        if isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Load):
+            parent = src.parent.get(node)
+            if not (isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.Sub)):
+                return False
+    return True
+
+
+class Source:
+    """A parsed text with each node's parent; positions in code points, as diagnostics have them
+    (`ast` counts UTF-8 bytes)."""
+
     def __init__(self, text: str, tree: ast.Module):
         self.text = text
-        self.lines = text.splitlines()
+        self.lines = source_lines(text)
         self.tree = tree
         self.parent: dict[ast.AST, ast.AST] = {}
         for node in ast.walk(tree):
             for child in ast.iter_child_nodes(node):
                 self.parent[child] = node
+        self._starting: dict[int, list[ast.AST]] | None = None
+
+    def col(self, line: int, byte_col: int) -> int:
+        text = self.lines[line - 1] if 1 <= line <= len(self.lines) else ""
+        if text.isascii():
+            return byte_col
+        return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="replace"))
+
+    def span(self, node: ast.AST) -> tuple[int, int, int, int]:
+        return (node.lineno, self.col(node.lineno, node.col_offset),
+                node.end_lineno, self.col(node.end_lineno, node.end_col_offset))
+
+    def segment(self, node: ast.AST) -> str | None:
+        """The source of `node` (`ast.get_source_segment` without splitting the text each time)."""
+        line, end_line = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+        if line is None or end_line is None or not 1 <= line <= end_line <= len(self.lines):
+            return None
+        chunk = [text.encode("utf-8") for text in self.lines[line - 1:end_line]]
+        if len(chunk) == 1:
+            return chunk[0][node.col_offset:node.end_col_offset].decode("utf-8", "replace")
+        chunk[0] = chunk[0][node.col_offset:]
+        chunk[-1] = chunk[-1][:node.end_col_offset]
+        return "\n".join(c.decode("utf-8", "replace") for c in chunk)
 
     def at(self, diag: Diagnostic, kind: type) -> ast.AST | None:
         """The node of `kind` spanning exactly the diagnostic's range."""
-        for node in ast.walk(self.tree):
-            if isinstance(node, kind) and (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset) == \
-                    (diag.line, diag.col, diag.end_line, diag.end_col):
+        return self.node_at((diag.line, diag.col, diag.end_line, diag.end_col), kind)
+
+    def node_at(self, wanted: tuple[int, int, int, int], kind: type) -> ast.AST | None:
+        """The node of `kind` spanning exactly `wanted` (line, col, end_line, end_col)."""
+        if self._starting is None:  # by first line, once: a file's every finding asks
+            self._starting = {}
+            for node in self.parent:
+                if isinstance(node, (ast.expr, ast.stmt)):
+                    self._starting.setdefault(node.lineno, []).append(node)
+        for node in self._starting.get(wanted[0], ()):
+            if isinstance(node, kind) and self.span(node) == wanted:
                 return node
         return None
 
@@ -105,7 +201,7 @@ def _loads_name(scope: ast.AST, name: str, skip: ast.AST) -> bool:
 
 
 # -- SS101: accumulate on the device ---------------------------------------------------------------
-def _accumulate_on_device(diag: Diagnostic, src: _Source) -> Fix | None:
+def _accumulate_on_device(diag: Diagnostic, src: Source) -> Fix | None:
     call = src.at(diag, ast.Call)
     if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "item"
             and not call.args and not call.keywords):
@@ -121,12 +217,55 @@ def _accumulate_on_device(diag: Diagnostic, src: _Source) -> Fix | None:
     if any(_loads_name(part, name, stmt.target) for part in [*loop.body, *loop.orelse] if part is not stmt) \
             or isinstance(loop, ast.While) and _loads_name(loop.test, name, stmt.target):
         return None  # the value is used in the step: it has to be read there
-    tensor = call.func.value
-    detach = Edit(call.lineno, call.col_offset, call.end_lineno, call.end_col_offset,
-                  f"{ast.get_source_segment(src.text, tensor)}.detach()")
+    on_device = _device_sum_term(src, call.func.value, _initial_value(src, loop, name))
+    if on_device is None:
+        return None
+    detach = Edit(*src.span(call), on_device)
     read_once = src.after(loop, src.indent(loop.lineno),
                           f"{name} = {name}.item() if hasattr({name}, \"item\") else {name}  # one read-back, after the loop")
     return Fix(f"Accumulate on the device; read {name} once after the loop", (detach, read_once))
+
+
+def _initial_value(src: Source, loop: ast.stmt, name: str) -> object:
+    """The number `name` is set to last before `loop` in the loop's scope (`total = 0.0`), or None."""
+    scope = src.enclosing(loop, (ast.FunctionDef, ast.AsyncFunctionDef)) or src.tree
+    found = None
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Assign) and node.lineno < loop.lineno and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name) and node.targets[0].id == name \
+                and (found is None or node.lineno > found.lineno):
+            found = node
+    if found is None or not isinstance(found.value, ast.Constant):
+        return None
+    value = found.value.value
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _device_sum_term(src: Source, tensor: ast.expr, start: object) -> str | None:
+    """What to add instead of `tensor.item()` so that the sum on the device is the number Python
+    would have summed: a float is added in float64 (`.item()` gives a Python float, a double), an
+    integer or a bool stays an integer. None when the tensor's kind cannot be told or the start is
+    not a plain number."""
+    code = src.segment(tensor)
+    if code is None or start is None:
+        return None
+    if isinstance(start, float):  # float + anything is a float: a double on the device too
+        return f"{code}.detach().double()"
+    if _counts(tensor):  # `(pred == y).sum()`: an integer
+        return f"{code}.detach()"
+    if isinstance(tensor, (ast.Name, ast.Attribute)):  # reading it twice costs nothing
+        return f"({code}.detach().double() if {code}.is_floating_point() else {code}.detach())"
+    return None
+
+
+def _counts(node: ast.expr) -> bool:
+    """`(a == b).sum()`, `mask.sum()` of a comparison, `.count_nonzero()`: an integer tensor."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.args
+            and not node.keywords):
+        return False
+    if node.func.attr == "count_nonzero":
+        return True
+    return node.func.attr == "sum" and isinstance(node.func.value, ast.Compare)
 
 
 # -- SS201: synchronise before each clock read -----------------------------------------------------
@@ -138,7 +277,7 @@ def _is_clock(node: ast.AST) -> bool:
             and func.value.id == "time") or (isinstance(func, ast.Name) and func.id in _CLOCKS - {"time"})
 
 
-def _clock_assignment(src: _Source, scope_body: list[ast.stmt], name: str, before: int) -> ast.stmt | None:
+def _clock_assignment(src: Source, scope_body: list[ast.stmt], name: str, before: int) -> ast.stmt | None:
     """The last statement `name = <clock>()` in `scope_body` (at any depth) before line `before`."""
     found = None
     for stmt in scope_body:
@@ -150,7 +289,7 @@ def _clock_assignment(src: _Source, scope_body: list[ast.stmt], name: str, befor
     return found
 
 
-def _synchronise_clock_reads(diag: Diagnostic, src: _Source) -> Fix | None:
+def _synchronise_clock_reads(diag: Diagnostic, src: Source) -> Fix | None:
     if not src.imports_torch():
         return None
     duration = src.at(diag, ast.BinOp)
@@ -216,7 +355,7 @@ def _steps_profiler(loop: ast.stmt, name: str) -> bool:
                and isinstance(n.func.value, ast.Name) and n.func.value.id == name for n in ast.walk(loop))
 
 
-def _add_schedule(diag: Diagnostic, src: _Source) -> Fix | None:
+def _add_schedule(diag: Diagnostic, src: Source) -> Fix | None:
     if not src.imports_torch():
         return None
     with_node = next((n for n in ast.walk(src.tree) if isinstance(n, ast.With) and n.lineno == diag.line), None)
@@ -242,4 +381,5 @@ _BUILDERS = {
     "SS101": _accumulate_on_device,
     "SS201": _synchronise_clock_reads,
     "SS402": _add_schedule,
+    "SS501": constant_fix,
 }

@@ -3,7 +3,9 @@
 Reported when a tensor factory (`torch.tensor`, `torch.as_tensor`, `torch.ones`, ...) whose
 arguments are all constants (literals, or names set once to a literal outside the loop) is placed
 on a device: with `device=...`, or followed by `.to(...)` / `.cuda()`. Every step then pays a
-host-to-device copy of the same values. The quick fix hoists the expression above the loop.
+host-to-device copy of the same values. The quick fix (`hoist.py`, worked out when an editor or
+`stepscope check --fix` asks) builds it once above the loop, or on the device where sharing one
+tensor between the steps could change the results.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Iterator
 
 from ..source.loops import terminal_name
 from .context import ModuleContext
-from .model import Diagnostic, Edit, Fix, make_diagnostic
+from .model import Diagnostic, make_diagnostic
 from .sync import is_test_path
 
 _FACTORIES = frozenset({"tensor", "as_tensor", "ones", "zeros", "full", "arange", "eye",
@@ -148,7 +150,7 @@ def check_ss501(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
                 "SS501",
                 f"this constant tensor is built on the host and copied to the device on every "
                 f"step of the loop at line {loop.line}; build it once before the loop",
-                path, ctx.span(expr), fixes=_hoist_fix(expr, loop, ctx))
+                path, ctx.span(expr))
         else:
             yield make_diagnostic(
                 "SS501",
@@ -190,26 +192,3 @@ def _names_assigned_between(ctx: ModuleContext, start: int, end: int) -> set[str
     lo = bisect.bisect_left(stores, (start, ""))
     hi = bisect.bisect_right(stores, (end, "\uffff"))
     return {name for _, name in stores[lo:hi]}
-
-
-def hoist_name(text: str) -> str:
-    """A name for the hoisted tensor that appears nowhere in `text`."""
-    name = "const_tensor"
-    n = 2
-    while name in text:
-        name = f"const_tensor_{n}"
-        n += 1
-    return name
-
-
-def _hoist_fix(expr: ast.Call, loop, ctx: ModuleContext) -> tuple[Fix, ...]:
-    text = ctx.source_of(expr)
-    if not text or "\n" in text:
-        return ()
-    name = hoist_name(ctx.text)
-    indent = " " * loop.col
-    line, col, end_line, end_col = ctx.span(expr)
-    return (Fix("Build this tensor once, before the loop", (
-        Edit(loop.line, 0, loop.line, 0, f"{indent}{name} = {text}\n"),
-        Edit(line, col, end_line, end_col, name),
-    )),)

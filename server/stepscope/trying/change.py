@@ -26,6 +26,8 @@ from pathlib import PurePosixPath
 from typing import Callable, Iterable, Sequence
 
 from ..errors import UsageError
+from ..rules import edits as rules_edits
+from ..rules.edits import newline_of
 from ..rules.model import Edit
 
 
@@ -138,44 +140,13 @@ def check_path(path: str) -> None:
 
 
 # -- edits -----------------------------------------------------------------------------------------
-def newline_of(text: str) -> str:
-    """The file's line break: CRLF when its first line ends so, else LF."""
-    first = text.find("\n")
-    return "\r\n" if first > 0 and text[first - 1] == "\r" else "\n"
-
-
 def apply_edits(text: str, edits: Sequence[Edit]) -> str:
     """`text` with `edits` applied (positions as in rules.model.Edit). Overlapping edits, or a
     position outside the text, raise ChangeError."""
-    lines = text.splitlines(keepends=True)
-    starts = [0]
-    for line in lines:
-        starts.append(starts[-1] + len(line))
-
-    def offset(line: int, col: int) -> int:
-        if line == len(lines) + 1 and col == 0:
-            return len(text)
-        if not 1 <= line <= len(lines):
-            raise ChangeError(f"an edit points at line {line}, and the file has {len(lines)}")
-        body = lines[line - 1].rstrip("\r\n")
-        if not 0 <= col <= len(body):
-            raise ChangeError(f"an edit points at column {col} of line {line}, which has {len(body)}")
-        return starts[line - 1] + col
-
-    nl = newline_of(text)
-    spans = sorted(((offset(e.line, e.col), offset(e.end_line, e.end_col), e.new_text) for e in edits),
-                   key=lambda s: (s[0], s[1]))
-    for (a0, a1, _), (b0, _, _) in zip(spans, spans[1:]):
-        if b0 < a1:
-            raise ChangeError("the edits overlap")
-    out = text
-    for start, end, new in reversed(spans):
-        if start > end:
-            raise ChangeError("an edit ends before it starts")
-        if nl != "\n":
-            new = new.replace("\r\n", "\n").replace("\n", nl)
-        out = out[:start] + new + out[end:]
-    return out
+    try:
+        return rules_edits.apply_edits(text, edits)
+    except rules_edits.EditError as e:
+        raise ChangeError(str(e)) from None
 
 
 def line_edits(before: str, after: str) -> list[Edit]:

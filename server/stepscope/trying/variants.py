@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 from ..rules import check_source
 from ..rules.model import Diagnostic, Edit, Fix
-from ..rules.quickfix import real_fixes
+from ..rules.quickfix import Source, editor_fixes
 
 #: the loop's iterable wrapped by these calls is still the loader (`enumerate(loader)`, `tqdm(loader)`)
 _WRAPPERS = frozenset({"enumerate", "tqdm", "iter"})
@@ -74,7 +74,7 @@ class Found:
 def code_fixes(diagnostic: Diagnostic, text: str) -> list[Fix]:
     """The quick fixes of a diagnostic that change the code (a suppression comment changes nothing
     to measure): the rule's real fix first, then the rule's own."""
-    return [fix for fix in [*real_fixes(diagnostic, text), *diagnostic.fixes] if not fix.title.startswith("Ignore ")]
+    return [fix for fix in editor_fixes(diagnostic, text) if not fix.title.startswith("Ignore ")]
 
 
 def worker_settings(cpus: int | None) -> list[tuple[int, int | None]]:
@@ -135,22 +135,8 @@ def _parses(text: str, edits: tuple[Edit, ...]) -> bool:
     return True
 
 
-class _Source:
-    def __init__(self, text: str, tree: ast.Module):
-        self.text = text
-        self.lines = text.splitlines()
-        self.tree = tree
-        self.parent: dict[ast.AST, ast.AST] = {}
-        for node in ast.walk(tree):
-            for child in ast.iter_child_nodes(node):
-                self.parent[child] = node
-
-    def segment(self, node: ast.AST) -> str | None:
-        return ast.get_source_segment(self.text, node)
-
-    def indent(self, line: int) -> str:
-        text = self.lines[line - 1]
-        return text[:len(text) - len(text.lstrip())]
+class _Source(Source):
+    """The quick fixes' parsed text, with what the variants look up in it."""
 
     def for_loop_at(self, line: int | None) -> ast.For | None:
         return next((n for n in ast.walk(self.tree) if isinstance(n, ast.For) and n.lineno == line), None)
@@ -171,10 +157,6 @@ class _Source:
         while name in names or name in self.text:
             name, k = f"{base}_{k}", k + 1
         return name
-
-    def imports_torch(self) -> bool:
-        return any(isinstance(n, ast.Import) and any(a.name == "torch" and a.asname is None for a in n.names)
-                   for n in ast.walk(self.tree))
 
 
 def _call_name(node: ast.AST) -> str | None:
