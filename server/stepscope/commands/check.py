@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from ..errors import FOUND, OK, USAGE, UsageError
 
@@ -64,9 +65,7 @@ def run(args: argparse.Namespace) -> int:
     for warning in result.warnings:
         sys.stderr.write(f"stepscope: warning: {warning}\n")
     for error in result.errors:
-        where = _shown(error.path) + (f":cell {error.cell}" if error.cell else "") \
-            + (f":{error.line}" if error.line else "")
-        sys.stderr.write(f"stepscope: {where}: {error.reason}\n")
+        sys.stderr.write(f"stepscope: {_where(error)}: {error.reason}\n")
     diagnostics = result.diagnostics
     if args.format != "text":  # the fixes listed are the editor's, those that change code first
         from ..rules.autofix import with_editor_fixes
@@ -95,6 +94,12 @@ def run(args: argparse.Namespace) -> int:
     return FOUND if diagnostics else OK
 
 
+def _where(error: Any) -> str:
+    """Where a `rules.files.FileError` is: `path`, `path:line`, or for a notebook's cell `path:cell 2:3`."""
+    return (_shown(error.path) + (f":cell {error.cell}" if error.cell else "")
+            + (f":{error.line}" if error.line else ""))
+
+
 def _fix(args: argparse.Namespace, select: tuple[str, ...] | None, ignore: tuple[str, ...]) -> int:
     import difflib
 
@@ -111,9 +116,7 @@ def _fix(args: argparse.Namespace, select: tuple[str, ...] | None, ignore: tuple
     for warning in result.warnings:
         sys.stderr.write(f"stepscope: warning: {warning}\n")
     for error in result.errors:
-        shown = _shown(error.path)
-        where = f"{shown}:{error.line}" if error.line else shown
-        sys.stderr.write(f"stepscope: {where}: {error.message}; not checked, not fixed\n")
+        sys.stderr.write(f"stepscope: {_where(error)}: {error.reason}{'' if error.in_part else ', not fixed'}\n")
     for fixed in result.files:
         if fixed.note:
             sys.stderr.write(f"stepscope: {_shown(str(fixed.path.resolve()))}: {fixed.note}\n")

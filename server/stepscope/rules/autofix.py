@@ -190,34 +190,35 @@ def write_atomically(path: Path, data: bytes, expected: bytes) -> str | None:
     return None
 
 
-def fix_file(path: Path, config: Config, write: bool) -> tuple[FileFix | None, FileError | None]:
-    """Fix one file (on disk when `write`): its FileFix, or the reason it could not be checked."""
-    diagnostics, error = check_file(path, config)
-    if error is not None:
-        return None, error
+def fix_file(path: Path, config: Config, write: bool) -> tuple[FileFix | None, list[FileError]]:
+    """Fix one file (on disk when `write`): its FileFix, and what of it could not be checked (None
+    and the reasons where none of it could; a notebook's cells that do not parse, beside the others)."""
+    diagnostics, errors = check_file(path, config)
+    if errors and not all(e.in_part for e in errors):
+        return None, errors
     shown = str(path.resolve())
     if path.suffix == ".ipynb":
         note = None
         if diagnostics:
             note = "notebooks are not fixed here; apply their quick fixes in the editor"
-        return FileFix(path, "", "", remaining=diagnostics, note=note), None
+        return FileFix(path, "", "", remaining=diagnostics, note=note), errors
     data = path.read_bytes()
     text = decode_source(data)
     try:
         after, applied, remaining, note = fix_text(text, shown, config, diagnostics)
     except NotParsed as e:  # cannot happen for a text check_file took, kept for safety
-        return None, FileError(shown, str(e), e.line)
+        return None, [FileError(shown, str(e), e.line)]
     fixed = FileFix(path, text, after, applied, remaining, note)
     if write and after != text:
         encoding, bom = _encoding(data)
         try:
             new = (codecs.BOM_UTF8 if bom else b"") + after.encode(encoding)
         except (UnicodeEncodeError, LookupError):
-            return FileFix(path, text, text, [], diagnostics, f"the fixed text cannot be written as {encoding}"), None
+            return FileFix(path, text, text, [], diagnostics, f"the fixed text cannot be written as {encoding}"), []
         why = write_atomically(path, new, data)
         if why is not None:
-            return FileFix(path, text, text, [], diagnostics, why), None
-    return fixed, None
+            return FileFix(path, text, text, [], diagnostics, why), []
+    return fixed, []
 
 
 def with_editor_fixes(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
@@ -248,9 +249,9 @@ def fix_files(paths: Iterable[str | Path], cli_select: tuple[str, ...] | None = 
             configs[folder] = load_config(folder)
             result.warnings.extend(w for w in configs[folder].warnings if w not in result.warnings)
         config = configs[folder].with_cli(cli_select, cli_ignore)
-        fixed, error = fix_file(path, config, write)
-        if error is not None:
-            result.errors.append(error)
+        fixed, errors = fix_file(path, config, write)
+        result.errors.extend(errors)
+        if fixed is None:
             continue
         result.files_checked += 1
         assert fixed is not None
