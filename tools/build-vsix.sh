@@ -7,7 +7,8 @@
 # CPython's stable ABI, so one build serves every version) and
 # its compiled dependencies (orjson, msgspec, zlib-ng) for each supported CPython
 # (bundled/native/cp310 ... cp314), so any Python >= 3.10 can run it.
-# Needs the tools from tools/setup-tools.sh (Node 24, vsce).
+# Needs the tools from tools/setup-tools.sh --build-only (Node 24, vsce); a C compiler, when there is
+# one, builds the server's compiled modules.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -20,9 +21,9 @@ PYTHON_MINORS="10 11 12 13 14"
 log() { printf 'build-vsix: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
 
-VSCE="$TOOLS/drivers/node_modules/.bin/vsce"
+VSCE="$TOOLS/vsce/node_modules/.bin/vsce"
 NODE24_BIN="$TOOLS/node24/node_modules/.bin"
-[ -x "$VSCE" ] && [ -x "$NODE24_BIN/node" ] || die "Node 24 and vsce are missing; run tools/setup-tools.sh first"
+[ -x "$VSCE" ] && [ -x "$NODE24_BIN/node" ] || die "Node 24 and vsce are missing; run tools/setup-tools.sh --build-only first"
 export PATH="$NODE24_BIN:$PATH"
 
 if [ -n "${STEPSCOPE_BUILD_PYTHON:-}" ]; then
@@ -70,7 +71,7 @@ cp extension/bundled_tool/server.py bundled/tool/server.py
 rm -rf bundled/libs/bin   # console scripts point at the build interpreter; the editor never uses them
 [ -f bundled/libs/stepscope/trace/_columns.abi3.so ] && [ -f bundled/libs/stepscope/trace/_rows.abi3.so ] \
   && [ -f bundled/libs/stepscope/analysis/_nesting.abi3.so ] && [ -f bundled/libs/stepscope/analysis/_timeline.abi3.so ] \
-  || log "warning: the compiled modules were not built (no C compiler?): traces will be analysed 2-3x slower"
+  || log "warning: the compiled modules were not built (no C compiler?): traces will be analysed 2-3x slower; with a C compiler (Debian: build-essential) the next build has them"
 
 for minor in $PYTHON_MINORS; do
   for wheel in $NATIVE_WHEELS; do
