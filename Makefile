@@ -19,7 +19,9 @@ $(BASE): pyproject.toml setup.py server/stepscope/trace/_columns.c server/stepsc
 	$(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
 	# The CPU build of torch runs the examples; the stepscope package itself does not need it.
-	$(VPY) -m pip install -q torch==2.13.0 numpy
+	# --no-compile: byte-compiling all of torch's 5,900 modules up front took longer than the install;
+	# Python compiles the few hundred an import needs, once, when it first imports them.
+	$(VPY) -m pip install -q --no-compile torch==2.13.0 numpy
 	$(VPY) -m pip install -q -e .
 	touch $@
 
