@@ -51,7 +51,10 @@ panel:
 	[ -d node_modules/esbuild ] || npm ci --no-audit --no-fund --loglevel=error
 	node panel/build.mjs --tests
 
-demo: venv-base vsix
+# The venv and the build tools install side by side: one is mostly pip, the other npm.
+demo:
+	$(MAKE) --no-print-directory -j2 venv-base tools-build
+	$(MAKE) --no-print-directory vsix
 	$(VENV)/bin/stepscope profile examples/train_cpu.py
 	@echo
 	@echo "VS Code extension: $(VSIX)"
