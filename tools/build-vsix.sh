@@ -7,12 +7,14 @@
 # CPython's stable ABI, so one build serves every version) and
 # its compiled dependencies (orjson, msgspec, zlib-ng) for each supported CPython
 # (bundled/native/cp310 ... cp314), so any Python >= 3.10 can run it.
-# Needs the tools from tools/setup-tools.sh (Node 24, vsce).
+# Needs the tools from tools/setup-tools.sh --build-only (Node 24, vsce); a C compiler, when there is
+# one, builds the server's compiled modules.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 TOOLS="${STEPSCOPE_TOOLS:-$ROOT/.cache/tools}"
+[ -d "$TOOLS" ] && TOOLS="$(cd "$TOOLS" && pwd)"   # vsce runs in another folder
 # compiled dependencies, one wheel per CPython version
 NATIVE_WHEELS="orjson==3.13.0 msgspec==0.23.0 zlib-ng==1.1.0"
 PYTHON_MINORS="10 11 12 13 14"
@@ -20,9 +22,9 @@ PYTHON_MINORS="10 11 12 13 14"
 log() { printf 'build-vsix: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
 
-VSCE="$TOOLS/drivers/node_modules/.bin/vsce"
+VSCE="$TOOLS/vsce/node_modules/.bin/vsce"
 NODE24_BIN="$TOOLS/node24/node_modules/.bin"
-[ -x "$VSCE" ] && [ -x "$NODE24_BIN/node" ] || die "Node 24 and vsce are missing; run tools/setup-tools.sh first"
+[ -x "$VSCE" ] && [ -x "$NODE24_BIN/node" ] || die "Node 24 and vsce are missing; run tools/setup-tools.sh --build-only first"
 export PATH="$NODE24_BIN:$PATH"
 
 if [ -n "${STEPSCOPE_BUILD_PYTHON:-}" ]; then
@@ -70,14 +72,13 @@ cp extension/bundled_tool/server.py bundled/tool/server.py
 rm -rf bundled/libs/bin   # console scripts point at the build interpreter; the editor never uses them
 [ -f bundled/libs/stepscope/trace/_columns.abi3.so ] && [ -f bundled/libs/stepscope/trace/_rows.abi3.so ] \
   && [ -f bundled/libs/stepscope/analysis/_nesting.abi3.so ] && [ -f bundled/libs/stepscope/analysis/_timeline.abi3.so ] \
-  || log "warning: the compiled modules were not built (no C compiler?): traces will be analysed 2-3x slower"
+  || log "warning: the compiled modules were not built (no C compiler?): traces will be analysed 2-3x slower; with a C compiler (Debian: build-essential) the next build has them"
 
 for minor in $PYTHON_MINORS; do
-  for wheel in $NATIVE_WHEELS; do
-    "$PYTHON" -m pip download --quiet --only-binary=:all: --no-deps \
-      --python-version "3.$minor" --platform "$WHEEL_PLATFORM" \
-      -d "$WORK/native/cp3$minor" "$wheel"
-  done
+  # shellcheck disable=SC2086  # one argument per wheel
+  "$PYTHON" -m pip download --quiet --only-binary=:all: --no-deps \
+    --python-version "3.$minor" --platform "$WHEEL_PLATFORM" \
+    -d "$WORK/native/cp3$minor" $NATIVE_WHEELS
   for whl in "$WORK"/native/cp3$minor/*.whl; do
     "$PYTHON" -m zipfile -e "$whl" "bundled/native/cp3$minor"
   done
@@ -89,10 +90,21 @@ log "packaging $VSIX"
 mkdir -p dist
 license_flag=()
 ls LICENSE* >/dev/null 2>&1 || license_flag=(--skip-license)
+# vsce lists every file under the folder it packages and matches each against .vscodeignore, which
+# takes half a minute beside .venv (torch alone is over 20,000 files): it packages a folder that
+# holds only what .vscodeignore lets in, and the readme.
+STAGE="$WORK/package"
+mkdir -p "$STAGE/extension" "$STAGE/panel" "$STAGE/docs"
+cp package.json .vscodeignore "$STAGE/"
+cp LICENSE* "$STAGE/" 2>/dev/null || true
+cp -r extension/dist extension/icon.png "$STAGE/extension/"
+cp -r panel/dist "$STAGE/panel/"
+cp -r bundled "$STAGE/"
+cp docs/extension.md "$STAGE/docs/"
 # The readme is docs/extension.md: its relative images and links point into the repository's docs/.
 DOCS_URL="https://github.com/stepscope/stepscope"
-"$VSCE" package --target "$TARGET" --no-dependencies --allow-missing-repository \
+(cd "$STAGE" && "$VSCE" package --target "$TARGET" --no-dependencies --allow-missing-repository \
   --readme-path docs/extension.md --baseImagesUrl "$DOCS_URL/raw/HEAD/docs" \
-  --baseContentUrl "$DOCS_URL/blob/HEAD/docs" "${license_flag[@]}" -o "$VSIX" >&2
+  --baseContentUrl "$DOCS_URL/blob/HEAD/docs" "${license_flag[@]}" -o "$ROOT/$VSIX" >&2)
 log "built $ROOT/$VSIX"
 echo "$ROOT/$VSIX"

@@ -1,11 +1,14 @@
-#!/usr/bin/env bash
 # Installs the tools that build and test the VS Code extension into .cache/tools (ignored by git).
 # Idempotent: each step is skipped when its result is already there.
-#   Node 24 (code-server 4.139 and vsce 4 need it; the system Node may be older),
-#   code-server 4.139.1 (a real VS Code served to a browser),
-#   playwright-core (drives Debian's chromium) and @vscode/vsce (packages the .vsix),
-#   Debian's chromium, plus libkrb5-dev and build-essential for code-server's native addon,
-#   and Debian's neovim (a second real LSP client for the tests).
+#
+#   tools/setup-tools.sh --build-only   what building the .vsix needs (`make demo`):
+#       Node 24 (vsce 4 needs it; the system Node may be older) and @vscode/vsce (packages the .vsix).
+#       Nothing from apt: the server's compiled modules are built with the C compiler when there is
+#       one, and without one the .vsix carries their pure-Python twins (slower, same results).
+#   tools/setup-tools.sh                everything the tests need as well (`make test`):
+#       code-server 4.139.1 (a real VS Code served to a browser), playwright-core (drives Debian's
+#       chromium), Debian's chromium, libkrb5-dev and build-essential for code-server's native
+#       addon, and Debian's neovim (a second real LSP client for the tests).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,11 +20,20 @@ VSCE_VERSION=4.1.0
 
 log() { printf 'setup-tools: %s\n' "$*" >&2; }
 
+FOR_TESTS=1
+case "${1:-}" in
+  --build-only) FOR_TESTS=0 ;;
+  "") ;;
+  *) log "unknown argument $1 (--build-only: only what building the .vsix needs)"; exit 2 ;;
+esac
+
 need_apt=()
-[ -x /usr/bin/chromium ] || need_apt+=(chromium)
-dpkg -s libkrb5-dev >/dev/null 2>&1 || need_apt+=(libkrb5-dev)
-dpkg -s build-essential >/dev/null 2>&1 || need_apt+=(build-essential)
-command -v nvim >/dev/null 2>&1 || need_apt+=(neovim)  # the second LSP client of the tests
+if [ "$FOR_TESTS" = 1 ]; then
+  [ -x /usr/bin/chromium ] || need_apt+=(chromium)
+  dpkg -s libkrb5-dev >/dev/null 2>&1 || need_apt+=(libkrb5-dev)
+  dpkg -s build-essential >/dev/null 2>&1 || need_apt+=(build-essential)
+  command -v nvim >/dev/null 2>&1 || need_apt+=(neovim)  # the second LSP client of the tests
+fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   log "installing Debian packages: ${need_apt[*]}"
   SUDO=""
@@ -56,8 +68,15 @@ if [ "$node_major" != 24 ]; then
   exit 1
 fi
 
+npm_install "$TOOLS/vsce" "@vscode/vsce@$VSCE_VERSION"
+
+if [ "$FOR_TESTS" = 0 ]; then
+  log "ready to build the .vsix in $TOOLS (the test tools: tools/setup-tools.sh without --build-only)"
+  exit 0
+fi
+
 # The headers stop node-gyp from downloading them while building code-server's native addons.
 npm_config_nodedir="$NODE24_HEADERS" npm_install "$TOOLS/cs" "code-server@$CODE_SERVER_VERSION"
-npm_install "$TOOLS/drivers" "playwright-core@$PLAYWRIGHT_VERSION" "@vscode/vsce@$VSCE_VERSION"
+npm_install "$TOOLS/drivers" "playwright-core@$PLAYWRIGHT_VERSION"
 
 log "ready in $TOOLS"
