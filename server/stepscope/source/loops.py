@@ -250,16 +250,46 @@ def iter_own_nodes(stmts: Iterable[ast.stmt]) -> Iterator[ast.AST]:
                 stack.append(value)
 
 
+# Node types with no child node `iter_own_calls` needs to look into.
+_LEAVES = frozenset({ast.Name, ast.Constant, ast.Pass, ast.Break, ast.Continue, ast.Global,
+                     ast.Nonlocal, ast.Import, ast.ImportFrom})
+_BOUNDARY_TYPES = frozenset(_BOUNDARIES)
+
+
+def iter_own_calls(stmts: Iterable[ast.stmt]) -> Iterator[ast.Call]:
+    """The calls `iter_own_nodes` yields, in the same order, without handing every other node
+    back to the caller (the hot path of `find_loops`)."""
+    stack: list[ast.AST] = list(stmts)[::-1]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    fields_of, leaves, boundaries = _FIELDS, _LEAVES, _BOUNDARY_TYPES
+    call_type, ast_type = ast.Call, ast.AST
+    while stack:
+        node = pop()
+        kind = type(node)
+        if kind in leaves or kind in boundaries:
+            continue
+        if kind is call_type:
+            yield node  # type: ignore[misc]
+        fields = fields_of.get(kind)
+        if fields is None:
+            fields = fields_of[kind] = tuple(f for f in node._fields if f != "ctx")
+        for name in reversed(fields):
+            value = getattr(node, name, None)
+            if value.__class__ is list:
+                extend(v for v in reversed(value) if isinstance(v, ast_type))
+            elif isinstance(value, ast_type):
+                push(value)
+
+
 def step_signals(stmts: Iterable[ast.stmt], profiler_names: frozenset[str] = frozenset(),
                  model_names: frozenset[str] = frozenset(), step_names: frozenset[str] = frozenset()
                  ) -> tuple[str, ...]:
     """The step reasons found in `stmts` (own statements only), in a fixed order."""
     found: set[str] = set()
-    for node in iter_own_nodes(stmts):
-        if isinstance(node, ast.Call):
-            signal = call_signal(node, profiler_names, model_names, step_names)
-            if signal:
-                found.add(signal)
+    for node in iter_own_calls(stmts):
+        signal = call_signal(node, profiler_names, model_names, step_names)
+        if signal:
+            found.add(signal)
     order = (BACKWARD, OPTIMIZER, PROFILER, MODEL, STEP_FUNCTION)
     return tuple(r for r in order if r in found)
 
@@ -283,6 +313,10 @@ def is_range_like(iterable: ast.expr) -> bool:
 def _first_header_line_end(node: ast.For | ast.AsyncFor | ast.While) -> int:
     header_part = node.test if isinstance(node, ast.While) else node.iter
     return header_part.end_lineno or node.lineno
+
+
+_BLOCKS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
+_BLOCK_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 @dataclass
@@ -322,9 +356,14 @@ def _collect(tree: ast.Module, profiler_names: frozenset[str],
             visit(node.body, function, prefix, index, depth + 1)
             visit(node.orelse, function, prefix, parent, depth)
             return
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)):
-                visit_node(child, function, prefix, parent, depth)
+        kind = type(node)
+        fields = _BLOCK_FIELDS.get(kind)
+        if fields is None:
+            fields = _BLOCK_FIELDS[kind] = tuple(f for f in kind._fields if f in _BLOCKS)
+        for name in fields:  # statements sit only in these lists: expressions are not visited
+            for child in getattr(node, name, None) or ():
+                if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)):
+                    visit_node(child, function, prefix, parent, depth)
 
     visit(tree.body, None, "", None, 0)
     return raws
