@@ -28,6 +28,7 @@ comments or blank lines), so it is the harder case for the edit latency.
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import statistics
 import subprocess
@@ -92,11 +93,23 @@ def generate(lines: int) -> str:
     return "\n".join(text.split("\n")[:lines]).rsplit("\ndef ", 1)[0] + "\n"
 
 
-def timed(cmd: list[str], cwd: Path) -> tuple[float, float]:
+def child_env(cwd: Path, server: Path | None = None) -> dict[str, str]:
+    """The processes' environment: compiled bytecode cached (in `cwd`), as an installed package
+    has it, even where PYTHONDONTWRITEBYTECODE is set (compiling Stepscope's modules on every
+    run would be timed otherwise)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(cwd / "pycache")
+    if server is not None:  # another checkout's `server` folder (--against)
+        env["PYTHONPATH"] = str(server)
+    return env
+
+
+def timed(cmd: list[str], cwd: Path, server: Path | None = None) -> tuple[float, float]:
     """(wall seconds, CPU seconds of the process and its children) of one run of `cmd`."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True,
+                          env=child_env(cwd, server))
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode not in (0, 1):
@@ -105,16 +118,16 @@ def timed(cmd: list[str], cwd: Path) -> tuple[float, float]:
     return wall, cpu
 
 
-def alternating(cmds: dict[str, list[str]], runs: int, cwd: Path
+def alternating(cmds: dict[str, tuple[list[str], Path | None]], runs: int, cwd: Path
                 ) -> dict[str, tuple[float, float]]:
     """Best wall time and best CPU time of each command, the commands run in turn."""
     walls: dict[str, list[float]] = {name: [] for name in cmds}
     cpus: dict[str, list[float]] = {name: [] for name in cmds}
-    for name, cmd in cmds.items():  # one untimed run each: the file in the page cache, .pyc written
-        timed(cmd, cwd)
+    for name, (cmd, server) in cmds.items():  # untimed: the file in the page cache, bytecode written
+        timed(cmd, cwd, server)
     for _ in range(runs):
-        for name, cmd in cmds.items():
-            wall, cpu = timed(cmd, cwd)
+        for name, (cmd, server) in cmds.items():
+            wall, cpu = timed(cmd, cwd, server)
             walls[name].append(wall)
             cpus[name].append(cpu)
     return {name: (min(walls[name]), min(cpus[name])) for name in cmds}
@@ -207,7 +220,7 @@ def profile(target: Path, out: Path, cwd: Path) -> None:
 
     cmd = [sys.executable, "-m", "cProfile", "-o", str(out), "-m", "stepscope", "check",
            str(target)]
-    done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=child_env(cwd))
     if done.returncode not in (0, 1):
         raise SystemExit(f"profiling failed ({done.returncode}): {done.stderr.strip()[-300:]}")
     stats = pstats.Stats(str(out))
@@ -223,6 +236,8 @@ def main() -> None:
     ap.add_argument("--edit-file", type=Path, help="measure edits on this real file instead")
     ap.add_argument("--per-rule", action="store_true",
                     help="time the parse, the shared context and each rule, in this process")
+    ap.add_argument("--against", type=Path, metavar="SERVER_DIR",
+                    help="also time the check of another checkout's server/ folder, alternating")
     ap.add_argument("--profile", type=Path, metavar="FILE",
                     help="write a cProfile of one `stepscope check` process to FILE")
     args = ap.parse_args()
@@ -236,17 +251,21 @@ def main() -> None:
         target.write_text(generate(args.lines), encoding="utf-8")
         n_lines = target.read_text(encoding="utf-8").count("\n")
         if args.profile:
+            timed([sys.executable, "-m", "stepscope", "check", str(target)], folder)  # bytecode
             profile(target, args.profile.resolve(), folder)
             return
-        cmds = {
-            "python -c ast.parse": [
+        check = [sys.executable, "-m", "stepscope", "check", str(target)]
+        cmds: dict[str, tuple[list[str], Path | None]] = {
+            "python -c ast.parse": ([
                 sys.executable, "-c",
                 "import ast, sys; ast.parse(open(sys.argv[1], encoding='utf-8').read())",
-                str(target)],
-            "stepscope check": [sys.executable, "-m", "stepscope", "check", str(target)],
+                str(target)], None),
+            "stepscope check": (check, None),
         }
+        if args.against:
+            cmds["check (--against)"] = (check, args.against.resolve())
         if TORCHFIX.exists():
-            cmds["torchfix"] = [str(TORCHFIX), str(target)]
+            cmds["torchfix"] = ([str(TORCHFIX), str(target)], None)
         best = alternating(cmds, args.runs, folder)
         parse_s, parse_cpu = best["python -c ast.parse"]
         check_s, check_cpu = best["stepscope check"]
@@ -255,6 +274,10 @@ def main() -> None:
         print(f"  python -c ast.parse     {parse_s * 1000:8.1f} ms   {parse_cpu * 1000:8.1f} ms")
         print(f"  stepscope check         {check_s * 1000:8.1f} ms   {check_cpu * 1000:8.1f} ms   "
               f"ratio {check_s / parse_s:.2f}x; CPU {check_cpu / parse_cpu:.2f}x (target <= 2.5x)")
+        if args.against:
+            other_s, other_cpu = best["check (--against)"]
+            print(f"  check, {args.against}  {other_s * 1000:8.1f} ms   {other_cpu * 1000:8.1f} ms   "
+                  f"ratio {other_s / parse_s:.2f}x; CPU {other_cpu / parse_cpu:.2f}x")
         if "torchfix" in best:
             fix_s = best["torchfix"][0]
             print(f"  torchfix                {fix_s * 1000:8.1f} ms   "
