@@ -74,6 +74,7 @@ def _mentions_step_helper(text: str) -> bool:
 
 
 SHORT_LOOP = 10
+_UNSEEN = object()
 _SCALAR_METHODS = frozenset({
     "item", "tolist", "numpy", "size", "dim", "numel", "nelement", "element_size", "ndimension",
     "is_contiguous", "data_ptr", "get_device", "stride", "storage_offset", "__len__",
@@ -193,6 +194,18 @@ class ModuleContext:
     functions_defs: list[ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=list)
     _assigned: dict[str, list[ast.expr]] | None = None
     summary: ModuleSummary | None = None
+    # node -> `dotted(node)`, once the imports are all known (after the walk; see `build`)
+    _dotted_memo: dict[ast.AST, str | None] | None = None
+
+    def calls_named(self, name: str) -> list[tuple[ast.Call, "Scope"]]:
+        """The calls whose callee's `terminal_name` is `name`, in the order of `calls`."""
+        index = self.__dict__.get("_calls_by_name")
+        if index is None:
+            index = {}
+            for item in self.calls:
+                index.setdefault(terminal_name(item[0].func), []).append(item)
+            self.__dict__["_calls_by_name"] = index
+        return index.get(name, [])
 
     def calls_between(self, first_line: int, last_line: int) -> list[tuple[ast.Call, "Scope"]]:
         """The calls that start on lines first_line..last_line (inclusive), in line order."""
@@ -352,14 +365,24 @@ class ModuleContext:
     # ---- names -------------------------------------------------------------------------------
     def dotted(self, node: ast.AST) -> str | None:
         """`torch.cuda.synchronize` for that attribute chain, resolving import aliases."""
+        memo = getattr(self, "_dotted_memo", None)
+        if memo is not None:
+            found = memo.get(node, _UNSEEN)
+            if found is not _UNSEEN:
+                return found  # type: ignore[return-value]
+        key = node
         parts: list[str] = []
         while isinstance(node, ast.Attribute):
             parts.append(node.attr)
             node = node.value
         if not isinstance(node, ast.Name):
-            return None
-        parts.append(self.imports.get(node.id, node.id))
-        return ".".join(reversed(parts))
+            result = None
+        else:
+            parts.append(self.imports.get(node.id, node.id))
+            result = ".".join(reversed(parts))
+        if memo is not None:
+            memo[key] = result
+        return result
 
     def is_tensor_expr(self, node: ast.AST, facts: FunctionFacts) -> bool:
         return is_tensor_expr(node, facts.tensor_names, self)
@@ -369,7 +392,11 @@ class ModuleContext:
 
     def is_torch_profile_call(self, call: ast.Call) -> str | None:
         """"torch.profiler" / "autograd" for a profiler constructor call, else None."""
-        name = self.dotted(call.func)
+        func = call.func  # the last name must be `profile`: most calls are ruled out by it alone
+        if not (func.attr == "profile" if type(func) is ast.Attribute else type(func) is ast.Name
+                and self.imports.get(func.id, func.id).endswith(".profile")):  # type: ignore[attr-defined]
+            return None
+        name = self.dotted(func)
         if not name or not name.startswith("torch.") or not name.endswith(".profile"):
             return None
         if "autograd" in name:
@@ -407,6 +434,7 @@ class ModuleContext:
         if summary is not None:
             ctx._assigned = summary.assigned
         _Walker(ctx).run()
+        ctx._dotted_memo = {}  # the imports no longer change: names can be resolved once each
         for facts in ctx.functions.values():
             _infer_tensor_names(facts, ctx)
         return ctx

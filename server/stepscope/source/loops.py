@@ -254,6 +254,7 @@ def iter_own_nodes(stmts: Iterable[ast.stmt]) -> Iterator[ast.AST]:
 _LEAVES = frozenset({ast.Name, ast.Constant, ast.Pass, ast.Break, ast.Continue, ast.Global,
                      ast.Nonlocal, ast.Import, ast.ImportFrom})
 _BOUNDARY_TYPES = frozenset(_BOUNDARIES)
+_CALL_FIELDS: dict[type, tuple[str, ...]] = {}  # child fields, last first
 
 
 def iter_own_calls(stmts: Iterable[ast.stmt]) -> Iterator[ast.Call]:
@@ -261,22 +262,39 @@ def iter_own_calls(stmts: Iterable[ast.stmt]) -> Iterator[ast.Call]:
     back to the caller (the hot path of `find_loops`)."""
     stack: list[ast.AST] = list(stmts)[::-1]
     pop, push, extend = stack.pop, stack.append, stack.extend
-    fields_of, leaves, boundaries = _FIELDS, _LEAVES, _BOUNDARY_TYPES
+    fields_of, leaves, boundaries = _CALL_FIELDS, _LEAVES, _BOUNDARY_TYPES
     call_type, ast_type = ast.Call, ast.AST
+    attribute_type, binop_type = ast.Attribute, ast.BinOp
     while stack:
         node = pop()
         kind = type(node)
-        if kind in leaves or kind in boundaries:
+        if kind is attribute_type:  # the common nodes, taken apart here
+            push(node.value)  # type: ignore[attr-defined]
             continue
         if kind is call_type:
             yield node  # type: ignore[misc]
+            keywords = node.keywords  # type: ignore[attr-defined]
+            if keywords:
+                extend([k.value for k in reversed(keywords)])
+            args = node.args  # type: ignore[attr-defined]
+            if args:
+                extend(args[::-1])
+            push(node.func)  # type: ignore[attr-defined]
+            continue
+        if kind is binop_type:
+            push(node.right)  # type: ignore[attr-defined]
+            push(node.left)  # type: ignore[attr-defined]
+            continue
+        if kind in leaves or kind in boundaries:
+            continue
         fields = fields_of.get(kind)
-        if fields is None:
-            fields = fields_of[kind] = tuple(f for f in node._fields if f != "ctx")
-        for name in reversed(fields):
+        if fields is None:  # operators (`op`, `ops`) and `ctx` hold no call
+            fields = fields_of[kind] = tuple(
+                f for f in reversed(kind._fields) if f not in ("ctx", "op", "ops"))
+        for name in fields:
             value = getattr(node, name, None)
             if value.__class__ is list:
-                extend(v for v in reversed(value) if isinstance(v, ast_type))
+                extend([v for v in reversed(value) if isinstance(v, ast_type)])
             elif isinstance(value, ast_type):
                 push(value)
 
