@@ -212,16 +212,21 @@ def profiler_names_of(stmts: Iterable[ast.stmt]) -> frozenset[str]:
     `prof = torch.profiler.profile(...)`."""
     names: set[str] = set()
     for node in iter_statements(stmts):
-        if isinstance(node, (ast.With, ast.AsyncWith)):
-            for item in node.items:
-                if (isinstance(item.context_expr, ast.Call)
-                        and terminal_name(item.context_expr.func) == "profile"
-                        and isinstance(item.optional_vars, ast.Name)):
-                    names.add(item.optional_vars.id)
-        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-            if terminal_name(node.value.func) == "profile":
-                names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        _add_profiler_names(node, names)
     return frozenset(names)
+
+
+def _add_profiler_names(node: ast.AST, names: set[str]) -> None:
+    """The names statement `node` binds to a profiler (see `profiler_names_of`), into `names`."""
+    if isinstance(node, (ast.With, ast.AsyncWith)):
+        for item in node.items:
+            if (isinstance(item.context_expr, ast.Call)
+                    and terminal_name(item.context_expr.func) == "profile"
+                    and isinstance(item.optional_vars, ast.Name)):
+                names.add(item.optional_vars.id)
+    elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+        if terminal_name(node.value.func) == "profile":
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
@@ -347,9 +352,14 @@ class _Raw:
     children: list[int] = field(default_factory=list)
 
 
-def _collect(tree: ast.Module, profiler_names: frozenset[str],
+def _collect(tree: ast.Module, profiler_names: frozenset[str] | None,
              model_names: frozenset[str], step_names: frozenset[str]) -> list[_Raw]:
+    """The loops of `tree` with their own step reasons. Without `profiler_names`, the names
+    bound to a profiler are those of `tree` (`profiler_names_of`), found in the same pass over
+    its statements: the reasons are worked out once it is done."""
     raws: list[_Raw] = []
+    found: set[str] = set()
+    note_names = _add_profiler_names if profiler_names is None else None
 
     def visit(stmts: list[ast.stmt], function: str | None, prefix: str, parent: int | None,
               depth: int) -> None:
@@ -366,14 +376,15 @@ def _collect(tree: ast.Module, profiler_names: frozenset[str],
             visit(node.body, function, f"{prefix}{node.name}.", None, 0)
             return
         if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
-            own = step_signals(node.body, profiler_names, model_names, step_names)
             index = len(raws)
-            raws.append(_Raw(node, function, parent, depth, own))
+            raws.append(_Raw(node, function, parent, depth, ()))
             if parent is not None:
                 raws[parent].children.append(index)
             visit(node.body, function, prefix, index, depth + 1)
             visit(node.orelse, function, prefix, parent, depth)
             return
+        if note_names is not None:
+            note_names(node, found)
         kind = type(node)
         fields = _BLOCK_FIELDS.get(kind)
         if fields is None:
@@ -384,6 +395,9 @@ def _collect(tree: ast.Module, profiler_names: frozenset[str],
                     visit_node(child, function, prefix, parent, depth)
 
     visit(tree.body, None, "", None, 0)
+    names = frozenset(found) if profiler_names is None else profiler_names
+    for raw in raws:
+        raw.own = step_signals(raw.node.body, names, model_names, step_names)
     return raws
 
 
@@ -401,8 +415,6 @@ def find_loops(source: str | bytes | ast.Module, *,
     """
     tree = parse(source)
     models = frozenset(model_names)
-    if profiler_names is None:
-        profiler_names = profiler_names_of(tree.body)
     raws = _collect(tree, profiler_names, models, frozenset(step_function_names))
 
     contains: list[set[str]] = [set(r.own) for r in raws]
