@@ -15,6 +15,10 @@
 Run: `.venv/bin/python benchmarks/check_speed.py [--runs 5] [--edit-file some_real_file.py]`.
 Prints the figures and ratios.
 
+`--instructions` counts the instructions each process executes instead (valgrind's cachegrind,
+`--cache-sim=no`: one run each, slow, the same figure however busy the machine is): the ratio to
+quote from a machine shared with other work, where the timed ratio moves with the load.
+
 `--per-rule` says where the check's time goes instead, in this process: the parse, the context
 the rules share (`ModuleContext.build`), each rule over that same context, and the ordering and
 suppression of what they found, as medians over `--runs` fresh contexts (a result the rules share,
@@ -99,8 +103,9 @@ def child_env(cwd: Path, server: Path | None = None) -> dict[str, str]:
     run would be timed otherwise)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPYCACHEPREFIX"] = str(cwd / "pycache")
-    if server is not None:  # another checkout's `server` folder (--against)
-        env["PYTHONPATH"] = str(server)
+    # this checkout's `server` folder, or another one's (--against): never whichever Stepscope
+    # the interpreter would find from the temporary folder the processes run in
+    env["PYTHONPATH"] = str(server or REPO / "server")
     return env
 
 
@@ -162,6 +167,19 @@ def edit_latency(lines: int, edits: int, source: Path | None = None
         ms.sort()
         out[name] = (statistics.median(ms), ms[max(0, int(round(0.95 * len(ms))) - 1)])
     return out
+
+
+def instructions(cmd: list[str], cwd: Path, server: Path | None = None) -> int:
+    """The instructions one run of `cmd` executes (user space, all of the process)."""
+    import re
+
+    done = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no",
+                           "--cachegrind-out-file=/dev/null", *cmd], cwd=cwd,
+                          capture_output=True, text=True, env=child_env(cwd, server))
+    found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+    if done.returncode not in (0, 1) or not found:
+        raise SystemExit(f"valgrind failed ({done.returncode}): {done.stderr.strip()[-300:]}")
+    return int(found.group(1).replace(",", ""))
 
 
 def per_rule(text: str, runs: int) -> None:
@@ -238,6 +256,8 @@ def main() -> None:
                     help="time the parse, the shared context and each rule, in this process")
     ap.add_argument("--against", type=Path, metavar="SERVER_DIR",
                     help="also time the check of another checkout's server/ folder, alternating")
+    ap.add_argument("--instructions", action="store_true",
+                    help="count the processes' instructions under valgrind instead of timing them")
     ap.add_argument("--profile", type=Path, metavar="FILE",
                     help="write a cProfile of one `stepscope check` process to FILE")
     args = ap.parse_args()
@@ -266,6 +286,17 @@ def main() -> None:
             cmds["check (--against)"] = (check, args.against.resolve())
         if TORCHFIX.exists():
             cmds["torchfix"] = ([str(TORCHFIX), str(target)], None)
+        if args.instructions:
+            cmds.pop("torchfix", None)
+            for name, (cmd, server) in cmds.items():  # untimed: bytecode written
+                timed(cmd, folder, server)
+            counts = {name: instructions(cmd, folder, server) for name, (cmd, server) in cmds.items()}
+            parse_n = counts.pop("python -c ast.parse")
+            print(f"file: {n_lines} lines, instructions executed (valgrind, one run each)")
+            print(f"  python -c ast.parse     {parse_n / 1e9:8.3f} G")
+            for name, count in counts.items():
+                print(f"  {name:<22}  {count / 1e9:8.3f} G   ratio {count / parse_n:.2f}x")
+            return
         best = alternating(cmds, args.runs, folder)
         parse_s, parse_cpu = best["python -c ast.parse"]
         check_s, check_cpu = best["stepscope check"]
