@@ -40,24 +40,35 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(USAGE)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line, or with `only`, one sub-command's flags (the others are listed by
+    name and help, their modules not imported: `stepscope check` starts without loading what
+    `profile` needs)."""
     parser = _Parser(prog="stepscope", description="Where does the time of your PyTorch step go?")
     parser.add_argument("--version", action="version", version=f"stepscope {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, help_text in COMMANDS.items():
-        module = importlib.import_module(f"stepscope.commands.{MODULES.get(name, name)}")
         p = sub.add_parser(name, help=help_text, description=help_text)
+        if only is not None and name != only:
+            continue
+        module = importlib.import_module(f"stepscope.commands.{MODULES.get(name, name)}")
         module.add_arguments(p)
         p.set_defaults(_module=module)
     return parser
+
+
+def _command_of(argv: list[str]) -> str | None:
+    """The sub-command `argv` names, when it is the first word (the only place one can be: the
+    top level takes no option with a value)."""
+    return argv[0] if argv and argv[0] in COMMANDS else None
 
 
 PASSES_ARGUMENTS = {"profile", "measure", "try"}  # `-- ARGS...` go to the user's program
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_command_of(argv))
     program_args: list[str] = []
     if "--" in argv:
         cut = argv.index("--")

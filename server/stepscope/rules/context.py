@@ -74,6 +74,7 @@ def _mentions_step_helper(text: str) -> bool:
 
 
 SHORT_LOOP = 10
+_UNSEEN = object()
 _SCALAR_METHODS = frozenset({
     "item", "tolist", "numpy", "size", "dim", "numel", "nelement", "element_size", "ndimension",
     "is_contiguous", "data_ptr", "get_device", "stride", "storage_offset", "__len__",
@@ -193,6 +194,18 @@ class ModuleContext:
     functions_defs: list[ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=list)
     _assigned: dict[str, list[ast.expr]] | None = None
     summary: ModuleSummary | None = None
+    # node -> `dotted(node)`, once the imports are all known (after the walk; see `build`)
+    _dotted_memo: dict[ast.AST, str | None] | None = None
+
+    def calls_named(self, name: str) -> list[tuple[ast.Call, "Scope"]]:
+        """The calls whose callee's `terminal_name` is `name`, in the order of `calls`."""
+        index = self.__dict__.get("_calls_by_name")
+        if index is None:
+            index = {}
+            for item in self.calls:
+                index.setdefault(terminal_name(item[0].func), []).append(item)
+            self.__dict__["_calls_by_name"] = index
+        return index.get(name, [])
 
     def calls_between(self, first_line: int, last_line: int) -> list[tuple[ast.Call, "Scope"]]:
         """The calls that start on lines first_line..last_line (inclusive), in line order."""
@@ -352,14 +365,24 @@ class ModuleContext:
     # ---- names -------------------------------------------------------------------------------
     def dotted(self, node: ast.AST) -> str | None:
         """`torch.cuda.synchronize` for that attribute chain, resolving import aliases."""
+        memo = getattr(self, "_dotted_memo", None)
+        if memo is not None:
+            found = memo.get(node, _UNSEEN)
+            if found is not _UNSEEN:
+                return found  # type: ignore[return-value]
+        key = node
         parts: list[str] = []
         while isinstance(node, ast.Attribute):
             parts.append(node.attr)
             node = node.value
         if not isinstance(node, ast.Name):
-            return None
-        parts.append(self.imports.get(node.id, node.id))
-        return ".".join(reversed(parts))
+            result = None
+        else:
+            parts.append(self.imports.get(node.id, node.id))
+            result = ".".join(reversed(parts))
+        if memo is not None:
+            memo[key] = result
+        return result
 
     def is_tensor_expr(self, node: ast.AST, facts: FunctionFacts) -> bool:
         return is_tensor_expr(node, facts.tensor_names, self)
@@ -369,7 +392,11 @@ class ModuleContext:
 
     def is_torch_profile_call(self, call: ast.Call) -> str | None:
         """"torch.profiler" / "autograd" for a profiler constructor call, else None."""
-        name = self.dotted(call.func)
+        func = call.func  # the last name must be `profile`: most calls are ruled out by it alone
+        if not (func.attr == "profile" if type(func) is ast.Attribute else type(func) is ast.Name
+                and self.imports.get(func.id, func.id).endswith(".profile")):  # type: ignore[attr-defined]
+            return None
+        name = self.dotted(func)
         if not name or not name.startswith("torch.") or not name.endswith(".profile"):
             return None
         if "autograd" in name:
@@ -407,6 +434,7 @@ class ModuleContext:
         if summary is not None:
             ctx._assigned = summary.assigned
         _Walker(ctx).run()
+        ctx._dotted_memo = {}  # the imports no longer change: names can be resolved once each
         for facts in ctx.functions.values():
             _infer_tensor_names(facts, ctx)
         return ctx
@@ -604,6 +632,11 @@ class _Walker:
             self.visit(stmt, scope)
 
     def visit(self, node: ast.AST, scope: Scope) -> None:
+        kind = type(node)
+        if kind is ast.Expr or kind is ast.Return:  # the most common statements: one expression
+            if node.value is not None:  # type: ignore[attr-defined]
+                self.scan(node.value, scope)  # type: ignore[attr-defined]
+            return
         if isinstance(node, ast.expr):
             self.scan(node, scope)
             return
@@ -705,40 +738,73 @@ class _Walker:
 
     def scan(self, root: ast.expr, scope: Scope) -> None:
         """Record the calls, bindings and subtractions of one expression, iteratively (the hot
-        path: most nodes of a module are expressions)."""
+        path: most nodes of a module are expressions, so the common ones are taken apart here
+        rather than through `_children`)."""
         ctx = self.ctx
         facts = ctx.functions[id(scope.function)]
+        calls, own_calls, stores, subtractions = (ctx.calls.append, facts.calls.append,
+                                                  ctx.stores.append, facts.subtractions.append)
         stack: list[ast.AST] = [root]
+        pop, push, extend = stack.pop, stack.append, stack.extend
+        fields_of = _SCAN_FIELDS
         while stack:
-            node = stack.pop()
+            node = pop()
             kind = type(node)
-            if kind is ast.Name:
-                if not isinstance(node.ctx, ast.Load):  # type: ignore[attr-defined]
-                    ctx.stores.append((node.lineno, node.id))  # type: ignore[attr-defined]
+            if kind is _Name:
+                if type(node.ctx) is not _Load:  # type: ignore[attr-defined]
+                    stores((node.lineno, node.id))  # type: ignore[attr-defined]
                 continue
-            if kind is ast.Constant:
+            if kind is _Constant:
                 continue
-            if kind is ast.Call:
-                ctx.calls.append((node, scope))  # type: ignore[arg-type]
-                facts.calls.append(node)  # type: ignore[arg-type]
-            elif kind is ast.BinOp:
-                if type(node.op) is ast.Sub:  # type: ignore[attr-defined]
-                    facts.subtractions.append(node)  # type: ignore[arg-type]
-            elif kind is ast.Lambda:
+            if kind is _Attribute:
+                push(node.value)  # type: ignore[attr-defined]
+                continue
+            if kind is _Call:
+                calls((node, scope))
+                own_calls(node)
+                keywords = node.keywords  # type: ignore[attr-defined]
+                if keywords:
+                    extend([k.value for k in reversed(keywords)])
+                args = node.args  # type: ignore[attr-defined]
+                if args:
+                    extend(args[::-1])
+                push(node.func)  # type: ignore[attr-defined]
+                continue
+            if kind is _BinOp:
+                if type(node.op) is _Sub:  # type: ignore[attr-defined]
+                    subtractions(node)
+                push(node.right)  # type: ignore[attr-defined]
+                push(node.left)  # type: ignore[attr-defined]
+                continue
+            if kind is _Lambda:
                 # A lambda runs later, elsewhere: its calls are not part of the enclosing loop.
                 self.scan(node.body, Scope(scope.function, (), False,  # type: ignore[attr-defined]
                                            test=scope.test))
                 continue
-            elif kind is ast.IfExp:
+            if kind is _IfExp:
                 ctx.ifs.append((node, scope))  # type: ignore[arg-type]
                 self.scan(node.test, scope)  # type: ignore[attr-defined]
                 body_scope = scope.guarded(guard_kind(node.test)) if scope.loops else scope  # type: ignore[attr-defined]
                 self.scan(node.body, body_scope)  # type: ignore[attr-defined]
                 self.scan(node.orelse, scope)  # type: ignore[attr-defined]
                 continue
-            stack.extend(_children(node))  # reversed children: popped in source order
+            fields = fields_of.get(kind)
+            if fields is None:
+                fields = fields_of[kind] = tuple(
+                    f for f in reversed(kind._fields) if f not in ("ctx", "op", "ops"))
+            for name in fields:  # reversed: popped in source order
+                value = getattr(node, name, None)
+                if value.__class__ is list:
+                    extend([v for v in reversed(value) if isinstance(v, ast.AST)])
+                elif isinstance(value, ast.AST):
+                    push(value)
 
 
+_Name, _Constant, _Attribute, _Call, _BinOp, _Sub, _Load, _Lambda, _IfExp = (
+    ast.Name, ast.Constant, ast.Attribute, ast.Call, ast.BinOp, ast.Sub, ast.Load, ast.Lambda,
+    ast.IfExp)
+# Child fields `scan` follows, last first; operators (`op`, `ops`) and `ctx` hold nothing it records.
+_SCAN_FIELDS: dict[type, tuple[str, ...]] = {}
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
@@ -1080,8 +1146,15 @@ def _infer_tensor_names(facts: FunctionFacts, ctx: ModuleContext) -> None:
             names.add(func.value.id)
     if not facts.assigns:
         return
-    for _ in range(2):  # two passes settle chains like `logits = model(x); loss = f(logits)`
-        for node in facts.assigns:
+    # Two passes settle chains like `logits = model(x); loss = f(logits)`. A value found to be a
+    # tensor in the first pass is one in the second too (more names only make more tensors) and
+    # adds the same names again: the second pass asks only about the others, and only when the
+    # first one added a name.
+    pending = facts.assigns
+    for _ in range(2):
+        before = len(names)
+        left = []
+        for node in pending:
             if isinstance(node, ast.Assign):
                 if is_tensor_expr(node.value, names, ctx):
                     for target in node.targets:
@@ -1089,9 +1162,16 @@ def _infer_tensor_names(facts: FunctionFacts, ctx: ModuleContext) -> None:
                                 isinstance(node.value, ast.Call)
                                 and call_signal(node.value, model_names=ctx.model_names) == MODEL):
                             names.update(_target_names(target))
+                else:
+                    left.append(node)
             elif node.value is not None and isinstance(node.target, ast.Name):
                 if is_tensor_expr(node.value, names, ctx):
                     names.add(node.target.id)
+                else:
+                    left.append(node)
+        if len(names) == before:
+            break
+        pending = left
 
 
 def iter_own_nodes_all(stmts: list[ast.stmt]) -> Iterator[ast.AST]:

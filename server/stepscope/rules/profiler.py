@@ -96,7 +96,7 @@ def _bound_profilers(ctx: ModuleContext) -> dict[tuple[int, str], tuple[ast.Assi
 
 def _started_windows(ctx: ModuleContext, bound) -> Iterator[Window]:
     """`prof.start()` ... `prof.stop()` (or the end of the function) in the same function."""
-    for call, scope in ctx.calls:
+    for call, scope in ctx.calls_named("start"):
         func = call.func
         if not (isinstance(func, ast.Attribute) and func.attr == "start"
                 and isinstance(func.value, ast.Name)):
@@ -105,7 +105,7 @@ def _started_windows(ctx: ModuleContext, bound) -> Iterator[Window]:
         if key not in bound:
             continue
         assign, prof_call, _s = bound[key]
-        stops = [c.lineno for c, s in ctx.calls if s.function is scope.function
+        stops = [c.lineno for c, s in ctx.calls_named("stop") if s.function is scope.function
                  and isinstance(c.func, ast.Attribute) and c.func.attr == "stop"
                  and isinstance(c.func.value, ast.Name) and c.func.value.id == func.value.id
                  and c.lineno > call.lineno]
@@ -332,9 +332,7 @@ def _kernel_timing_schedules(ctx: ModuleContext) -> set[int]:
     that records device activity only: such code reads kernel durations, which the profiler's
     start-up does not change (kernel micro-benchmarks warm up by hand)."""
     found: set[int] = set()
-    for call, scope in ctx.calls:
-        if terminal_name(call.func) != "profile":
-            continue
+    for call, scope in ctx.calls_named("profile"):
         activities, sched = _keyword(call, "activities"), _keyword(call, "schedule")
         if activities is None or sched is None \
                 or not isinstance(activities.value, (ast.List, ast.Tuple)):
@@ -355,8 +353,13 @@ def _kernel_timing_schedules(ctx: ModuleContext) -> set[int]:
 
 def check_ss403(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
     kernel_timing: set[int] | None = None
+    imports = ctx.imports
     for call, _scope in ctx.calls:
-        dotted = ctx.dotted(call.func) or ""
+        func = call.func  # the last name must be `schedule`: most calls are ruled out by it alone
+        if not (func.attr == "schedule" if type(func) is ast.Attribute else type(func) is ast.Name
+                and imports.get(func.id, func.id).endswith("schedule")):  # type: ignore[attr-defined]
+            continue
+        dotted = ctx.dotted(func) or ""
         if not (dotted.endswith("profiler.schedule") or dotted == "torch.profiler.schedule"):
             continue
         if kernel_timing is None:
@@ -816,7 +819,7 @@ def assignment_traits(value: ast.expr) -> tuple:
 def check_ss407(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
     message = ("summing `{attr}` over profiler rows double counts nested and concurrent events; "
                "report elapsed time per step (the step's span) instead")
-    for call, _scope in ctx.calls:
+    for call, _scope in ctx.calls_named("sum"):
         if not (isinstance(call.func, ast.Name) and call.func.id == "sum" and call.args):
             continue
         arg = call.args[0]

@@ -212,16 +212,21 @@ def profiler_names_of(stmts: Iterable[ast.stmt]) -> frozenset[str]:
     `prof = torch.profiler.profile(...)`."""
     names: set[str] = set()
     for node in iter_statements(stmts):
-        if isinstance(node, (ast.With, ast.AsyncWith)):
-            for item in node.items:
-                if (isinstance(item.context_expr, ast.Call)
-                        and terminal_name(item.context_expr.func) == "profile"
-                        and isinstance(item.optional_vars, ast.Name)):
-                    names.add(item.optional_vars.id)
-        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-            if terminal_name(node.value.func) == "profile":
-                names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        _add_profiler_names(node, names)
     return frozenset(names)
+
+
+def _add_profiler_names(node: ast.AST, names: set[str]) -> None:
+    """The names statement `node` binds to a profiler (see `profiler_names_of`), into `names`."""
+    if isinstance(node, (ast.With, ast.AsyncWith)):
+        for item in node.items:
+            if (isinstance(item.context_expr, ast.Call)
+                    and terminal_name(item.context_expr.func) == "profile"
+                    and isinstance(item.optional_vars, ast.Name)):
+                names.add(item.optional_vars.id)
+    elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+        if terminal_name(node.value.func) == "profile":
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
@@ -250,16 +255,64 @@ def iter_own_nodes(stmts: Iterable[ast.stmt]) -> Iterator[ast.AST]:
                 stack.append(value)
 
 
+# Node types with no child node `iter_own_calls` needs to look into.
+_LEAVES = frozenset({ast.Name, ast.Constant, ast.Pass, ast.Break, ast.Continue, ast.Global,
+                     ast.Nonlocal, ast.Import, ast.ImportFrom})
+_BOUNDARY_TYPES = frozenset(_BOUNDARIES)
+_CALL_FIELDS: dict[type, tuple[str, ...]] = {}  # child fields, last first
+
+
+def iter_own_calls(stmts: Iterable[ast.stmt]) -> Iterator[ast.Call]:
+    """The calls `iter_own_nodes` yields, in the same order, without handing every other node
+    back to the caller (the hot path of `find_loops`)."""
+    stack: list[ast.AST] = list(stmts)[::-1]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    fields_of, leaves, boundaries = _CALL_FIELDS, _LEAVES, _BOUNDARY_TYPES
+    call_type, ast_type = ast.Call, ast.AST
+    attribute_type, binop_type = ast.Attribute, ast.BinOp
+    while stack:
+        node = pop()
+        kind = type(node)
+        if kind is attribute_type:  # the common nodes, taken apart here
+            push(node.value)  # type: ignore[attr-defined]
+            continue
+        if kind is call_type:
+            yield node  # type: ignore[misc]
+            keywords = node.keywords  # type: ignore[attr-defined]
+            if keywords:
+                extend([k.value for k in reversed(keywords)])
+            args = node.args  # type: ignore[attr-defined]
+            if args:
+                extend(args[::-1])
+            push(node.func)  # type: ignore[attr-defined]
+            continue
+        if kind is binop_type:
+            push(node.right)  # type: ignore[attr-defined]
+            push(node.left)  # type: ignore[attr-defined]
+            continue
+        if kind in leaves or kind in boundaries:
+            continue
+        fields = fields_of.get(kind)
+        if fields is None:  # operators (`op`, `ops`) and `ctx` hold no call
+            fields = fields_of[kind] = tuple(
+                f for f in reversed(kind._fields) if f not in ("ctx", "op", "ops"))
+        for name in fields:
+            value = getattr(node, name, None)
+            if value.__class__ is list:
+                extend([v for v in reversed(value) if isinstance(v, ast_type)])
+            elif isinstance(value, ast_type):
+                push(value)
+
+
 def step_signals(stmts: Iterable[ast.stmt], profiler_names: frozenset[str] = frozenset(),
                  model_names: frozenset[str] = frozenset(), step_names: frozenset[str] = frozenset()
                  ) -> tuple[str, ...]:
     """The step reasons found in `stmts` (own statements only), in a fixed order."""
     found: set[str] = set()
-    for node in iter_own_nodes(stmts):
-        if isinstance(node, ast.Call):
-            signal = call_signal(node, profiler_names, model_names, step_names)
-            if signal:
-                found.add(signal)
+    for node in iter_own_calls(stmts):
+        signal = call_signal(node, profiler_names, model_names, step_names)
+        if signal:
+            found.add(signal)
     order = (BACKWARD, OPTIMIZER, PROFILER, MODEL, STEP_FUNCTION)
     return tuple(r for r in order if r in found)
 
@@ -285,6 +338,10 @@ def _first_header_line_end(node: ast.For | ast.AsyncFor | ast.While) -> int:
     return header_part.end_lineno or node.lineno
 
 
+_BLOCKS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
+_BLOCK_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
 @dataclass
 class _Raw:
     node: ast.For | ast.AsyncFor | ast.While
@@ -295,9 +352,14 @@ class _Raw:
     children: list[int] = field(default_factory=list)
 
 
-def _collect(tree: ast.Module, profiler_names: frozenset[str],
+def _collect(tree: ast.Module, profiler_names: frozenset[str] | None,
              model_names: frozenset[str], step_names: frozenset[str]) -> list[_Raw]:
+    """The loops of `tree` with their own step reasons. Without `profiler_names`, the names
+    bound to a profiler are those of `tree` (`profiler_names_of`), found in the same pass over
+    its statements: the reasons are worked out once it is done."""
     raws: list[_Raw] = []
+    found: set[str] = set()
+    note_names = _add_profiler_names if profiler_names is None else None
 
     def visit(stmts: list[ast.stmt], function: str | None, prefix: str, parent: int | None,
               depth: int) -> None:
@@ -314,19 +376,28 @@ def _collect(tree: ast.Module, profiler_names: frozenset[str],
             visit(node.body, function, f"{prefix}{node.name}.", None, 0)
             return
         if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
-            own = step_signals(node.body, profiler_names, model_names, step_names)
             index = len(raws)
-            raws.append(_Raw(node, function, parent, depth, own))
+            raws.append(_Raw(node, function, parent, depth, ()))
             if parent is not None:
                 raws[parent].children.append(index)
             visit(node.body, function, prefix, index, depth + 1)
             visit(node.orelse, function, prefix, parent, depth)
             return
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)):
-                visit_node(child, function, prefix, parent, depth)
+        if note_names is not None:
+            note_names(node, found)
+        kind = type(node)
+        fields = _BLOCK_FIELDS.get(kind)
+        if fields is None:
+            fields = _BLOCK_FIELDS[kind] = tuple(f for f in kind._fields if f in _BLOCKS)
+        for name in fields:  # statements sit only in these lists: expressions are not visited
+            for child in getattr(node, name, None) or ():
+                if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)):
+                    visit_node(child, function, prefix, parent, depth)
 
     visit(tree.body, None, "", None, 0)
+    names = frozenset(found) if profiler_names is None else profiler_names
+    for raw in raws:
+        raw.own = step_signals(raw.node.body, names, model_names, step_names)
     return raws
 
 
@@ -344,8 +415,6 @@ def find_loops(source: str | bytes | ast.Module, *,
     """
     tree = parse(source)
     models = frozenset(model_names)
-    if profiler_names is None:
-        profiler_names = profiler_names_of(tree.body)
     raws = _collect(tree, profiler_names, models, frozenset(step_function_names))
 
     contains: list[set[str]] = [set(r.own) for r in raws]
