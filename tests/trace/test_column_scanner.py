@@ -135,6 +135,34 @@ def test_a_large_trace_reads_the_same_through_the_whole_reader(tmp_path: Path, m
     assert len(compiled) > 500
 
 
+@pytest.mark.skipif(reader.ColumnScanner is None, reason="covered by test_the_scanner_is_built")
+@pytest.mark.parametrize("workers", [1, 2])
+def test_compact_json_is_cut_and_read_by_the_scanner(tmp_path: Path, monkeypatch, workers: int) -> None:
+    # one line of JSON: no layout cut, every cut proved by a reading; the scanner's reading is kept
+    source = next(p for p in TRACES if p.name == "trace.json.gz" and p.parent.name == "h200_async")
+    compact = tmp_path / "compact.json"
+    compact.write_bytes(orjson.dumps(orjson.loads(gzip.decompress(source.read_bytes()))))
+    monkeypatch.setattr(reader, "READ_SIZE", 16 << 10)  # many slices through read_trace
+    decoded = []  # the slices read the reference way (a candidate cut inside an event reads neither way)
+
+    def try_array(body):
+        events = reference_try(body)
+        if events is not None:
+            decoded.append(len(events))
+        return events
+
+    reference_try = reader._try_array
+    monkeypatch.setattr(reader, "_try_array", try_array)
+    compiled = read_trace(compact, workers=workers)
+    assert decoded == []
+    monkeypatch.setattr(reader, "ColumnScanner", None)
+    reference = read_trace(compact, workers=1)
+    assert decoded  # the reference path proves its cuts by decoding
+    assert snapshot(compiled) == snapshot(reference)
+    assert snapshot(compiled) == snapshot(read_trace(source, workers=1))
+    assert len(compiled) > 500
+
+
 # Values chosen to hit every branch: odd types the reference coerces, escapes, extreme numbers.
 NUMBERS = st.one_of(
     st.floats(allow_nan=False, allow_infinity=False), st.integers(-2**70, 2**70),

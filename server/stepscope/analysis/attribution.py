@@ -407,7 +407,8 @@ def _ms(us: float, n_steps: int) -> float:
 
 def _window_union(trace: Trace, rows: Iterable[int], w0: float, w1: float) -> float:
     """Time (µs) covered by the events `rows` inside the window: no figure holds time outside it."""
-    return union_length(clip(((trace.ts[r], trace.end(r)) for r in rows), w0, w1))
+    ts, dur = trace.ts, trace.dur
+    return union_length(clip([(ts[r], ts[r] + dur[r]) for r in rows], w0, w1))
 
 
 def _per_step(count: int, n_steps: int) -> int:
@@ -417,13 +418,14 @@ def _per_step(count: int, n_steps: int) -> int:
 def _gpu_figures(trace: Trace, rows: list[int], n_steps: int, observed: bool, w0: float, w1: float) -> dict:
     copies = {d: {"count": 0, "bytes": 0} for d in ("h2d", "d2h", "d2d")}
     kernels = 0
-    intervals: list[Interval] = []
+    ts, dur, kind = trace.ts, trace.dur, trace.kind
+    intervals: list[Interval] = [(ts[r], ts[r] + dur[r]) for r in rows]
+    kernel, memcpy = Kind.KERNEL, Kind.MEMCPY
     for r in rows:
-        intervals.append((trace.ts[r], trace.end(r)))
-        k = trace.kind[r]
-        if k == Kind.KERNEL:
+        k = kind[r]
+        if k == kernel:
             kernels += 1
-        elif k == Kind.MEMCPY:
+        elif k == memcpy:
             direction = copy_direction(trace, r)
             if direction in copies:
                 copies[direction]["count"] += 1

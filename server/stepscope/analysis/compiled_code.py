@@ -231,8 +231,10 @@ def _children(trace: Trace, rows_by_track: dict[int, tuple[list[float], list[int
     lo, hi = bisect.bisect_left(starts, start), bisect.bisect_right(starts, end)
     out: list[int] = []
     open_end = start - 1.0
+    ts, dur = trace.ts, trace.dur
     for r in rows[lo:hi]:
-        s, e = trace.ts[r], trace.end(r)
+        s = ts[r]
+        e = s + dur[r]
         if s == start and e == end:
             continue  # the call itself
         if e > end or s < open_end:
@@ -294,13 +296,15 @@ def attribute_compiled(trace: Trace, links: Links, steps: list[Step], records: G
 
     # CPU events by track, by start (the calls' children), and the backward ops' spans
     cpu_rows: dict[int, list[int]] = defaultdict(list)
+    ts, dur, track_col = trace.ts, trace.dur, trace.track
     for r in trace.rows(Kind.CPU_OP, Kind.ANNOTATION, Kind.RUNTIME):
-        if trace.track[r] not in devices and w0 <= trace.end(r) and trace.ts[r] <= w1:
-            cpu_rows[trace.track[r]].append(r)
+        t, start = track_col[r], ts[r]
+        if t not in devices and w0 <= start + dur[r] and start <= w1:
+            cpu_rows[t].append(r)
     by_track: dict[int, tuple[list[float], list[int]]] = {}
     for track, rows in cpu_rows.items():
-        rows.sort(key=lambda r: (trace.ts[r], -trace.dur[r]))
-        by_track[track] = ([trace.ts[r] for r in rows], rows)
+        rows.sort(key=lambda r: (ts[r], -dur[r]))
+        by_track[track] = ([ts[r] for r in rows], rows)
     backward_ids = frozenset(i for i, name in enumerate(trace.names) if _BACKWARD_OP.match(name))
     backward_spans: dict[int, list[Interval]] = defaultdict(list)
     for r in trace.rows_named(backward_ids):
@@ -406,7 +410,8 @@ def _runtime_inside(trace: Trace, by_track: dict[int, tuple[list[float], list[in
                     start: float, end: float) -> list[int]:
     starts, rows = by_track.get(track, ([], []))
     lo, hi = bisect.bisect_left(starts, start), bisect.bisect_right(starts, end)
-    return [r for r in rows[lo:hi] if trace.kind[r] == Kind.RUNTIME]
+    kind, runtime = trace.kind, Kind.RUNTIME
+    return [r for r in rows[lo:hi] if kind[r] == runtime]
 
 
 def _notes(summary: dict, records: GraphRecords | None, compile_doc_present: bool) -> list[str]:

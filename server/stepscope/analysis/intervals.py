@@ -15,18 +15,26 @@ Interval = tuple[float, float]
 
 def merge(intervals: Iterable[Interval]) -> list[Interval]:
     """Sorted, disjoint intervals covering exactly the same moments as the input."""
+    ordered = iter(sorted(intervals))
+    first = next(ordered, None)
+    if first is None:
+        return []
     merged: list[Interval] = []
-    for start, end in sorted(intervals):
-        if merged and start <= merged[-1][1]:
-            if end > merged[-1][1]:
-                merged[-1] = (merged[-1][0], end)
+    append = merged.append
+    lo, hi = first  # the interval being grown
+    for start, end in ordered:
+        if start <= hi:
+            if end > hi:
+                hi = end
         else:
-            merged.append((start, end))
+            append((lo, hi))
+            lo, hi = start, end
+    append((lo, hi))
     return merged
 
 
 def length(merged: Iterable[Interval]) -> float:
-    return sum(end - start for start, end in merged)
+    return sum([end - start for start, end in merged])  # summed in order, as sum() sums a list
 
 
 def union_length(intervals: Iterable[Interval]) -> float:
@@ -37,10 +45,14 @@ def union_length(intervals: Iterable[Interval]) -> float:
 def clip(intervals: Iterable[Interval], lo: float, hi: float) -> list[Interval]:
     """The parts of the intervals inside [lo, hi]."""
     out = []
+    append = out.append
     for start, end in intervals:
-        start, end = max(start, lo), min(end, hi)
+        if lo > start:  # max(start, lo) and min(end, hi), as they choose between equal values
+            start = lo
+        if hi < end:
+            end = hi
         if end > start:
-            out.append((start, end))
+            append((start, end))
     return out
 
 

@@ -76,7 +76,12 @@ def named_work(trace: Trace, rows, n_steps: int, w0: float, w1: float, kind: int
     out = []
     for nid in heapq.nlargest(CANDIDATES, summed, key=summed.__getitem__):
         named = by_name[nid]
-        us = union_length([(max(w0, ts[r]), max(w0, min(w1, ts[r] + dur[r]))) for r in named])
+        spans = []
+        for r in named:  # (max(w0, start), max(w0, min(w1, end))), choosing between equal values as they do
+            start, end = ts[r], ts[r] + dur[r]
+            end = end if end < w1 else w1
+            spans.append((start if start > w0 else w0, end if end > w0 else w0))
+        us = union_length(spans)
         out.append({
             "name": trace.names[nid][:MAX_NAME_CHARS],
             "calls": round(len(named) / n_steps, 2),

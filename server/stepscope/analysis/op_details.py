@@ -53,24 +53,23 @@ def _outermost_ops(trace: Trace, w0: float, w1: float, tracks: set[int]) -> dict
     """Per track, the ops with recorded inputs in the window not nested in another such op of that
     track, by start time (step markers, which older traces record as ops, are left out)."""
     markers = frozenset(i for i, n in enumerate(trace.names) if _STEP_MARKER.match(n))
+    ts, dur, track_col, shapes, name = trace.ts, trace.dur, trace.track, trace.shapes, trace.name
     by_track: dict[int, list[int]] = defaultdict(list)
-    for i in trace.rows_with(trace.shapes):  # ops with recorded inputs
+    for i in trace.rows_with(shapes):  # ops with recorded inputs
         # an op without recorded inputs (a record_function label) does not hide the ops inside it
-        if trace.track[i] in tracks and w0 <= trace.ts[i] <= w1 and trace.shapes[i] >= 0 \
-                and trace.name[i] not in markers:
-            by_track[trace.track[i]].append(i)
+        if track_col[i] in tracks and w0 <= ts[i] <= w1 and shapes[i] >= 0 and name[i] not in markers:
+            by_track[track_col[i]].append(i)
     out: dict[int, list[int]] = {}
     for track, rows in by_track.items():
-        rows.sort(key=lambda r: (trace.ts[r], -trace.dur[r]))
+        rows.sort(key=lambda r: (ts[r], -dur[r]))
         top: list[int] = []
         open_end = float("-inf")
         for r in rows:
-            if trace.ts[r] >= open_end:
+            start = ts[r]
+            end = start + dur[r]
+            if start >= open_end or end > open_end:  # after the open op, or overlapping it without nesting
                 top.append(r)
-                open_end = trace.end(r)
-            elif trace.end(r) > open_end:  # overlaps the open op without nesting: its own call
-                top.append(r)
-                open_end = trace.end(r)
+                open_end = end
         out[track] = top
     return out
 
@@ -138,27 +137,26 @@ def _memory_rows(trace: Trace) -> list[int]:
 
 def _line_shapes(trace: Trace, key_nodes: list, top_ops: dict[int, list[int]], op_starts: dict[int, list[float]],
                  n_steps: int) -> list[dict]:
+    ts, dur, shapes_col, name_col = trace.ts, trace.dur, trace.shapes, trace.name
     ops: set[int] = set()
     for n in key_nodes:
         rows = top_ops.get(n.track)
         if rows:
             starts = op_starts[n.track]
-            for r in rows[bisect.bisect_left(starts, n.start):bisect.bisect_right(starts, n.end)]:
-                if trace.end(r) <= n.end:
-                    ops.add(r)
+            end = n.end
+            ops.update(r for r in rows[bisect.bisect_left(starts, n.start):bisect.bisect_right(starts, end)]
+                       if ts[r] + dur[r] <= end)
     groups: dict[tuple[int, int], list[int]] = defaultdict(list)
     for r in ops:
-        if trace.shapes[r] >= 0:
-            groups[(trace.name[r], trace.shapes[r])].append(r)
-    out = []
+        if shapes_col[r] >= 0:
+            groups[(name_col[r], shapes_col[r])].append(r)
+    ranked = []
     for (name_id, shape_id), rows in groups.items():
+        ms = round(union_length([(ts[r], ts[r] + dur[r]) for r in rows]) / US_PER_MS / n_steps, 4)
+        ranked.append((ms, round(len(rows) / n_steps, 2), trace.names[name_id], shape_id))
+    ranked.sort(key=lambda g: (-g[0], -g[1], g[2]))
+    out = []
+    for ms, calls, op, shape_id in ranked[:MAX_SHAPES]:  # only the groups shown have their JSON decoded
         dims, types = _shape_text(trace.names[shape_id])
-        out.append({
-            "op": trace.names[name_id],
-            "shapes": dims,
-            "types": types,
-            "calls": round(len(rows) / n_steps, 2),
-            "ms": round(union_length((trace.ts[r], trace.end(r)) for r in rows) / US_PER_MS / n_steps, 4),
-        })
-    out.sort(key=lambda d: (-d["ms"], -d["calls"], d["op"]))
-    return out[:MAX_SHAPES]
+        out.append({"op": op, "shapes": dims, "types": types, "calls": calls, "ms": ms})
+    return out

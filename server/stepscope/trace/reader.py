@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import attrgetter, is_not
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any, Callable, Iterator
 
 import orjson
 
@@ -272,15 +272,18 @@ def _try_array(body: bytes | bytearray | memoryview) -> list[Event] | None:
 
 class _Slices:
     """The event array of a stream cut into slices of whole events. Iterating gives ("raw", bytes)
-    slices cut by the file's layout, not yet decoded, and ("events", list) slices cut where the
-    decoder proved it; at the end `metadata` holds the document's other top-level keys.
+    slices cut by the file's layout, not yet decoded, and slices cut where a reading proved it:
+    ("scanned", (bytes, result)) where `scan` (a column scanner's `scan`, which checks the JSON
+    fully) read the slice, which the reader commits before `scan` is called again, else ("events",
+    list) where the decoder did; at the end `metadata` holds the document's other top-level keys.
 
     `distrust(raw)`: the raw slice just given did not decode; it and the rest of the file are cut
     again, each cut proved by the decoder (nothing is read twice)."""
 
-    def __init__(self, stream: _Stream, *, trusted_cuts: bool = True):
+    def __init__(self, stream: _Stream, *, trusted_cuts: bool = True, scan: Callable[[bytes], Any] | None = None):
         self.stream, self.path = stream, stream.path
         self.trusted_cuts = trusted_cuts
+        self.scan = scan
         self.metadata: dict[str, Any] = {}
         self.header: bytes | None = None  # the document's text before `"traceEvents": [`; None for a bare array
         self.later_events: int | None = None  # events of a later `traceEvents` key of the document (not read)
@@ -289,6 +292,19 @@ class _Slices:
 
     def distrust(self, raw: bytes) -> None:
         self._rejected = raw
+
+    def _read_whole(self, body: bytes | bytearray | memoryview) -> tuple[str, Any] | None:
+        """`body` as a slice of whole events, or None when it is not one (a candidate cut inside a
+        string or a nested value leaves text that neither the scanner nor the decoder reads). The
+        scanner reads a slice only when it is valid JSON that it reads as the decoder does, and
+        then its columns are already made: compact JSON, whose cuts must be proved, is read once."""
+        if self.scan is not None:
+            raw = bytes(body)
+            scanned = self.scan(raw)
+            if scanned is not None:
+                return "scanned", (raw, scanned)
+        events = _try_array(body)
+        return None if events is None else ("events", events)
 
     def __iter__(self) -> Iterator[tuple[str, Any]]:
         stream = self.stream
@@ -331,10 +347,10 @@ class _Slices:
                 lead = _LEADING_WS.match(buf).end()  # whitespace between events is not kept
                 if lead:
                     del buf[:lead]
-                events, closed = self._cut(buf, inside)
-                if events is not None:
+                part, closed = self._cut(buf, inside)
+                if part is not None:
                     retry_at = 0
-                    yield "events", events
+                    yield part
                 else:
                     retry_at = 2 * len(buf)
             if len(buf) > MAX_EVENT_BYTES:
@@ -401,18 +417,18 @@ class _Slices:
             self._raise_invalid(walk(text, big_ints=False), text, at, "in a document without traceEvents")
         raise NotAProfilerTrace(self.path, type(doc).__name__)
 
-    def _cut(self, buf: bytearray, inside: bytes) -> tuple[list[Event] | None, bool]:
-        """Cut the whole events at the front of `buf` off it: (their records, whether the event
-        array closes in `buf`), or (None, ...) when no event in it is whole yet."""
+    def _cut(self, buf: bytearray, inside: bytes) -> tuple[tuple[str, Any] | None, bool]:
+        """Cut the whole events at the front of `buf` off it: (the slice, as `_read_whole` gives
+        it, whether the event array closes in `buf`), or (None, ...) when no event in it is whole yet."""
         cut_end = len(buf)
         for _ in range(MAX_CUT_TRIES):  # the last `},` is the end of an event, but for a slice read mid-event
             pos = buf.rfind(b"},", 0, cut_end)
             if pos < 0:
                 break
-            events = _try_array(memoryview(buf)[: pos + 1])
-            if events is not None:
+            part = self._read_whole(memoryview(buf)[: pos + 1])
+            if part is not None:
                 del buf[: pos + 2]
-                return events, False
+                return part, False
             cut_end = pos
         # no cheap cut: walk the text (linear) for the end of its last whole event, or what is wrong
         text = bytes(buf)
@@ -422,11 +438,11 @@ class _Slices:
         rest = _LEADING_WS.match(buf, w.last_item).end() if w.last_item else len(buf)
         if rest == len(buf):  # no whole event yet, or what follows the last one has not been read
             return None, bool(w.closed)
-        events = _try_array(text[: w.last_item])
-        if events is None:
+        part = self._read_whole(text[: w.last_item])
+        if part is None:
             self._raise_undecodable(text[: w.last_item], self.stream.offset(buf))
         del buf[: rest + (buf[rest] == ord(","))]  # the comma after the event; a `]` stays for the end
-        return events, bool(w.closed)
+        return part, bool(w.closed)
 
     def _tail(self, buf: bytearray, inside: bytes) -> Iterator[tuple[str, Any]]:
         """The end of the file: the last events, the array's closing bracket, and what follows."""
@@ -441,14 +457,14 @@ class _Slices:
             if not self._ends_document(rest):
                 continue
             tries += 1
-            events = _try_array(memoryview(buf)[:pos])
-            if events is None:
+            part = self._read_whole(memoryview(buf)[:pos])
+            if part is None:
                 continue
             meta = self._metadata(rest)
             if meta is None:
                 break  # the text before the events is invalid: the walk below says where
             self.metadata.update(meta)
-            yield "events", events
+            yield part
             return
         # otherwise walk the text (linear): where the array closes, or what is wrong and where
         text, at = bytes(buf), self.stream.offset(buf)
@@ -456,8 +472,8 @@ class _Slices:
         if w.problem is not None:
             self._raise_invalid(w, text, at)
         close = w.closed[0]
-        events = _try_array(text[:close])
-        if events is None:
+        part = self._read_whole(text[:close])
+        if part is None:
             self._raise_undecodable(text[:close], at)
         rest = text[close + 1 :]
         meta = self._metadata(rest)
@@ -470,7 +486,7 @@ class _Slices:
                 self._raise_undecodable(doc, self.header_at, where="around traceEvents")
             self._raise_invalid(w, doc, self.header_at, "before traceEvents")
         self.metadata.update(meta)
-        yield "events", events
+        yield part
 
     def _ends_document(self, rest: bytes) -> bool:
         """Whether `rest`, the text after a candidate end of the event array, ends the document
@@ -1035,16 +1051,22 @@ def _read(path: Path, n_workers: int, *, regular: bool) -> Trace:
                 n_workers = 1
         stream = _Stream(path)
         cleanup.callback(stream.close)
-        slices = _Slices(stream)
+        # cuts that must be proved (compact JSON) are proved by scanning the slice in this thread,
+        # with a scanner of its own: the threads' scanners may hold slices in flight
+        prover = None if builder.scanner is None else builder.scanner if threads is None else builder.new_scanner()
+        slices = _Slices(stream, scan=None if prover is None else prover.scan)
         try:
             for what, payload in slices:
-                if what == "events":
+                if what != "raw":
                     if threads is not None:
                         threads.drain()
                     elif pool is not None:
                         for part in pool.drain():
                             builder.merge(part)
-                    builder.add(payload)
+                    if what == "scanned":
+                        builder.add_scanned(*payload, prover)
+                    else:
+                        builder.add(payload)
                     continue
                 if threads is not None:
                     threads.add(payload)
