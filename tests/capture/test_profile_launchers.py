@@ -42,7 +42,7 @@ model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 model, opt = accelerator.prepare(model, opt)
 # one write per line: the ranks share one pipe, and print() writes its words apart
-sys.stdout.write(f"accelerate {accelerator.distributed_type} {accelerator.process_index} {accelerator.num_processes}\n")
+sys.stdout.write(f"accelerate {accelerator.distributed_type} {accelerator.process_index} {accelerator.num_processes}\\n")
 for i in range(30):
     x = torch.randn(16, 32)
     loss = model(x).square().mean()
