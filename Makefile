@@ -71,9 +71,13 @@ test-client: tools-build
 test-vscode: venv tools vsix
 	$(VPY) -m pytest tests/vscode -q -m vscode
 
-# the slowest tests are listed at the end: CI has 90 minutes on 2 cores
+# The folders that only read traces and source (no program run, no editor, no timing) run on both
+# cores, a file per worker; the rest one test at a time. The slowest tests are listed at the end:
+# CI has 2 cores.
+PARALLEL_TESTS := tests/analysis tests/trace tests/rules tests/redact
 test: venv tools vsix test-client
-	$(VPY) -m pytest tests -q --durations=15
+	$(VPY) -m pytest $(PARALLEL_TESTS) -q -n 2 --dist loadfile
+	$(VPY) -m pytest tests -q --durations=15 $(addprefix --ignore=,$(PARALLEL_TESTS))
 
 clean:
 	rm -rf $(VENV) .cache build dist bundled extension/dist panel/dist .stepscope test-results
