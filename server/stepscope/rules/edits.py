@@ -29,7 +29,7 @@ def newline_of(text: str) -> str:
     return "\r\n" if first > 0 and text[first - 1] == "\r" else "\n"
 
 
-def _lines(text: str) -> list[str]:
+def split_lines(text: str) -> list[str]:
     """Lines with their endings, split where Python's tokenizer splits them."""
     if splits_like_tokenizer(text):
         return text.splitlines(keepends=True)
@@ -41,7 +41,7 @@ def _lines(text: str) -> list[str]:
 
 def apply_edits(text: str, edits: Sequence[Edit]) -> str:
     """`text` with `edits` applied together."""
-    lines = _lines(text)
+    lines = split_lines(text)
     starts = [0]
     for line in lines:
         starts.append(starts[-1] + len(line))

@@ -41,7 +41,6 @@ from .context import (
     function_sync_facts,
     source_lines,
     syncing_names,
-    splits_like_tokenizer,
     uses_other_framework,
 )
 from .engine import (
@@ -52,6 +51,7 @@ from .engine import (
     parse_tolerant,
     selected_codes,
 )
+from .edits import split_lines
 from .model import Diagnostic, Edit, Fix
 from .profiler import (
     assignment_traits,
@@ -62,19 +62,10 @@ from .profiler import (
 )
 from .tensors import constant_names, constant_names_of
 
-_LINE_END = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
-def split_lines(text: str) -> list[str]:
-    """Lines with their endings, split where Python's tokenizer splits them."""
-    if splits_like_tokenizer(text):
-        return text.splitlines(keepends=True)
-    lines = _LINE_END.split(text)
-    if lines and lines[-1] == "":
-        lines.pop()
-    return lines
 
 
 def text_facts(text: str) -> tuple:
