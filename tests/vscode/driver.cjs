@@ -932,10 +932,15 @@ async function quickPickRows(page) {
   return (await rows.allInnerTexts()).map((t) => t.replace(/\s*\n\s*/g, " | "));
 }
 
+// Picks by typing the row's text and pressing Enter: the list re-renders while a server changes
+// state, and a click can land on a row that is being replaced.
 async function pickRow(page, text) {
   const row = page.locator(".quick-input-widget .monaco-list-row", { hasText: text }).first();
   await row.waitFor({ timeout: 30_000 });
-  await row.click();
+  await page.locator(".quick-input-widget input").first().fill(text);
+  await page.locator(".quick-input-widget .monaco-list-row.focused", { hasText: text }).first()
+    .waitFor({ timeout: 30_000 });
+  await page.keyboard.press("Enter");
 }
 
 async function mcpScenario(page) {
