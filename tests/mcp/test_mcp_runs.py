@@ -1,5 +1,6 @@
 """`stepscope mcp --allow-run` through a real MCP client over stdio, running the CPU example: a
-profile leads with the step timed without the profiler and its notes come as progress, a measure
+profile leads with the step timed without the profiler, its steps come as progress towards their total,
+a measure
 against HEAD gives a verdict in its words, both land in the history the CLI reads, a try measures a
 quick fix without touching the files and a profile run's finding, a failing program is a tool error, and a cancelled call
 stops its run."""
@@ -29,17 +30,24 @@ def repo(workspace: Path) -> Path:
 
 
 async def test_profile_then_measure_against_head_recorded_in_the_cli_s_history(repo: Path):
-    said: list[str] = []
+    said: list[tuple[float, float | None, str]] = []
 
     async def progress(progress: float, total: float | None, message: str | None) -> None:
-        said.append(message or "")
+        said.append((progress, total, message or ""))
+
+    def counted_up(said: list[tuple[float, float | None, str]], unit: str) -> None:
+        """From 0 to the total, one by one (as the MCP spec asks, every value higher than the last)."""
+        assert [p for p, _, _ in said] == list(range(len(said))), said
+        assert len({total for _, total, _ in said}) == 1 and said[-1][0] == said[-1][1], said
+        assert "starting train_cpu.py" in said[0][2] and unit in said[-1][2], said
 
     async with session(repo, allow_run=True) as client:
         profiled = await client.call_tool("profile", {"script": "train_cpu.py", "args": SHORT, "active": 3},
                                           progress_callback=progress)
         assert not profiled.is_error, text_of(profiled)
-        # Stepscope's notes reach the client while the run goes on (the first run's: the step runs for real)
-        assert any("the step runs for real" in line for line in said), said
+        counted_up(said, "step")
+        # Stepscope's notes come with the result (the first run's: the step runs for real)
+        assert any("the step runs for real" in note for note in profiled.structured_content["notes"])
         doc, text = profiled.structured_content, text_of(profiled)
         assert doc["ms_per_step"]["unprofiled"] > 0 and doc["ms_per_step"]["profiled"] > 0
         # the unprofiled figure leads; the profiled one is named as such, with the distortion beside it
@@ -52,9 +60,13 @@ async def test_profile_then_measure_against_head_recorded_in_the_cli_s_history(r
         assert "runs for real" in text
         assert (repo / ".stepscope" / "runs" / doc["run_id"] / "report.json").is_file()
 
+        said.clear()
         measured = await client.call_tool("measure", {"script": "train_cpu.py", "args": SHORT, "against": "HEAD",
-                                                      **QUICK})
+                                                      **QUICK}, progress_callback=progress)
         assert not measured.is_error, text_of(measured)
+        counted_up(said, "pass 6/6 (timed)")
+        assert said[-1][1] == 2 * (QUICK["passes"] + QUICK["warmup"])  # both sides' passes, warm-ups included
+        assert any(message.startswith("revision HEAD") for _, _, message in said), said
         m = measured.structured_content
         assert m["ms_per_step_unprofiled"] > 0 and m["verdict"]
         assert m["verdict_words"] and m["verdict_words"] in text_of(measured)

@@ -56,10 +56,16 @@ def test_samples_per_second_where_the_batch_is_known(workspace: Path):
 
 def test_repeated_processes_report_run_to_run_beside_pass_to_pass(workspace: Path):
     write(workspace, "sleepy.py", SLEEPY)
-    r = measure(workspace, "sleepy.py", "--warmup", "2", "--passes", "8", "--runs", "2", "--json")
+    r = measure(workspace, "sleepy.py", "--warmup", "2", "--passes", "8", "--runs", "2", "--json", "--progress")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert len(doc["runs"]) == 2 and len(doc["raw_ms"]) == 16
+    # --progress: a line as each pass of each process begins, counting up to a total known from the start
+    progress = [line for line in r.stderr.splitlines() if line.startswith("stepscope: progress: ")]
+    assert progress[0] == "stepscope: progress: 0/20 starting sleepy.py (imports, data, model)"
+    assert progress[1] == "stepscope: progress: 1/20 process 1/2, pass 1/10 (warm-up)"
+    assert progress[3] == "stepscope: progress: 3/20 process 1/2, pass 3/10 (timed)"
+    assert progress[-1] == "stepscope: progress: 20/20 process 2/2, pass 10/10 (timed)" and len(progress) == 21
     assert doc["variation"]["run_to_run_pct"] is not None and doc["variation"]["pass_to_pass_pct"] >= 0
     assert doc["values_consistent"] is True  # same seeds, same data: the same losses in both processes
     text = measure(workspace, "sleepy.py", "--warmup", "2", "--passes", "8", "--runs", "2").stdout

@@ -24,6 +24,7 @@ from typing import Any
 
 from .. import errors
 from . import program
+from .progress import Progress, on_step_events
 
 AGAINST_RUNS = 3  # processes per side with --against, unless --runs says otherwise
 
@@ -50,6 +51,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="compare even when machine or scope differ")
     p.add_argument("--note", help="recorded in the scenario, e.g. 'simplified input'")
     p.add_argument("--json", action="store_true", help="print the result as one JSON document")
+    p.add_argument("--progress", action="store_true",
+                   help="a line on stderr per pass timed, warm-ups included: `stepscope: progress: DONE/TOTAL ...`")
     p.epilog = "Arguments after `--` are passed to the program."
 
 
@@ -87,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     if args.against:
         doc = _against(req, args, measure_run)
     else:
-        doc = _measure(req, measure_run)
+        doc = _measure(req, measure_run, args.progress)
         if baseline is not None:
             doc = _compared(doc, baseline, args, measure_run, root)
     _emit(doc, args)
@@ -174,11 +177,23 @@ def measure_step(req, measure_run, *, output: Any = None, cancel: Any = None, on
     return finish_side(side, measure_run, notes=notes)
 
 
-def _measure(req, measure_run) -> dict:
+def _measure(req, measure_run, show_progress: bool) -> dict:
     from .profile import _cancel_on_signals
 
+    per_process = req.measure.warmup + req.measure.passes
+    progress = Progress(per_process * measure_run.runs, enabled=show_progress)
+    progress.start(f"starting {req.target_file.name} (imports, data, model)")
+    on_event = on_step_events(progress, lambda process, event: pass_words(req, measure_run, process, event))
     with _cancel_on_signals() as cancel:
-        return measure_step(req, measure_run, output=sys.stderr, cancel=cancel)
+        return measure_step(req, measure_run, output=sys.stderr, cancel=cancel, on_event=on_event)
+
+
+def pass_words(req, measure_run, process: int, event: Any, side: str = "") -> str:
+    """What a progress line says of a pass: `[side, ][process 2/3, ]pass 4/35 (warm-up|timed)`."""
+    per_process = req.measure.warmup + req.measure.passes
+    where = f"process {process + 1}/{measure_run.runs}, " if measure_run.runs > 1 else ""
+    phase = "warm-up" if event.index < req.measure.warmup else "timed"
+    return f"{side + ', ' if side else ''}{where}pass {event.index + 1}/{per_process} ({phase})"
 
 
 def _note_on_stderr(text: str) -> None:
@@ -392,8 +407,13 @@ def _against(req, args, measure_run) -> dict:
         order = [(0 if side == "A" else 1, pair) for side, pair in interleaved_order(measure_run.runs)]
         from .profile import _cancel_on_signals
 
+        per_process = req.measure.warmup + req.measure.passes
+        progress = Progress(2 * per_process * measure_run.runs, enabled=args.progress)
+        progress.start(f"starting {req.target_file.name} at {short} (imports, data, model)")
+        on_event = on_step_events(progress, lambda s, process, event: pass_words(
+            req, measure_run, process, event, side=(before, after)[s].label))
         with _cancel_on_signals() as cancel:
-            run_sides([before, after], order, output=sys.stderr, cancel=cancel)
+            run_sides([before, after], order, output=sys.stderr, cancel=cancel, on_side_event=on_event)
     a_doc = finish_side(before, measure_run, {"revision": {"rev": args.against, "commit": checkout.commit}})
     b_doc = finish_side(after, measure_run)
     comparison = _comparison(side_of(a_doc), side_of(b_doc), args, measure_run, paired=True)

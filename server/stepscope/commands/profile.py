@@ -23,6 +23,7 @@ from typing import Iterator
 
 from .. import errors
 from . import program
+from .progress import Progress, on_step_events
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -39,6 +40,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--note", help="recorded in the scenario, e.g. 'simplified input'")
     p.add_argument("--out", help="run folder to create (must not exist)")
     p.add_argument("--json", action="store_true", help="print the report as one JSON document")
+    p.add_argument("--progress", action="store_true",
+                   help="a line on stderr per step the program begins: `stepscope: progress: DONE/TOTAL ...`")
     p.epilog = "Arguments after `--` are passed to the program."
 
 
@@ -71,9 +74,13 @@ def run(args: argparse.Namespace) -> int:
     # With --json, stdout is reserved for the report: the program's output goes to stderr.
     from ..capture.runner import Cancelled
 
+    schedule = profile.schedule
+    progress = Progress(schedule.wait + schedule.warmup + schedule.active, enabled=args.progress)
+    progress.start(f"starting {req.target_file.name} (imports, data, model)")
+    on_event = on_step_events(progress, lambda event: f"step {event.index + 1}/{progress.total} ({event.phase})")
     try:
         with _cancel_on_signals() as cancel:
-            result = run_capture(req, output=sys.stderr, cancel=cancel)
+            result = run_capture(req, output=sys.stderr, cancel=cancel, on_event=on_event)
     except Cancelled as e:
         if e.run_dir is not None:
             record_in_history(root, e.run_dir)

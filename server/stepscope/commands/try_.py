@@ -33,6 +33,7 @@ from typing import Any, Callable, Sequence
 
 from .. import errors
 from . import measure, program
+from .progress import Progress, on_step_events
 
 _FINDING = re.compile(r"^(?P<kind>[a-z][a-z0-9-]*)(?:@(?P<file>.+):(?P<line>\d+))?$")
 _FIX = re.compile(r"^(?P<code>SS\d{3})@(?:(?P<file>.+):)?(?P<line>\d+)$")
@@ -65,6 +66,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--accept-changed-results", action="store_true",
                    help="with --apply: apply a change even though its values differ from the workspace's")
     p.add_argument("--json", action="store_true", help="print the result as one JSON document")
+    p.add_argument("--progress", action="store_true",
+                   help="a line on stderr per pass timed, warm-ups included: `stepscope: progress: DONE/TOTAL ...`")
     p.epilog = "Arguments after `--` are passed to the program (SCRIPT forms)."
 
 
@@ -106,8 +109,14 @@ def run(args: argparse.Namespace) -> int:
     measure.processes_note(measure_run.runs)
     from .profile import _cancel_on_signals
 
+    per_process = req.measure.warmup + req.measure.passes
+    progress = Progress((1 + len(changes)) * per_process * measure_run.runs, enabled=args.progress)
+    progress.start(f"starting {req.target_file.name} for the code as it is (imports, data, model)")
+    on_event = on_step_events(progress, lambda side, process, event: measure.pass_words(
+        req, measure_run, process, event, side="the code as it is" if side == 0 else changes[side - 1].name))
     with _cancel_on_signals() as cancel:
-        doc = try_changes(req, changes, measure_run, source=source, output=sys.stderr, cancel=cancel)
+        doc = try_changes(req, changes, measure_run, source=source, output=sys.stderr, cancel=cancel,
+                          on_event=on_event)
     applied = _apply_best(req.root, doc, changes, args) if args.apply else None
     if applied is not None:
         doc["applied"] = applied

@@ -31,6 +31,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from .. import __version__
+from ..commands.progress import parse as parse_progress
 from . import summaries
 from .cli_child import Outcome, run_command
 
@@ -96,14 +97,15 @@ def build_server(root: Path, *, allow_run: bool) -> MCPServer:
         return ToolError(outcome.reason)
 
     def progress(ctx: Context):
-        """Each line Stepscope says while a command runs, as a progress message (a client that asked
-        for progress sees the notes as they come; the result repeats them)."""
-        said = 0
+        """The command's progress lines (each step or pass begun, with the total: `--progress`) as MCP
+        progress, for a client that asked for it. Its notes are not progress (MCP wants each progress
+        value above the last): the result carries them."""
 
         async def report(line: str) -> None:
-            nonlocal said
-            said += 1
-            await ctx.report_progress(said, message=line)
+            counted = parse_progress(line)
+            if counted is not None:
+                done, total, what = counted
+                await ctx.report_progress(done, total, message=what)
 
         return report
 
@@ -119,7 +121,8 @@ def build_server(root: Path, *, allow_run: bool) -> MCPServer:
                       active: Annotated[int | None, Field(ge=1, description="steps recorded (default 5)")] = None,
                       timeout_s: Timeout = None, ctx: Context = None) -> CallToolResult:
         refuse_unless_allowed("profile")
-        words = ["profile", *step_words(script, line, function), *flags(("--active", active), ("--timeout", timeout_s))]
+        words = ["profile", "--progress", *step_words(script, line, function),
+                 *flags(("--active", active), ("--timeout", timeout_s))]
         outcome = await run_command(words, cwd=root, program_args=args, on_line=progress(ctx))
         if not isinstance(outcome.document, dict):
             raise failed(outcome)
@@ -143,7 +146,7 @@ def build_server(root: Path, *, allow_run: bool) -> MCPServer:
         refuse_unless_allowed("measure")
         if against is not None and compare is not None:
             raise ToolError("give `against` or `compare`, not both")
-        words = ["measure", *step_words(script, line, function),
+        words = ["measure", "--progress", *step_words(script, line, function),
                  *flags(("--against", against), ("--compare", compare), ("--passes", passes), ("--warmup", warmup),
                         ("--runs", processes), ("--timeout", timeout_s))]
         outcome = await run_command(words, cwd=root, program_args=args, on_line=progress(ctx))
@@ -170,7 +173,8 @@ def build_server(root: Path, *, allow_run: bool) -> MCPServer:
         refuse_unless_allowed("try_fix")
         if sum(x is not None for x in (finding, fix, patch)) != 1:
             raise ToolError("give exactly one of `finding`, `fix` or `patch`")
-        words = ["try", not_a_flag(target, "target") if finding is not None else str(in_workspace(target, "script")),
+        words = ["try", "--progress",
+                 not_a_flag(target, "target") if finding is not None else str(in_workspace(target, "script")),
                  *flags(("--finding", finding), ("--fix", fix),
                         ("--patch", str(in_workspace(patch, "patch")) if patch is not None else None),
                         *(("--variant", name) for name in variant),
