@@ -71,13 +71,13 @@ test-client: tools-build
 test-vscode: venv tools vsix
 	$(VPY) -m pytest tests/vscode -q -m vscode
 
-# The folders that only read traces and source (no program run, no editor, no timing) run on both
-# cores, a file per worker; the rest one test at a time. The slowest tests are listed at the end:
-# CI has 2 cores.
-PARALLEL_TESTS := tests/analysis tests/trace tests/rules tests/redact
+# Every test but the editors' runs on both cores, a file per worker (a file's tests and fixtures stay
+# on one worker); then the editors' own (code-server with Chromium, Neovim), one at a time, since each
+# drives a whole editor. The slowest tests are listed at the end: CI has 2 cores.
+EDITOR_TESTS := tests/vscode tests/neovim
 test: venv tools vsix test-client
-	$(VPY) -m pytest $(PARALLEL_TESTS) -q -n 2 --dist loadfile
-	$(VPY) -m pytest tests -q --durations=15 $(addprefix --ignore=,$(PARALLEL_TESTS))
+	$(VPY) -m pytest tests -q -n 2 --dist loadfile --durations=15 $(addprefix --ignore=,$(EDITOR_TESTS))
+	$(VPY) -m pytest $(EDITOR_TESTS) -q --durations=5
 
 clean:
 	rm -rf $(VENV) .cache build dist bundled extension/dist panel/dist .stepscope test-results
