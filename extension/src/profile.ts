@@ -61,6 +61,8 @@ interface ProfileTarget {
   uri: string;
   position: { line: number; character: number };
   function?: string;
+  /** this run only: warm-up steps instead of stepscope.profile.warmup (a finding's next check) */
+  warmup?: number;
 }
 
 type StepResult = ProfileResult | MeasureStepResult;
@@ -267,7 +269,7 @@ export class ProfileCommand {
         function: target.function,
         python,
         launch,
-        ...this.modeSettings(settings),
+        ...this.modeSettings(settings, target.warmup),
         confirmed: true,
       });
       if (result) {
@@ -297,11 +299,12 @@ export class ProfileCommand {
 
   /** The settings sent with the command, read for the file's folder: a change applies to the next run.
    * A measure sends its own (`stepscope.measure.*`) and the profile's, whose time limit it shares. */
-  private modeSettings(settings: Settings): Record<string, unknown> {
+  private modeSettings(settings: Settings, warmup?: number): Record<string, unknown> {
     if (this.mode.kind === "measure") {
       return { measure: settings.measure, profile: settings.profile };
     }
-    return { profile: settings.profile, keep: settings.runsKeep };
+    const profile = warmup === undefined ? settings.profile : { ...settings.profile, warmup };
+    return { profile, keep: settings.runsKeep };
   }
 
   /** Sends the request; resolves to undefined when the user cancelled it. */
@@ -356,15 +359,17 @@ function targetFrom(arg: unknown, mode: StepMode): ProfileTarget | string {
       position &&
       Number.isInteger(position.line) &&
       Number.isInteger(position.character) &&
-      (candidate.function === undefined || (typeof candidate.function === "string" && candidate.function !== ""))
+      (candidate.function === undefined || (typeof candidate.function === "string" && candidate.function !== "")) &&
+      (candidate.warmup === undefined || (Number.isInteger(candidate.warmup) && candidate.warmup >= 0))
     ) {
       return {
         uri: candidate.uri,
         position: { line: position.line, character: position.character },
         ...(candidate.function ? { function: candidate.function } : {}),
+        ...(candidate.warmup !== undefined && mode.kind === "profile" ? { warmup: candidate.warmup } : {}),
       };
     }
-    return `Stepscope: ${mode.name} needs {uri, position: {line, character}, function?}.`;
+    return `Stepscope: ${mode.name} needs {uri, position: {line, character}, function?, warmup?}.`;
   }
   const editor = vscode.window.activeTextEditor;
   if (!editor || editor.document.languageId !== "python") {

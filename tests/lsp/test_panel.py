@@ -252,6 +252,12 @@ async def test_a_finding_offers_to_open_the_trace_panel_on_its_line(client: Lang
     assert jsonio.plain(target) == {"runId": result["runId"], "fileId": "f0", "path": "train_cpu.py",
                               "line": finding.range.start.line + 1}
     assert opening[0].title == "Show this finding (input-bound) in the trace panel"
+    # its next check, the step timed without the profiler, is an action on the run's step loop
+    measuring = [a for a in actions if a.title.startswith("Measure this step without the profiler")]
+    assert len(measuring) == 1 and measuring[0].command.command == "stepscope.measure", [a.title for a in actions]
+    assert jsonio.plain(measuring[0].command.arguments[0]) == {
+        "uri": (ws / "train_cpu.py").resolve().as_uri(),
+        "position": {"line": _line_of(text, "for x, y in loader:"), "character": 0}}
     # the run's timeline is at hand for it, with the finding's line among its lines
     doc = await _request(client, "stepscope/timeline", {"runId": result["runId"]})
     lines = set(zip(doc["lines"]["file"], doc["lines"]["line"]))

@@ -342,6 +342,8 @@ def test_try_this_fix_shows_its_progress_its_verdict_and_its_diff_and_apply_edit
     # the light bulb offers the finding's variants, and the static rule's quick fix, to try
     assert f"Try this fix (measure it): {title}" in result["actions"], result["actions"]
     assert "Try this fix (measure it): Read the batches before the loop (an experiment)" in result["actions"]
+    # the finding's next check, the step timed without the profiler, is an action too
+    assert "Measure this step without the profiler (the finding's next check)" in result["actions"], result["actions"]
     # progress, then a cancel that leaves nothing behind: the file as it was, no scratch copy, both runs cancelled
     assert any(re.search(r"the code as it is, process 1/1: pass \d+/6", t) for t in result["progressTexts"]), \
         result["progressTexts"]

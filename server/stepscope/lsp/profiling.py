@@ -152,7 +152,10 @@ def _build_request(ls: "StepscopeServer", args: dict[str, Any]):
     # change applies to the next run without a restart; other editors may set them once.
     try:
         settings = options.merge_settings([("initializationOptions.profile", ls.options.get("profile")),
-                                           ("the command's profile argument", args.get("profile"))])
+                                           ("the command's profile argument", args.get("profile")),
+                                           # a finding's next check: this run's warm-up (next_checks.py)
+                                           ("the command's warmup argument",
+                                            {"warmup": args["warmup"]} if "warmup" in args else None)])
         profile, run = options.from_settings(settings, ProfileOptions, RunOptions)
     except options.SettingError as e:
         raise ProfileFailed(str(e), errors.USAGE) from None

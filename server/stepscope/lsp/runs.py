@@ -376,6 +376,11 @@ class RunRegistry:
                 placed.append((now, finding))
         return run, placed
 
+    def line_now(self, uri: str, line: int, roots: Iterable[Path]) -> int | None:
+        """Where a 0-based line of the run a document shows is now (None: its code changed)."""
+        found = self.shown(same_uri(uri), roots)
+        return None if found is None else found[1].lines.now(line)
+
     def line_at(self, uri: str, line: int, roots: Iterable[Path]) -> tuple[Run, dict[str, Any]] | None:
         uri = same_uri(uri)
         found = self.shown(uri, roots)

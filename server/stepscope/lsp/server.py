@@ -34,7 +34,7 @@ from .. import __version__, errors
 from ..jsonio import plain
 from ..analysis import present
 from ..commands.runs import statement_comparison
-from . import documents, measuring, panel, profiling, results, share, trying
+from . import documents, measuring, next_checks, panel, profiling, results, share, trying
 from .runs import RunRegistry
 
 log = logging.getLogger("stepscope.lsp")
@@ -148,7 +148,10 @@ def code_action(ls: StepscopeServer, params: types.CodeActionParams) -> list[typ
     return (ls.documents.code_actions(ls, uri, params.range)
             + trying.try_actions(ls, uri, params.context, params.range,
                                  _client_command(ls, "tryCommand", trying.TRY_COMMAND))
-            + panel.finding_actions(ls, uri, params.context, ls.options.get("panelCommand")))
+            + panel.finding_actions(ls, uri, params.context, ls.options.get("panelCommand"))
+            + next_checks.next_check_actions(ls, uri, params.context,
+                                             _client_command(ls, "profileCommand", PROFILE_COMMAND),
+                                             _client_command(ls, "measureCommand", measuring.MEASURE_COMMAND)))
 
 
 @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
