@@ -62,6 +62,20 @@ class StepscopeProtocol(LanguageServerProtocol):
         return (yield from super().lsp_workspace__execute_command(params))
 
 
+def recorded_above(folders: list[Path]) -> list[Path]:
+    """The roots above workspace folders where the CLI records their runs: run in a subfolder of a
+    repository, `stepscope` records in the repository's `.stepscope/` (workspace.find_root), which a
+    window opened on the subfolder would not otherwise see. Only where runs are there."""
+    from ..workspace import RUNS_DIR, STATE_DIR, find_root
+
+    above = []
+    for folder in folders:
+        folder, root = folder.resolve(), find_root(folder)
+        if root in folder.parents and (root / STATE_DIR / RUNS_DIR).is_dir():
+            above.append(root)
+    return above
+
+
 class StepscopeServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("stepscope", __version__, protocol_cls=StepscopeProtocol)
@@ -104,7 +118,7 @@ class StepscopeServer(LanguageServer):
                 continue
         if not folders and self.workspace.root_path:
             folders.append(Path(self.workspace.root_path))
-        return self.runs.roots(folders)
+        return self.runs.roots([*folders, *recorded_above(folders)])
 
 
 server = StepscopeServer()
