@@ -277,6 +277,13 @@ async function profileScenario(page) {
   result.runs = await runsView(page);
   await shot(page, "runs-view");
 
+  step("the Explorer lists the workspace's files, not .stepscope/");
+  await runCommand(page, "View: Show Explorer");
+  const explorerRows = page.locator(".explorer-folders-view .monaco-list-row");
+  await explorerRows.first().waitFor({ timeout: 30_000 });
+  await page.waitForTimeout(500);
+  result.explorer = (await explorerRows.allInnerTexts()).map((t) => t.trim());
+
   step("edit one line: the other lines keep their timings");
   await goToLine(page, config.cursorLine);
   await page.keyboard.press("End");

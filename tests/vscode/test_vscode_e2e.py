@@ -147,6 +147,8 @@ def test_profile_this_step_paints_inline_timings(code_server, workspace: Path) -
     # The runs view lists the run (and the cancelled one).
     assert any("train_cpu.py:" in row and "ms/step" in row for row in result["runs"]), result["runs"]
     assert any("cancelled" in row for row in result["runs"]), result["runs"]
+    # the runs live in .stepscope/, which the Explorer leaves out by default (files.exclude)
+    assert EXAMPLE.name in result["explorer"] and ".stepscope" not in result["explorer"], result["explorer"]
 
     # An edit changes one line: that line's timing goes, every other line keeps its own.
     before = {t["line"].strip(): t["label"] for t in timings}
