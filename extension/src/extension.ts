@@ -12,7 +12,7 @@ import { normaliseUri } from "./heat";
 import { DocumentFigures, parseProfileResult } from "./result";
 import { RunsView } from "./runsView";
 import { ServerController } from "./server";
-import { ShareTraceCommand } from "./share";
+import { OpenInPerfettoCommand, ShareTraceCommand } from "./share";
 import { affectsServer, readSettings, SECTION } from "./settings";
 import { MEASURE_STATUS, PROFILE_STATUS, StepStatus } from "./statusBar";
 import { TryCommand } from "./tryFix";
@@ -83,6 +83,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     runs.register(),
     panel.register(),
     new ShareTraceCommand(controller, log).register(),
+    new OpenInPerfettoCommand(controller, log).register(),
     new TryCommand(controller, log, context.workspaceState, () => runs.refresh()).register(),
     vscode.commands.registerCommand("stepscope.clearTimings", () => decorations.clear()),
     vscode.commands.registerCommand("stepscope.restart", () =>

@@ -45,10 +45,10 @@ export function parseShareAnswer(value: unknown): ShareAnswer {
 /** The run a command argument names: a run id, `{runId}` (the trace panel, a link), or a view's item
  * (`{id}`, or `{run: {id}}` as a runs view's node holds its run); undefined when none is given (the
  * command then asks), a one-line reason when the argument is not one. */
-export function runIdOf(arg: unknown, pattern: RegExp): string | undefined | { refused: string } {
+export function runIdOf(arg: unknown, pattern: RegExp, command = "Share Trace"): string | undefined | { refused: string } {
   if (arg === undefined || arg === null) return undefined;
   const nested = isObject(arg) && isObject(arg.run) ? arg.run.id : undefined;
   const id = typeof arg === "string" ? arg : isObject(arg) ? (arg.runId ?? arg.id ?? nested) : undefined;
-  if (typeof id !== "string" || !pattern.test(id)) return { refused: "Share Trace needs a run id (the name of a folder in .stepscope/runs)" };
+  if (typeof id !== "string" || !pattern.test(id)) return { refused: `${command} needs a run id (the name of a folder in .stepscope/runs)` };
   return id;
 }

@@ -47,7 +47,9 @@ describe("runIdOf", () => {
   it("refuses anything else in one line", () => {
     for (const bad of ["../../etc", 12, { runId: "a/b" }, {}, { run: { id: "../x" } }, { run: "r1" }]) {
       const got = runIdOf(bad, RUN_ID);
-      assert.ok(typeof got === "object" && /run id/.test(got.refused), JSON.stringify(bad));
+      assert.ok(typeof got === "object" && /^Share Trace needs a run id/.test(got.refused), JSON.stringify(bad));
     }
+    const perfetto = runIdOf("../x", RUN_ID, "Open Trace in Perfetto");
+    assert.ok(typeof perfetto === "object" && /^Open Trace in Perfetto needs a run id/.test(perfetto.refused));
   });
 });

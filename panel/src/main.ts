@@ -44,6 +44,7 @@ class Panel {
   private readonly app: HTMLElement;
   private readonly banner: HTMLElement;
   private readonly share: HTMLButtonElement;
+  private readonly perfetto: HTMLButtonElement;
   private readonly panels = new Map<Tab, HTMLElement>();
   private readonly tabs = new Map<Tab, HTMLButtonElement>();
   private readonly timeline: TimelineView;
@@ -79,7 +80,12 @@ class Panel {
     this.share.addEventListener("click", () => {
       if (this.state) this.post({ type: "shareTrace", runId: this.state.runId });
     });
-    const actions = h("div", { class: "actions", role: "toolbar", "aria-label": "Run" }, this.share);
+    // the host says where the run's trace is, to open in Perfetto or chrome://tracing (it sends it nowhere)
+    this.perfetto = h("button", { type: "button", class: "perfetto", disabled: true }, "Open in Perfetto…") as HTMLButtonElement;
+    this.perfetto.addEventListener("click", () => {
+      if (this.state) this.post({ type: "openInPerfetto", runId: this.state.runId });
+    });
+    const actions = h("div", { class: "actions", role: "toolbar", "aria-label": "Run" }, this.share, this.perfetto);
     const saved = api.getState() as { tab?: string } | undefined;
     if (saved && TABS.includes(saved.tab as Tab)) this.current = saved.tab as Tab;
     const tablist = h("div", { class: "tabs", role: "tablist", "aria-label": "Trace panel" });
@@ -216,6 +222,11 @@ class Panel {
     this.share.title = !this.share.disabled ? ""
       : comparison ? "Two runs compared: share each run's trace from its own panel."
         : "This run has no trace to share (it was measured without the profiler).";
+    this.perfetto.disabled = this.share.disabled;
+    this.perfetto.title = !this.perfetto.disabled
+      ? "Where this run's trace is, to open in Perfetto (ui.perfetto.dev) or chrome://tracing"
+      : comparison ? "Two runs compared: open each run's trace from its own panel."
+        : "This run has no trace (it was measured without the profiler).";
     // a run without a report or a timeline (a measure run, two runs compared) has nothing for the trace's tabs
     this.available = report || timeline ? TABS : ["overview"];
     for (const t of TABS) this.tabs.get(t)!.hidden = !this.available.includes(t);

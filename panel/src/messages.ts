@@ -44,6 +44,7 @@ export type WebviewMessage =
   | { type: "openSource"; fileId: string; line: number }
   | { type: "requestRange"; runId: string; startUs: number; endUs: number; maxSpans: number }
   | { type: "shareTrace"; runId: string }
+  | { type: "openInPerfetto"; runId: string }
   | { type: "log"; level: "info" | "error"; message: string };
 
 export type Parsed<T> = { ok: true; message: T } | { ok: false; reason: string };
@@ -113,11 +114,12 @@ export function parseWebviewMessage(value: unknown): Parsed<WebviewMessage> {
         },
       };
     }
-    case "shareTrace": {
+    case "shareTrace":
+    case "openInPerfetto": {
       const extra = exactKeys(value, ["type", "runId"]);
       if (extra) return fail(extra);
       if (typeof value.runId !== "string" || !RUN_ID.test(value.runId)) return fail("runId is not a run id");
-      return { ok: true, message: { type: "shareTrace", runId: value.runId } };
+      return { ok: true, message: { type: value.type, runId: value.runId } };
     }
     case "log": {
       const extra = exactKeys(value, ["type", "level", "message"]);

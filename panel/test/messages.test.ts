@@ -14,6 +14,10 @@ test("webview messages that match their type are accepted", () => {
     ok: true,
     message: { type: "shareTrace", runId: "20261201T101500Z-train-1a2b" },
   });
+  assert.deepEqual(parseWebviewMessage({ type: "openInPerfetto", runId: "20261201T101500Z-train-1a2b" }), {
+    ok: true,
+    message: { type: "openInPerfetto", runId: "20261201T101500Z-train-1a2b" },
+  });
 });
 
 test("anything else from the webview is refused with a reason", () => {
@@ -37,6 +41,8 @@ test("anything else from the webview is refused with a reason", () => {
     [{ type: "shareTrace", runId: 7 }, /runId/],
     [{ type: "shareTrace" }, /missing field "runId"/],
     [{ type: "shareTrace", runId: "r1", output: "/etc/passwd" }, /unexpected field "output"/],
+    [{ type: "openInPerfetto", runId: "../../etc" }, /runId/],
+    [{ type: "openInPerfetto", runId: "r1", path: "/etc/passwd" }, /unexpected field "path"/],
     [{ type: "log", level: "debug", message: "x" }, /level/],
     [{ type: "runCommand", command: "rm -rf /" }, /unknown message type/],
   ];

@@ -1,6 +1,7 @@
 """`stepscope/shareTrace` through the real server and a real LSP client: the redacted copy of each of
 a run's traces is written beside it (never over an earlier copy), the answer says where and how many
-secrets of each kind were replaced, never a secret; bad requests are refused in one line."""
+secrets of each kind were replaced, never a secret; bad requests are refused in one line.
+`stepscope/traceFiles` says where a run's traces are, to open in Perfetto."""
 
 from __future__ import annotations
 
@@ -80,3 +81,21 @@ async def test_bad_share_requests_are_one_line_refusals(client: LanguageClient, 
         assert said in message and "\n" not in message.strip(), (params, message)
     assert sorted(p.name for p in spoiled.iterdir() if "redacted" in p.name) == []
     assert sorted(p.name for p in going.iterdir() if "redacted" in p.name) == []
+
+
+async def test_trace_files_say_where_a_runs_traces_are_to_open_elsewhere(client: LanguageClient, ws: Path):
+    run = secret_run(ws)
+    (run / "trace-rank1.json").write_bytes((run / "trace.json").read_bytes())  # a second rank's
+    before = sorted(p.name for p in run.iterdir())
+    answer = await _request(client, "stepscope/traceFiles", {"runId": run.name})
+    assert answer["runId"] == run.name and answer["folder"] == str(run)
+    assert answer["traces"] == [{"path": str(run / name), "bytes": (run / name).stat().st_size}
+                                for name in ("trace-rank1.json", "trace.json")]
+    assert sorted(p.name for p in run.iterdir()) == before  # nothing written, nothing read into a copy
+    measured = ws / ".stepscope" / "runs" / "20261201T133000Z-train-0e0e"
+    measured.mkdir()
+    (measured / "status.json").write_text(json.dumps({"status": "complete"}))
+    (measured / "measure.json").write_text(json.dumps({"raw_ms": [1.0, 1.1]}))
+    with pytest.raises(Exception) as refused:
+        await _request(client, "stepscope/traceFiles", {"runId": measured.name})
+    assert f"run {measured.name} is a measure run" in str(refused.value) and "no trace to open" in str(refused.value)

@@ -462,6 +462,8 @@ async function redactScenario(s) {
   }
   await page.click(".actions button.share");
   r.sharePosted = await lastPosted(page);
+  await page.click(".actions button.perfetto");
+  r.perfettoPosted = await lastPosted(page);
   r.text = await page.evaluate(() => document.body.innerText);
   r.errors = seen.errors;
   await context.close();

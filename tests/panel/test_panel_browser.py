@@ -530,6 +530,7 @@ def test_strings_sharing_would_change_are_marked_by_kind_and_share_asks_the_host
     assert "<email" not in r["text"] and "redacted as" not in r["text"].replace(r["tooltip"], "")
     assert r["shareBefore"] is False  # enabled once a run is shown
     assert r["sharePosted"] == {"type": "shareTrace", "runId": "20261201T101500Z-train-5e5e"}
+    assert r["perfettoPosted"] == {"type": "openInPerfetto", "runId": "20261201T101500Z-train-5e5e"}
     assert not r["errors"]
 
 

@@ -683,6 +683,12 @@ async function panelRestrictedScenario(page) {
   await sharing.locator(".actions button.share").click();
   result.shared = await toast(page, "the Share Trace summary", (t) => t.includes("redacted copy written"), 120_000);
   await shot(page, "panel-restricted-shared");
+
+  step("Open in Perfetto… from the panel's button: where the trace is, and how to open it");
+  await closeNotifications(page);
+  await (await panelFrame(page)).locator(".actions button.perfetto").click();
+  result.perfetto = await toast(page, "where the trace is", (t) => t.includes("Perfetto"), 60_000);
+  await shot(page, "panel-restricted-perfetto");
 }
 
 function setWorkspaceInterpreter(interpreter) {

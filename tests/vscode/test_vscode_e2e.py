@@ -389,6 +389,9 @@ def test_restricted_mode_shows_the_trace_panel_of_an_earlier_run(code_server, wo
     assert [p.name for p in (workspace / ".stepscope" / "runs").iterdir()] == [run.name], "restricted mode ran the program"
     # Share Trace… from the panel, in restricted mode too: the copy beside the trace, the original kept
     assert "redacted copy written: trace.redacted.json" in result["shared"], result["shared"]
+    # Open in Perfetto says where the run's trace is and that nothing is sent anywhere
+    assert "trace.json (" in result["perfetto"] and "sends it nowhere" in result["perfetto"], result["perfetto"]
+    assert "Copy Path" in result["perfetto"] and "Redacted Copy" in result["perfetto"], result["perfetto"]
     assert (run / "trace.redacted.json").is_file() and (run / "trace.json").is_file()
     check = subprocess.run([str(TORCH_PYTHON), "-m", "stepscope", "redact", str(run / "trace.redacted.json"), "--check"],
                            cwd=workspace, capture_output=True, text=True, timeout=300)

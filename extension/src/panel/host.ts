@@ -9,7 +9,8 @@
 // - Every message from the webview goes through the shared validator (panel/src/messages.ts) and is
 //   dropped, with one line in the log, when it does not match. `openSource` opens only a file of the
 //   run's own file table that lies, really (symbolic links resolved), inside a workspace folder;
-//   `shareTrace` runs Share Trace… on the run the panel shows, no other.
+//   `shareTrace` runs Share Trace… (`openInPerfetto`: Open Trace in Perfetto…) on the run the panel
+//   shows, no other.
 // - Nothing here runs the user's code: the panel works in restricted mode.
 import * as fs from "fs";
 import * as vscode from "vscode";
@@ -27,6 +28,7 @@ import { parsePanelTarget, PanelTarget } from "./target";
 
 export const OPEN_PANEL_COMMAND = "stepscope.openPanel";
 const SHARE_TRACE_COMMAND = "stepscope.shareTrace";
+const OPEN_IN_PERFETTO_COMMAND = "stepscope.openInPerfetto";
 const VIEW_TYPE = "stepscope.tracePanel";
 const REPORT_REQUEST = "stepscope/report";
 const TIMELINE_REQUEST = "stepscope/timeline";
@@ -350,11 +352,13 @@ export class TracePanel implements vscode.Disposable {
         }
         break;
       case "shareTrace":
-        // only the run the panel shows: a message cannot make the host share another one
+      case "openInPerfetto":
+        // only the run the panel shows: a message cannot make the host act on another one
         if (this.shown && message.runId === this.shown.runId) {
-          void vscode.commands.executeCommand(SHARE_TRACE_COMMAND, message.runId);
+          void vscode.commands.executeCommand(
+            message.type === "shareTrace" ? SHARE_TRACE_COMMAND : OPEN_IN_PERFETTO_COMMAND, message.runId);
         } else {
-          this.log.warn(`Trace panel: not sharing run ${message.runId}: the panel does not show it.`);
+          this.log.warn(`Trace panel: not acting on run ${message.runId} (${message.type}): the panel does not show it.`);
         }
         break;
       case "log":

@@ -50,6 +50,7 @@ RESOLVE_STEP_REQUEST = "stepscope/resolveStep"  # {uri, position, function?} →
 FIGURES_CHANGED = "stepscope/figuresChanged"  # server → client: {uris}: ask for their figures again
 # stepscope/timeline {runId, rank?, startUs?, endUs?, maxSpans?} → a timeline document (panel.py)
 # stepscope/shareTrace {runId} → {runId, folder, copies: [{trace, copy, counts, occurrences}], summary} (share.py)
+# stepscope/traceFiles {runId} → {runId, folder, traces: [{path, bytes}]} (share.py)
 
 
 class StepscopeProtocol(LanguageServerProtocol):
@@ -214,6 +215,14 @@ async def share_trace(ls: StepscopeServer, params: Any) -> dict[str, Any]:
     try:
         run_dir = ls.runs.folder_of(_param(params, "runId"), ls.roots())
         return await asyncio.get_running_loop().run_in_executor(None, share.share_run, run_dir)
+    except errors.StepscopeError as e:
+        raise _refused(e) from None
+
+
+@server.feature(share.TRACE_FILES_REQUEST)
+def trace_files(ls: StepscopeServer, params: Any) -> dict[str, Any]:
+    try:
+        return share.trace_files(ls.runs.folder_of(_param(params, "runId"), ls.roots()))
     except errors.StepscopeError as e:
         raise _refused(e) from None
 

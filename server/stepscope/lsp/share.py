@@ -1,4 +1,6 @@
-"""`stepscope/shareTrace {runId}`: the redacted copies of a run's traces, written beside them.
+"""`stepscope/shareTrace {runId}`: the redacted copies of a run's traces, written beside them;
+`stepscope/traceFiles {runId}`: where a run's traces are, to open in Perfetto or chrome://tracing
+(the files the profiler wrote, which both open as they are).
 
 The language server never reads a trace (docs/architecture.md): each copy is made by a child
 process of the server's own interpreter, `stepscope redact TRACE --beside --json`, isolated from
@@ -25,6 +27,7 @@ from ..agent import protocol
 from .analysis_child import import_path
 
 SHARE_REQUEST = "stepscope/shareTrace"
+TRACE_FILES_REQUEST = "stepscope/traceFiles"
 #: seconds one trace's copy may take (a large trace on a loaded machine)
 LIMIT_S = 600.0
 _ENTRY = ("import sys; sys.path[:0] = sys.argv.pop(1).split({sep!r}); "
@@ -78,18 +81,32 @@ def summary(copies: list[dict[str, Any]]) -> str:
     return f"redacted copy written: {names} ({replaced})"
 
 
-def share_run(run_dir: Path) -> dict[str, Any]:
-    """The redacted copies of every trace of the run (blocking: call it from a worker thread)."""
+def ended_run_traces(run_dir: Path, verb: str = "share") -> list[Path]:
+    """The traces of a run that has ended; a ShareFailed naming why there are none (`verb`: what the
+    user asked to do with them)."""
     if not (run_dir / protocol.STATUS).is_file():
-        raise ShareFailed(f"run {run_dir.name} has not ended (or stopped before it said how): share it once it has",
+        raise ShareFailed(f"run {run_dir.name} has not ended (or stopped before it said how): {verb} it once it has",
                           errors.USAGE)
     traces = run_traces(run_dir)
     if not traces and (run_dir / protocol.MEASURE).is_file():
         raise ShareFailed(f"run {run_dir.name} is a measure run: it timed the step without the profiler, so it holds "
-                          "no trace to share (share a profile run)", errors.USAGE)
+                          f"no trace to {verb} ({verb} a profile run)", errors.USAGE)
     if not traces:
-        raise ShareFailed(f"run {run_dir.name} has no trace to share: it ended before its window was recorded",
+        raise ShareFailed(f"run {run_dir.name} has no trace to {verb}: it ended before its window was recorded",
                           errors.USAGE)
+    return traces
+
+
+def trace_files(run_dir: Path) -> dict[str, Any]:
+    """Where the run's traces are: {runId, folder, traces: [{path, bytes}]}; nothing is read or copied."""
+    traces = ended_run_traces(run_dir, "open")
+    return {"runId": run_dir.name, "folder": str(run_dir),
+            "traces": [{"path": str(t), "bytes": t.stat().st_size} for t in traces]}
+
+
+def share_run(run_dir: Path) -> dict[str, Any]:
+    """The redacted copies of every trace of the run (blocking: call it from a worker thread)."""
+    traces = ended_run_traces(run_dir)
     copies: list[dict[str, Any]] = []
     for trace in traces:
         try:
