@@ -1153,3 +1153,19 @@ def test_ss201_not_for_a_chained_timer_that_accumulates():
             return times, total
     """
     assert found(text, "SS201") == []
+
+
+def test_ss201_a_chained_link_waits_where_the_loop_reads_a_value_after_the_next_start():
+    text = """
+        import time, torch
+        def train(model, batches, optimizer, log):
+            t0 = time.time()
+            for x, y in batches:
+                loss = model(x.cuda(non_blocking=True), y.cuda(non_blocking=True))
+                loss.backward()
+                optimizer.step()
+                dt = time.time() - t0
+                t0 = time.time()
+                log.info(f"loss {loss.item():.3f} in {dt:.3f}s")
+    """
+    assert found(text, "SS201") == []

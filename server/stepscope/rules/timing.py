@@ -230,11 +230,7 @@ def check_ss201(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
             continue
         if any(_compiles(c, ctx) for c in interval.calls):
             continue  # timing compilation: seconds of host work
-        syncing = ctx.syncing_functions()
-        if any(_is_sync(c, ctx, interval.function, syncing) for c in interval.calls):
-            continue
-        if _reads_a_tensor(interval, ctx) or _indexes_by_data(interval, ctx) \
-                or _starts_with_a_host_copy(interval, ctx):
+        if _host_waits(interval, ctx) or _starts_with_a_host_copy(interval, ctx):
             continue
         yield make_diagnostic(
             "SS201",
@@ -244,10 +240,41 @@ def check_ss201(ctx: ModuleContext, path: str) -> Iterator[Diagnostic]:
             path, ctx.span(interval.duration))
 
 
-def _indexes_by_data(interval: TimedInterval, ctx: ModuleContext) -> bool:
-    """A boolean-mask or CPU-tensor index of a device tensor in the interval (`x[x > 0]`): the
-    host reads a count from the device, which waits for the work queued before it."""
-    nodes = [n for n in nodes_between(interval.function, interval.start_line, interval.end_line)
+def _host_waits(interval: TimedInterval, ctx: ModuleContext) -> bool:
+    """Something between the readings makes the host wait for the device: a sync call, a tensor
+    read in a test, a mask or CPU-tensor index. For a chained timer whose start is taken again
+    later in the loop, the rest of the loop body after that reading counts too: it runs before
+    the next end reading, in the same link of the chain."""
+    facts = interval.function
+    syncing = ctx.syncing_functions()
+    rest = _rest_of_the_chain(interval)
+    calls = interval.calls + [c for c in facts.calls if rest and rest[0] < c.lineno <= rest[1]]
+    if any(_is_sync(c, ctx, facts, syncing) for c in calls):
+        return True
+    ranges = [(interval.start_line, interval.end_line), *([rest] if rest else [])]
+    return any(_reads_a_tensor(facts, first, last, ctx) for first, last in ranges) \
+        or _indexes_by_data(interval, ranges, ctx)
+
+
+def _rest_of_the_chain(interval: TimedInterval) -> tuple[int, int] | None:
+    """(line of the start reading taken again after the duration, last line of the loop) for a
+    chained timer inside a loop; None for any other interval."""
+    sub_line = interval.duration.lineno
+    around = [n for n in interval.function.loops
+              if n.lineno < sub_line <= (n.end_lineno or n.lineno)]
+    innermost = max(around, key=lambda n: n.lineno, default=None)
+    if innermost is None:
+        return None
+    last = innermost.end_lineno or innermost.lineno
+    again = [a.lineno for a in interval.start_assigns if sub_line < a.lineno <= last]
+    return (min(again), last) if again else None
+
+
+def _indexes_by_data(interval: TimedInterval, ranges: list[tuple[int, int]],
+                     ctx: ModuleContext) -> bool:
+    """A boolean-mask or CPU-tensor index of a device tensor in the line `ranges` (`x[x > 0]`):
+    the host reads a count from the device, which waits for the work queued before it."""
+    nodes = [n for first, last in ranges for n in nodes_between(interval.function, first, last)
              if not _after_the_end_reading(n, interval)]
     return indexes_by_data(nodes, interval.function, ctx)
 
@@ -298,9 +325,7 @@ def measures_a_rate(interval: TimedInterval, ctx: ModuleContext) -> bool:
     around = [n for n in loops if n.lineno < sub_line <= (n.end_lineno or n.lineno)]
     innermost = max(around, key=lambda n: n.lineno, default=None)
     if innermost is not None:
-        chained = any(sub_line < a.lineno <= (innermost.end_lineno or 0)
-                      for a in interval.start_assigns)
-        if chained:
+        if _rest_of_the_chain(interval) is not None:
             if not _kept_per_step(interval):
                 return True  # `meter.update(time.time() - end); end = time.time()`: a rate
         elif not innermost.lineno < interval.start_line <= (innermost.end_lineno or 0):
@@ -367,13 +392,14 @@ def _on_the_cpu(interval: TimedInterval, ctx: ModuleContext) -> bool:
     return False
 
 
-def _reads_a_tensor(interval: TimedInterval, ctx: ModuleContext) -> bool:
-    """An `if`, `while` or `assert` in the interval reads a tensor on the host."""
+def _reads_a_tensor(facts: FunctionFacts, first_line: int, last_line: int,
+                    ctx: ModuleContext) -> bool:
+    """An `if`, `while` or `assert` of the function after `first_line`, up to `last_line`, reads
+    a tensor on the host."""
     from .sync import _test_reads_tensor
 
-    facts = interval.function
     for node, scope in ctx.ifs:
-        if ctx.facts_for(scope) is facts and interval.start_line < node.lineno <= interval.end_line \
+        if ctx.facts_for(scope) is facts and first_line < node.lineno <= last_line \
                 and _test_reads_tensor(node.test, ctx, facts):
             return True
     return False
