@@ -1128,6 +1128,10 @@ def test_ss201_reports_a_chained_timer_kept_per_step():
                 log.info(f"step {step}: {dt:.3f}s")
     """
     assert found(text, "SS201") == [(8, "time.time() - t0")]
+    printed = text.replace('log.info(f"step {step}: {dt:.3f}s")', 'print(f"step: {dt * 1000:.1f} ms")')
+    assert found(printed, "SS201") == [(8, "time.time() - t0")]
+    printed_loss = text.replace('log.info(f"step {step}: {dt:.3f}s")', 'print(f"{loss} {dt}")')
+    assert found(printed_loss, "SS201") == []
 
 
 def test_ss201_not_for_a_chained_timer_that_accumulates():

@@ -156,7 +156,7 @@ def _is_sync(call: ast.Call, ctx: ModuleContext, facts: FunctionFacts,
     if isinstance(call.func, ast.Name) and call.func.id in ("float", "int", "bool"):
         return True
     if isinstance(call.func, ast.Name) and call.func.id == "print":
-        return not all(isinstance(a, ast.Constant) for a in call.args)
+        return not all(_shows_only_clock_values(a, ctx, facts) for a in call.args)
     if name == "to" and any(
             (isinstance(a, ast.Constant) and a.value == "cpu")
             or (isinstance(a, (ast.Name, ast.Attribute)) and "cpu" in (terminal_name(a) or "").lower())
@@ -203,6 +203,58 @@ def _handed_a_device(facts: FunctionFacts) -> bool:
         if any(k.arg == "device" and names_a_device(k.value) for k in call.keywords):
             return True
     return False
+
+
+def _shows_only_clock_values(node: ast.AST, ctx: ModuleContext, facts: FunctionFacts) -> bool:
+    """`node` is text made of constants and clock values only (`f"step: {dt:.3f}s"` with `dt` a
+    difference of clock readings): printing it reads nothing from the device."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.JoinedStr):
+        return all(_shows_only_clock_values(v, ctx, facts) for v in node.values)
+    if isinstance(node, ast.FormattedValue):
+        return _shows_only_clock_values(node.value, ctx, facts)
+    if isinstance(node, ast.BinOp):
+        return _shows_only_clock_values(node.left, ctx, facts) \
+            and _shows_only_clock_values(node.right, ctx, facts)
+    if _clock_kind(node, ctx):
+        return True
+    return isinstance(node, ast.Name) and node.id in _clock_value_names(facts, ctx)
+
+
+def _clock_value_names(facts: FunctionFacts, ctx: ModuleContext) -> frozenset[str]:
+    """Names the function sets only to Python numbers made of clock readings and constants
+    (`t0 = time.time()`, `dt = time.time() - t0`, `ms = dt * 1000`): never a tensor."""
+    cached = getattr(facts, "_clock_value_names", None)
+    if cached is not None:
+        return cached
+    values: dict[str, list[ast.expr | None]] = {}
+    for assign in facts.assigns:
+        targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
+        for target in targets:
+            if isinstance(target, ast.Name):
+                values.setdefault(target.id, []).append(
+                    None if isinstance(assign, ast.AugAssign) else assign.value)
+    names: set[str] = set()
+    for _ in range(3):  # `dt` from `t0`, `ms` from `dt`
+        for name, assigned in values.items():
+            if name not in names and all(
+                    v is not None and _clock_arithmetic(v, names | {name}, ctx) for v in assigned):
+                names.add(name)
+    result = frozenset(names)
+    facts._clock_value_names = result  # type: ignore[attr-defined]
+    return result
+
+
+def _clock_arithmetic(node: ast.AST, clock_names: set[str], ctx: ModuleContext) -> bool:
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, (int, float))
+    if isinstance(node, ast.BinOp):
+        return _clock_arithmetic(node.left, clock_names, ctx) \
+            and _clock_arithmetic(node.right, clock_names, ctx)
+    if isinstance(node, ast.Name):
+        return node.id in clock_names
+    return _clock_kind(node, ctx) is not None
 
 
 def _uses_cuda(facts: FunctionFacts, ctx: ModuleContext) -> bool:
