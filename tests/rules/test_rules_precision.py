@@ -984,6 +984,12 @@ def test_ss201_a_blocking_copy_of_the_batch_first_in_a_per_step_interval_waits()
                 step_s = time.perf_counter() - t0
     """
     assert found(text, "SS201") == []
+    unpacked = text.replace("for images, labels in batches.loader:", "for batch in batches.loader:\n"
+                            "                images, labels = batch")
+    assert found(unpacked, "SS201") == []
+    pinned_unpacked = unpacked.replace("images.cuda()", "images.cuda(non_blocking=True)").replace(
+        'labels.to("cuda")', 'labels.to("cuda", non_blocking=True)')
+    assert found(pinned_unpacked, "SS201") == [(11, "time.perf_counter() - t0")]
     pinned = text.replace('images.cuda()', 'images.cuda(non_blocking=True)').replace(
         'labels.to("cuda")', 'labels.to("cuda", non_blocking=True)')
     assert found(pinned, "SS201") == [(10, "time.perf_counter() - t0")]

@@ -110,14 +110,32 @@ def _is_cpu_index(node: ast.AST, facts: FunctionFacts, ctx: ModuleContext) -> bo
 
 
 def _nearest_value(name: ast.Name, facts: FunctionFacts) -> ast.expr | None:
-    """The value of the last plain assignment `name = value` above the read, if any."""
-    best: ast.Assign | None = None
+    """The value the last assignment above the read gives `name`: `v` of `name = v`, `b` of
+    `name, other = a, b`'s matching element, or the whole `batch` of `name, other = batch`."""
+    best: tuple[int, ast.expr] | None = None
     for assign in facts.assigns:
-        if isinstance(assign, ast.Assign) and assign.lineno < name.lineno and any(
-                isinstance(t, ast.Name) and t.id == name.id for t in assign.targets) and (
-                best is None or assign.lineno > best.lineno):
-            best = assign
-    return best.value if best is not None else None
+        if not isinstance(assign, ast.Assign) or assign.lineno >= name.lineno \
+                or (best is not None and assign.lineno <= best[0]):
+            continue
+        for target in assign.targets:
+            value = _value_for(target, assign.value, name.id)
+            if value is not None:
+                best = (assign.lineno, value)
+    return best[1] if best is not None else None
+
+
+def _value_for(target: ast.expr, value: ast.expr, name: str) -> ast.expr | None:
+    if isinstance(target, ast.Name):
+        return value if target.id == name else None
+    if not isinstance(target, (ast.Tuple, ast.List)) or name not in _target_names(target):
+        return None
+    if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
+        for part_target, part_value in zip(target.elts, value.elts):
+            found = _value_for(part_target, part_value, name)
+            if found is not None:
+                return found
+        return None
+    return value  # unpacking one value: every name comes from it
 
 
 def nodes_between(facts: FunctionFacts, first_line: int, last_line: int) -> list[ast.AST]:
@@ -150,8 +168,13 @@ def names_a_device(node: ast.AST) -> bool:
         return isinstance(node.value, str) and node.value.startswith("cuda")
     if isinstance(node, ast.Call):
         return terminal_name(node.func) == "device"
-    name = (terminal_name(node) or "").lower() if isinstance(node, (ast.Name, ast.Attribute)) else ""
-    return "device" in name or name in ("dev", "gpu", "cuda", "rank", "local_rank")
+    return is_device_name(_lowered_name(node))
+
+
+def is_device_name(name: str) -> bool:
+    """A variable or parameter name that reads like a device (`device`, `train_device`, `dev`)."""
+    lowered = name.lower()
+    return "device" in lowered or lowered in ("dev", "gpu", "cuda", "rank", "local_rank")
 
 
 def copies_host_data(call: ast.Call, facts: FunctionFacts, ctx: ModuleContext) -> bool:

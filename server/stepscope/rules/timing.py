@@ -28,7 +28,7 @@ from typing import Iterator
 from ..source.loops import BACKWARD, OPTIMIZER, call_signal, terminal_name
 from .context import _RESULT_CALL, FunctionFacts, ModuleContext, runs_model
 from .host_waits import (copies_host_data, indexes_by_data, is_blocking_copy_to_device,
-                         is_remote_work, names_a_device, nodes_between, sizes_by_data,
+                         is_device_name, is_remote_work, names_a_device, nodes_between, sizes_by_data,
                          waits_for_rpc)
 from .model import Diagnostic, Edit, Fix, make_diagnostic
 
@@ -191,7 +191,7 @@ def _handed_a_device(facts: FunctionFacts) -> bool:
     if isinstance(node, ast.Module):
         return False
     params = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
-    if any(names_a_device(ast.Name(id=p.arg)) for p in params):
+    if any(is_device_name(p.arg) for p in params):
         return True
     for call in facts.calls:
         func = call.func
