@@ -600,7 +600,7 @@ def test_ss201_a_no_sync_context_is_not_a_synchronisation():
             for batch in loader:
                 t0 = time.time()
                 with fabric.no_backward_sync(model, enabled=True):
-                    loss = model(batch.cuda())
+                    loss = model(batch.cuda(non_blocking=True))
                     fabric.backward(loss)
                 optimizer.step()
                 t1 = time.time()
@@ -924,3 +924,258 @@ def test_ss406_leaves_tests_alone():
     assert [d.line for d in check(text) if d.code == "SS406"] == [5]
     for path in ("/project/tests/test_profiler.py", "/project/test_profiler.py"):
         assert [d for d in check(text, path=path) if d.code == "SS406"] == []
+
+
+# ---- SS201: what makes the host wait, devices handed in, chained per-step timers -------------
+def test_ss201_a_boolean_mask_or_cpu_index_of_a_device_tensor_waits():
+    text = """
+        import time, torch
+        def score(net, feats):
+            feats = feats.cuda()
+            t0 = time.perf_counter()
+            logits = net(feats)
+            keep = logits.max(dim=1).values > 0.5
+            kept = logits[keep]
+            a = time.perf_counter() - t0
+            t1 = time.perf_counter()
+            logits = net(feats)
+            positive = logits[logits > 0]
+            b = time.perf_counter() - t1
+            t2 = time.perf_counter()
+            order = torch.randperm(feats.shape[0])
+            logits = net(feats)
+            shuffled = logits[order]
+            c = time.perf_counter() - t2
+            t3 = time.perf_counter()
+            logits = net(feats)
+            hits = torch.nonzero(logits.argmax(1) == 3)
+            d = time.perf_counter() - t3
+            return a, b, c, d, kept, positive, shuffled, hits
+    """
+    assert found(text, "SS201") == []
+
+
+def test_ss201_integer_and_slice_indexes_do_not_wait():
+    text = """
+        import time, torch
+        def score(net, feats):
+            feats = feats.cuda()
+            t0 = time.perf_counter()
+            logits = net(feats)
+            first = logits[0]
+            head = logits[:, :10]
+            elapsed = time.perf_counter() - t0
+            return first, head, elapsed
+    """
+    assert found(text, "SS201") == [(8, "time.perf_counter() - t0")]
+
+
+def test_ss201_a_blocking_copy_of_the_batch_first_in_a_per_step_interval_waits():
+    text = """
+        import time, torch
+        def fit(net, batches, opt):
+            for images, labels in batches.loader:
+                t0 = time.perf_counter()
+                images = images.cuda()
+                labels = labels.to("cuda")
+                loss = torch.nn.functional.cross_entropy(net(images), labels)
+                loss.backward()
+                opt.step()
+                step_s = time.perf_counter() - t0
+    """
+    assert found(text, "SS201") == []
+    unpacked = text.replace("for images, labels in batches.loader:", "for batch in batches.loader:\n"
+                            "                images, labels = batch")
+    assert found(unpacked, "SS201") == []
+    pinned_unpacked = unpacked.replace("images.cuda()", "images.cuda(non_blocking=True)").replace(
+        'labels.to("cuda")', 'labels.to("cuda", non_blocking=True)')
+    assert found(pinned_unpacked, "SS201") == [(11, "time.perf_counter() - t0")]
+    pinned = text.replace('images.cuda()', 'images.cuda(non_blocking=True)').replace(
+        'labels.to("cuda")', 'labels.to("cuda", non_blocking=True)')
+    assert found(pinned, "SS201") == [(10, "time.perf_counter() - t0")]
+
+
+def test_ss201_a_copy_after_the_device_work_or_outside_a_loop_does_not_count():
+    text = """
+        import time, torch
+        def fit(net, loader, opt):
+            for images, labels in loader:
+                images = images.cuda(non_blocking=True)
+                t0 = time.perf_counter()
+                out = net(images)
+                labels = labels.cuda()
+                loss = torch.nn.functional.cross_entropy(out, labels)
+                loss.backward()
+                opt.step()
+                step_s = time.perf_counter() - t0
+        def once(net, images):
+            t0 = time.perf_counter()
+            out = net(images.cuda())
+            return time.perf_counter() - t0
+    """
+    assert found(text, "SS201") == [(11, "time.perf_counter() - t0"),
+                                    (15, "time.perf_counter() - t0")]
+
+
+def test_ss201_rpc_waits_and_remote_only_work_are_not_reported():
+    text = """
+        import time, torch
+        import torch.distributed.rpc as rpc
+        import torch.distributed.autograd as dist_autograd
+        def run_trainer(net, ps_rref, opt, batches):
+            for x, y in batches:
+                t0 = time.perf_counter()
+                fut = rpc.rpc_async("ps", torch.add, args=(x, y))
+                out = net(x.cuda(non_blocking=True))
+                total = fut.wait()
+                a = time.perf_counter() - t0
+                t1 = time.perf_counter()
+                params = ps_rref.rpc_sync().get_params()
+                grads = ps_rref.remote().forward(x).to_here()
+                b = time.perf_counter() - t1
+                t2 = time.perf_counter()
+                with dist_autograd.context() as context_id:
+                    loss = net(x.cuda(non_blocking=True)).sum()
+                    dist_autograd.backward(context_id, [loss])
+                    opt.step(context_id)
+                c = time.perf_counter() - t2
+                t3 = time.perf_counter()
+                futs = [rpc.rpc_async("w", torch.mul, args=(x, 2)) for _ in range(4)]
+                out = net(x.cuda(non_blocking=True))
+                torch.futures.wait_all(futs)
+                d = time.perf_counter() - t3
+                t4 = time.perf_counter()
+                remote_out = ps_rref.rpc_async().forward(x)
+                e = time.perf_counter() - t4
+    """
+    assert found(text, "SS201") == []
+
+
+def test_ss201_a_collective_or_event_wait_does_not_make_the_host_wait():
+    text = """
+        import time, torch
+        import torch.distributed as dist
+        def step(net, x, event):
+            x = x.cuda()
+            t0 = time.perf_counter()
+            out = net(x)
+            work = dist.all_reduce(out, async_op=True)
+            work.wait()
+            event.wait()
+            elapsed = time.perf_counter() - t0
+            return elapsed
+    """
+    assert found(text, "SS201") == [(10, "time.perf_counter() - t0")]
+
+
+def test_ss201_reports_a_device_handed_in_by_the_caller():
+    text = """
+        import time
+        import torch
+
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+        def train(model, batches, optimizer, device):
+            for x, y in batches:
+                x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+                t0 = time.time()
+                out = model(x)
+                loss = torch.nn.functional.mse_loss(out, y)
+                loss.backward()
+                optimizer.step()
+                dt = time.time() - t0
+
+        def bench(model, x, dev):
+            t0 = time.perf_counter()
+            model(x)
+            return time.perf_counter() - t0
+
+        if __name__ == "__main__":
+            train(Net().to(device), make_batches(), make_optimizer(), device)
+    """
+    assert found(text, "SS201") == [(14, "time.time() - t0"), (19, "time.perf_counter() - t0")]
+
+
+def test_ss201_a_device_parameter_in_a_module_without_cuda_is_not_reported():
+    text = """
+        import time
+        import torch
+
+        def train(model, batches, optimizer, device):
+            for x, y in batches:
+                x, y = x.to(device), y.to(device)
+                t0 = time.time()
+                loss = torch.nn.functional.mse_loss(model(x), y)
+                loss.backward()
+                optimizer.step()
+                dt = time.time() - t0
+
+        def other(model, x):
+            t0 = time.perf_counter()
+            model(x)
+            return time.perf_counter() - t0
+    """
+    assert found(text, "SS201") == []
+    with_cuda = text.replace("import torch\n", "import torch  # on cuda where there is one\n")
+    assert found(with_cuda, "SS201") == [(11, "time.time() - t0")]
+
+
+def test_ss201_reports_a_chained_timer_kept_per_step():
+    text = """
+        import time, torch
+        def train(model, batches, optimizer, log):
+            t0 = time.time()
+            for step, (x, y) in enumerate(batches):
+                loss = model(x.cuda(non_blocking=True), y.cuda(non_blocking=True))
+                loss.backward()
+                optimizer.step()
+                dt = time.time() - t0
+                t0 = time.time()
+                log.info(f"step {step}: {dt:.3f}s")
+    """
+    assert found(text, "SS201") == [(8, "time.time() - t0")]
+    printed = text.replace('log.info(f"step {step}: {dt:.3f}s")', 'print(f"step: {dt * 1000:.1f} ms")')
+    assert found(printed, "SS201") == [(8, "time.time() - t0")]
+    printed_loss = text.replace('log.info(f"step {step}: {dt:.3f}s")', 'print(f"{loss} {dt}")')
+    assert found(printed_loss, "SS201") == []
+
+
+def test_ss201_not_for_a_chained_timer_that_accumulates():
+    text = """
+        import time, torch
+        def train(model, batches, optimizer, meter):
+            t0 = time.time()
+            times = []
+            total = 0.0
+            for x, y in batches:
+                loss = model(x.cuda(non_blocking=True), y.cuda(non_blocking=True))
+                loss.backward()
+                optimizer.step()
+                dt = time.time() - t0
+                times.append(dt)
+                t0 = time.time()
+            t1 = time.time()
+            for x, y in batches:
+                model(x.cuda(non_blocking=True), y.cuda(non_blocking=True)).backward()
+                optimizer.step()
+                total += time.time() - t1
+                t1 = time.time()
+            return times, total
+    """
+    assert found(text, "SS201") == []
+
+
+def test_ss201_a_chained_link_waits_where_the_loop_reads_a_value_after_the_next_start():
+    text = """
+        import time, torch
+        def train(model, batches, optimizer, log):
+            t0 = time.time()
+            for x, y in batches:
+                loss = model(x.cuda(non_blocking=True), y.cuda(non_blocking=True))
+                loss.backward()
+                optimizer.step()
+                dt = time.time() - t0
+                t0 = time.time()
+                log.info(f"loss {loss.item():.3f} in {dt:.3f}s")
+    """
+    assert found(text, "SS201") == []
