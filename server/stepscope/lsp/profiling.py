@@ -402,9 +402,11 @@ async def profile_at(ls: "StepscopeServer", args: dict[str, Any]) -> dict[str, A
         if e.run_dir:
             log.info("the failed run's folder: %s", e.run_dir)
         ls.figures_changed(ls.runs.failed(req.target_file, present.for_surface(str(e), "editor")))
+        mark_raised(ls, req.target_file, req.root, e, "profile")
         raise
     finally:
         _IN_PROGRESS.pop(key, None)
+    ls.raised_changed(ls.runs.recovered(req.target_file))  # it ran well: where it raised before is no news
     run = ls.runs.add(Path(result.run_dir), Path(req.root), report)
     left_out = run.write_sources()
     if left_out:
@@ -420,6 +422,14 @@ async def profile_at(ls: "StepscopeServer", args: dict[str, Any]) -> dict[str, A
             log.info("retention (keep %d runs): deleted %s", keep, ", ".join(deleted))
             editor["deleted"] = deleted
     return editor
+
+
+def mark_raised(ls: "StepscopeServer", script: Path, root: Path, failure: ProfileFailed, kind: str) -> None:
+    """A run of `script` failed: where its program raised is marked in the user's code (only for a
+    program that failed, exit 3: a cancel or a time limit stops it wherever it was), replacing the
+    script's earlier mark."""
+    run_dir = Path(failure.run_dir) if failure.run_dir and failure.exit_code == errors.PROGRAM_FAILED else None
+    ls.raised_changed(ls.runs.raised(script, run_dir, Path(root), kind))
 
 
 def show(ls: "StepscopeServer", run) -> dict[str, Any]:
