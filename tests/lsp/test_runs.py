@@ -524,6 +524,11 @@ async def test_where_a_failed_run_raised_is_an_error_on_that_line_until_a_run_en
     await _wait_for(lambda: uri in client.diagnostics and not _raised(client, uri), "it hidden")
     _change(client, uri, 4, FAILING)
     await _wait_for(lambda: _raised(client, uri), "it back with the code it raised on")
+    # Closed, the file keeps it in the Problems view, placed on the file as saved.
+    del client.diagnostics[uri]
+    client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    (kept,) = await _wait_for(lambda: _raised(client, uri), "it kept after closing")
+    assert kept.range.start.line == raised_line
 
     # The next run of the script that ends well removes it.
     await client.workspace_execute_command_async(types.ExecuteCommandParams(

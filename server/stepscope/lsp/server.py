@@ -142,6 +142,9 @@ def did_save(ls: StepscopeServer, params: types.DidSaveTextDocumentParams) -> No
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: StepscopeServer, params: types.DidCloseTextDocumentParams) -> None:
     ls.documents.forget(ls, params.text_document.uri)
+    if ls.runs.has_raised(params.text_document.uri):  # where a failed run raised stays in the Problems view
+        ls.documents.send(ls, params.text_document.uri)
+        return
     ls.text_document_publish_diagnostics(
         types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[]))
 
