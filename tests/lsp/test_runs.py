@@ -536,6 +536,19 @@ async def test_where_a_failed_run_raised_is_an_error_on_that_line_until_a_run_en
                                                  "confirmed": True}]))
     await _wait_for(lambda: uri in client.diagnostics and not _raised(client, uri), "it gone after a good run")
 
+    # A measure of the step does the same: its failure marks the line, its next good run removes it.
+    measure = {"warmup": 1, "passes": 3}
+    with pytest.raises(Exception, match="RuntimeError"):
+        await client.workspace_execute_command_async(types.ExecuteCommandParams(
+            command="stepscope.measure", arguments=[{"uri": uri, "position": position, "measure": measure,
+                                                     "launch": {"args": ["--fail"]}, "confirmed": True}]))
+    (error,) = await _wait_for(lambda: _raised(client, uri), "the error of the failed measure")
+    assert error.range.start.line == raised_line and error.message == f"the measured run failed here: {exception}"
+    await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="stepscope.measure", arguments=[{"uri": uri, "position": position, "measure": measure,
+                                                 "confirmed": True}]))
+    await _wait_for(lambda: not _raised(client, uri), "it gone after a good measure")
+
 
 @pytest.mark.torch
 async def test_the_log_of_a_run_still_going_is_refused_in_one_line(client: LanguageClient, ws: Path):
