@@ -6,7 +6,9 @@ the program, or the analysis, promptly. Progress is reported to the client's wor
 it sent one, from the moment the program starts (its start-up before the first step included).
 The run is then held by the run registry under its id, the text of the files it measured is kept in
 its folder, and it is shown in those documents. A run that fails or is cancelled changes nothing on
-screen but marks the figures of that script's last good run as from an earlier run.
+screen but marks the figures of that script's last good run as from an earlier run; when its program
+raised, the line of the user's code it raised on gets an error until the script's next good run
+(`mark_raised`, runs.py).
 """
 
 from __future__ import annotations
