@@ -15,6 +15,9 @@ export interface RunItem {
   /** `run.analysed` (open, compare, report, panel, delete), `run.measured` (a measure run: panel,
    * compare, delete), `run.ended` (delete only). */
   contextValue: "run.analysed" | "run.measured" | "run.ended";
+  /** A click opens the run's log (how it ended, where it raised, its program's output): a run that
+   * ended without figures to show (failed, cancelled, time limit, refused). */
+  opensLog: boolean;
 }
 
 const ICONS: Record<string, string> = {
@@ -54,11 +57,13 @@ export function runItem(run: RunSummary): RunItem {
   } else {
     description = run.status === "incomplete" ? "running, or stopped without a word" : run.status;
   }
+  const opensLog = !run.analysed && !measured && run.status !== "complete" && run.status !== "incomplete";
   const tooltip = [
     `**${mdText(where)}** · ${mdText(when(run.started))}`,
     run.summary ? mdText(run.summary) : run.machine ? mdText(run.machine) : "",
     run.reason ? `${mdText(run.status)}: ${mdText(run.reason)}` : "",
     run.problem ? mdText(run.problem) : "",
+    opensLog ? "Click to open its log." : "",
     `run \`${run.id.replace(/`/g, "'")}\``,
   ].filter((part) => part !== "").join("\n\n");
   return {
@@ -68,5 +73,6 @@ export function runItem(run: RunSummary): RunItem {
     tooltip,
     icon: run.problem ? "warning" : measured ? "dashboard" : ICONS[run.status] ?? "question",
     contextValue: run.analysed ? "run.analysed" : measured ? "run.measured" : "run.ended",
+    opensLog,
   };
 }

@@ -3,7 +3,8 @@
 // measure runs alike. Open a run (its figures in the editor), open its report, compare two runs (two
 // profile runs statement by statement, matched by their code, in the trace panel; with a measure run,
 // the verdict of `stepscope runs compare`, refused across machines or scopes unless the user says
-// compare anyway), delete one (confirmed; the server deletes only folders inside .stepscope/runs/).
+// compare anyway), open a run's log (a failed run's click: the server's `stepscope/runLog` text, how
+// it ended, where its program raised and the end of its program.log, shown read-only), delete one (confirmed; the server deletes only folders inside .stepscope/runs/).
 // Viewing works in restricted mode: nothing here runs the user's code. A run opens in the trace panel
 // through the panel's own command (`stepscope.openPanel` {runId}; a measure run's distribution with
 // {runId, kind: "measure"}, two measure runs compared with {runId, kind: "measure", against, force},
@@ -21,6 +22,7 @@ const REPORT_REQUEST = "stepscope/report";
 const SHOW_RUN_REQUEST = "stepscope/showRun";
 const COMPARE_REQUEST = "stepscope/compareRuns";
 const DELETE_REQUEST = "stepscope/deleteRun";
+const RUN_LOG_REQUEST = "stepscope/runLog";
 
 class RunNode extends vscode.TreeItem {
   constructor(readonly run: RunSummary) {
@@ -38,11 +40,14 @@ class RunNode extends vscode.TreeItem {
       this.command = { command: "stepscope.runs.open", title: "Show Run in the Editor", arguments: [this] };
     } else if (item.contextValue === "run.measured") {
       this.command = { command: "stepscope.runs.openPanel", title: "Open Run in the Trace Panel", arguments: [this] };
+    } else if (item.opensLog) {
+      this.command = { command: "stepscope.runs.openLog", title: "Open Run Log", arguments: [this] };
     }
   }
 }
 
-/** Read-only documents of runs: `stepscope-run:/<run id>/report.json`, `stepscope-run:/<a>..<b>/compare.md`. */
+/** Read-only documents of runs: `stepscope-run:/<run id>/report.json`, `stepscope-run:/<run id>/program.log`,
+ * `stepscope-run:/<a>..<b>/compare.md`. */
 class RunDocuments implements vscode.TextDocumentContentProvider {
   private readonly changed = new vscode.EventEmitter<vscode.Uri>();
   readonly onDidChange = this.changed.event;
@@ -62,10 +67,18 @@ class RunDocuments implements vscode.TextDocumentContentProvider {
         const answer = await client.sendRequest<{ markdown?: unknown }>(COMPARE_REQUEST, { a, b, ...(force ? { force } : {}) });
         return typeof answer?.markdown === "string" ? answer.markdown : "The server gave no comparison.";
       }
+      if (name === "program.log") {
+        const answer = await client.sendRequest<{ text?: unknown }>(RUN_LOG_REQUEST, { runId: id });
+        return typeof answer?.text === "string" ? answer.text : "The server gave no log.";
+      }
       return JSON.stringify(await client.sendRequest(REPORT_REQUEST, { runId: id }), null, 2) + "\n";
     } catch (error) {
       return `Stepscope could not read run ${id}: ${firstLine(error)}\n`;
     }
+  }
+
+  refresh(uri: vscode.Uri): void {
+    this.changed.fire(uri);
   }
 
   dispose(): void {
@@ -99,6 +112,7 @@ export class RunsView implements vscode.TreeDataProvider<RunNode>, vscode.Dispos
       vscode.commands.registerCommand("stepscope.runs.refresh", () => this.refresh()),
       vscode.commands.registerCommand("stepscope.runs.open", (node?: RunNode) => this.open(node)),
       vscode.commands.registerCommand("stepscope.runs.openReport", (node?: RunNode) => this.openReport(node?.run.id)),
+      vscode.commands.registerCommand("stepscope.runs.openLog", (node?: RunNode) => this.openLog(node?.run.id)),
       vscode.commands.registerCommand("stepscope.runs.compare", (node?: RunNode, selected?: RunNode[]) =>
         this.compare(node, selected)),
       vscode.commands.registerCommand("stepscope.runs.delete", (node?: RunNode, selected?: RunNode[]) =>
@@ -165,6 +179,16 @@ export class RunsView implements vscode.TreeDataProvider<RunNode>, vscode.Dispos
     const uri = vscode.Uri.from({ scheme: REPORT_SCHEME, path: `/${runId}/report.json` });
     const document = await vscode.languages.setTextDocumentLanguage(await vscode.workspace.openTextDocument(uri), "json");
     await vscode.window.showTextDocument(document, { preview: true });
+  }
+
+  private async openLog(runId?: string): Promise<void> {
+    if (!runId) {
+      return;
+    }
+    // read again on each open: a run listed while it was still going has ended since
+    const uri = vscode.Uri.from({ scheme: REPORT_SCHEME, path: `/${runId}/program.log` });
+    this.documents.refresh(uri);
+    await vscode.window.showTextDocument(uri, { preview: true });
   }
 
   private async compare(node?: RunNode, selected?: RunNode[]): Promise<void> {

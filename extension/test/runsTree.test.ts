@@ -29,6 +29,17 @@ describe("runItem", () => {
     assert.equal(item.icon, "error");
     assert.equal(item.contextValue, "run.ended");
     assert.ok(item.tooltip.includes("failed: the program raised AssertionError at train\\.py:12"));
+    // a click opens its log: how it ended, where it raised, the program's output
+    assert.equal(item.opensLog, true);
+    assert.ok(item.tooltip.includes("Click to open its log."));
+  });
+
+  it("opens the log only of a run that ended without figures", () => {
+    assert.equal(runItem(RUN).opensLog, false);
+    assert.equal(runItem({ ...RUN, analysed: false, status: "incomplete" }).opensLog, false);  // maybe still going
+    assert.equal(runItem({ ...RUN, kind: "measure", analysed: false, statusText: "12.5 ms/step" }).opensLog, false);
+    assert.equal(runItem({ ...RUN, kind: "measure", analysed: false, status: "timeout" }).opensLog, true);
+    assert.ok(!runItem(RUN).tooltip.includes("log"));
   });
 
   it("shows a measure run's timed figure, and offers its distribution and a comparison (it has no report)", () => {

@@ -454,3 +454,116 @@ async def test_a_failed_run_keeps_the_last_good_figures_marked_and_the_runs_can_
                                                  "confirmed": True, "keep": 1}]))
     assert sorted(third["deleted"]) == sorted([second["runId"], runs[1]["id"]])
     assert [r["id"] for r in (await _request(client, "stepscope/runs", {}))["runs"]] == [third["runId"]]
+
+
+FAILING = textwrap.dedent("""\
+    import sys
+    import torch
+
+    model = torch.nn.Linear(10, 5)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    fail = "--fail" in sys.argv
+
+
+    def forward(x):
+        return model(x)
+
+
+    for step in range(8):
+        x = torch.randn(64, 20 if fail and step == 2 else 10)
+        loss = forward(x).sum()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    """)
+
+
+def _raised(client: LanguageClient, uri: str) -> list[types.Diagnostic]:
+    return [d for d in client.diagnostics.get(uri, []) if d.code == "run-failed"]
+
+
+@pytest.mark.torch
+async def test_where_a_failed_run_raised_is_an_error_on_that_line_until_a_run_ends_well(
+        client: LanguageClient, ws: Path):
+    path = ws / "boom.py"
+    path.write_text(FAILING)
+    uri = _open(client, path)
+    raised_line = _line_of(FAILING, "return model(x)")
+    position = {"line": _line_of(FAILING, "loss.backward()"), "character": 8}
+    with pytest.raises(Exception, match="RuntimeError"):
+        await client.workspace_execute_command_async(types.ExecuteCommandParams(
+            command="stepscope.profile", arguments=[{"uri": uri, "position": position, "profile": QUICK,
+                                                     "launch": {"args": ["--fail"]}, "confirmed": True}]))
+    exception = "RuntimeError: mat1 and mat2 shapes cannot be multiplied (64x20 and 10x5)"
+    (error,) = await _wait_for(lambda: _raised(client, uri), "the error where the program raised")
+    # the innermost frame in the user's code (torch's frames below it are not the user's), from its code on
+    assert error.range.start.line == raised_line and error.range.start.character == 4
+    assert error.message == f"the profiled run failed here: {exception}"
+    assert error.severity == types.DiagnosticSeverity.Error and error.source == "stepscope run"
+
+    # The runs view's log of the failed run: how it ended, where it raised, then the program's log.
+    run_id = next(r["id"] for r in (await _request(client, "stepscope/runs", {}))["runs"] if r["status"] == "failed")
+    answer = await _request(client, "stepscope/runLog", {"runId": run_id})
+    assert answer["status"] == "failed" and "RuntimeError" in answer["reason"]
+    assert answer["raisedAt"] == {"uri": uri, "line": raised_line, "file": "boom.py", "exception": exception,
+                                  "message": f"the profiled run failed here: {exception}"}
+    assert answer["logFile"] == "program.log" and not answer["truncated"]
+    assert "Traceback (most recent call last):" in answer["log"] and exception in answer["log"]
+    assert answer["text"].startswith(f"Run {run_id}: failed: {answer['reason']}\n"
+                                     f"Raised at boom.py:{raised_line + 1}: {exception}\n--- program.log ---\n")
+    for bad, said in (("no-such-run", "no run no-such-run"), ("../x", "not a run id")):
+        with pytest.raises(Exception, match=said):
+            await _request(client, "stepscope/runLog", {"runId": bad})
+
+    # The error follows its line through an edit above it, and goes with an edit of that line.
+    lines = FAILING.split("\n")
+    _change(client, uri, 2, "\n".join(["# a note", *lines]))
+    await _wait_for(lambda: [d for d in _raised(client, uri) if d.range.start.line == raised_line + 1], "it moved")
+    lines[raised_line] = "    return model(x.float())"
+    _change(client, uri, 3, "\n".join(lines))
+    await _wait_for(lambda: uri in client.diagnostics and not _raised(client, uri), "it hidden")
+    _change(client, uri, 4, FAILING)
+    await _wait_for(lambda: _raised(client, uri), "it back with the code it raised on")
+    # Closed, the file keeps it in the Problems view, placed on the file as saved.
+    del client.diagnostics[uri]
+    client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    (kept,) = await _wait_for(lambda: _raised(client, uri), "it kept after closing")
+    assert kept.range.start.line == raised_line
+
+    # The next run of the script that ends well removes it.
+    await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="stepscope.profile", arguments=[{"uri": uri, "position": position, "profile": QUICK,
+                                                 "confirmed": True}]))
+    await _wait_for(lambda: uri in client.diagnostics and not _raised(client, uri), "it gone after a good run")
+
+    # A measure of the step does the same: its failure marks the line, its next good run removes it.
+    measure = {"warmup": 1, "passes": 3}
+    with pytest.raises(Exception, match="RuntimeError"):
+        await client.workspace_execute_command_async(types.ExecuteCommandParams(
+            command="stepscope.measure", arguments=[{"uri": uri, "position": position, "measure": measure,
+                                                     "launch": {"args": ["--fail"]}, "confirmed": True}]))
+    (error,) = await _wait_for(lambda: _raised(client, uri), "the error of the failed measure")
+    assert error.range.start.line == raised_line and error.message == f"the measured run failed here: {exception}"
+    await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="stepscope.measure", arguments=[{"uri": uri, "position": position, "measure": measure,
+                                                 "confirmed": True}]))
+    await _wait_for(lambda: not _raised(client, uri), "it gone after a good measure")
+
+
+@pytest.mark.torch
+async def test_the_log_of_a_run_still_going_is_refused_in_one_line(client: LanguageClient, ws: Path):
+    path = ws / "slow.py"
+    path.write_text("import time\nimport torch\n\nfor step in range(6):\n    torch.ones(2).sum()\n"
+                    "    time.sleep(0.5)\n")
+    uri = _open(client, path)
+    running = asyncio.ensure_future(client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="stepscope.profile", arguments=[{"uri": uri, "position": {"line": 4, "character": 4},
+                                                 "profile": QUICK, "confirmed": True}])))
+    runs = ws / ".stepscope" / "runs"
+    (run_dir,) = await _wait_for(lambda: runs.is_dir() and [d for d in runs.iterdir() if (d / "spec.json").is_file()],
+                                 "the run folder", tries=600)
+    with pytest.raises(Exception, match=f"run {run_dir.name} is still running"):
+        await _request(client, "stepscope/runLog", {"runId": run_dir.name})
+    await running
+    ended = await _request(client, "stepscope/runLog", {"runId": run_dir.name})
+    assert ended["status"] == "complete" and ended["reason"] is None and ended["raisedAt"] is None

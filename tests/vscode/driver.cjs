@@ -329,6 +329,18 @@ async function profileScenario(page) {
   result.statusAfterFailure = (await statusTexts(page)).filter((t) => t.includes("Stepscope"));
   await shot(page, "failed-run-keeps-timings");
 
+  step("click the failed run in the runs view: its log opens, how it ended on top");
+  await closeNotifications(page);
+  await runsView(page);
+  await page.locator(".part.sidebar .monaco-list-row", { hasText: "failed" }).first().click();
+  result.failedRunLog = await waitFor("the failed run's log", async () => {
+    if (await page.locator(".tabs-container .tab.active", { hasText: "program.log" }).count() === 0) return undefined;
+    const text = await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().innerText();
+    return text.trim() ? text.replace(/\u00a0/g, " ") : undefined;
+  }, 30_000);
+  await shot(page, "failed-run-log");
+  await runCommand(page, "View: Close Editor");
+
   step("reload the window: the status item names the run the labels come from, and opens it");
   await closeNotifications(page);
   await runCommand(page, "Developer: Reload Window");

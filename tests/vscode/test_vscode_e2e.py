@@ -166,6 +166,10 @@ def test_profile_this_step_paints_inline_timings(code_server, workspace: Path) -
     kept = {t["line"].strip(): t["label"] for t in result["timingsAfterFailure"]}
     assert kept == {line: f"{label} · earlier run" for line, label in after.items()}, kept
     assert any("ms/step" in text for text in result["statusAfterFailure"]), result["statusAfterFailure"]
+    # Clicking the failed run in the runs view opens its log: how it ended and why, then program.log.
+    opened = result["failedRunLog"].splitlines()
+    assert opened[0].startswith("Run ") and ": failed: the loop ran 1 steps" in opened[0], opened[:3]
+    assert "--- program.log ---" in opened, opened[:5]
     # After a window reload the status item is back, naming the run whose labels the file shows, and
     # the panel it opens shows that run (not the newest run, the failed one).
     assert len(result["statusAfterReload"]) == 1 and result["timingsAfterReload"], result["statusAfterReload"]

@@ -14,7 +14,7 @@ from ..analysis import present
 from ..rules.model import Diagnostic, Edit
 
 if TYPE_CHECKING:
-    from .runs import Run
+    from .runs import RaisedMark, Run
 
 SOURCE = "stepscope"
 #: the source of a run's findings: the Problems view tells them from the static checks
@@ -80,5 +80,17 @@ def finding_to_lsp(finding: dict, run: "Run", line: int, *, stale: bool = False,
                   else types.DiagnosticSeverity.Information),
         code=finding.get("kind"),
         code_description=types.CodeDescription(href=present.finding_doc_url(str(finding.get("kind", "")))),
+        source=RUN_SOURCE,
+    )
+
+
+def raised_to_lsp(mark: "RaisedMark", line: int, line_text: str = "") -> types.Diagnostic:
+    """Where a failed run's program raised, as an error on `line` (0-based, where that code is now),
+    from the start of its code to the end of the line; its message ends with the exception."""
+    return types.Diagnostic(
+        range=_range(line + 1, len(line_text) - len(line_text.lstrip()), line + 1, max(len(line_text), 1)),
+        message=mark.message,
+        severity=types.DiagnosticSeverity.Error,
+        code="run-failed",
         source=RUN_SOURCE,
     )

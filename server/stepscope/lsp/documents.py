@@ -8,7 +8,8 @@ Invariants:
   set aside, line for line (`checked_text`).
 - A document's published diagnostics are its static ones plus the findings of the run it shows, on
   the lines their code is on now (runs.py decides which run, and where its lines went); a finding
-  whose line changed is not published.
+  whose line changed is not published. Where a failed run's program raised in it is an error on that
+  line, also for a file not open (the Problems view lists it), until the script's next good run.
 - Inlay hints and hovers are the run's figures on the lines their code is on now; a line below the
   label threshold (`minShare`) gets no inlay hint, its hover still has the figures.
 - A `[tool.stepscope]` problem is said once per server (a message and the log), never per keystroke.
@@ -102,6 +103,12 @@ class Documents:
             for line, finding in findings:
                 text = lines[line] if 0 <= line < len(lines) else ""
                 diagnostics.append(lsp_diagnostics.finding_to_lsp(finding, run, line, stale=stale, line_text=text))
+        text = _text_of(ls, uri) if ls.runs.has_raised(uri) else None
+        raised = ls.runs.raised_at(uri, text) if text is not None else None
+        if raised is not None:
+            line, mark = raised
+            lines = text.splitlines()
+            diagnostics.append(lsp_diagnostics.raised_to_lsp(mark, line, lines[line] if line < len(lines) else ""))
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
             uri=uri, version=version, diagnostics=diagnostics))
 
@@ -229,3 +236,11 @@ def _folder_holding(ls: "StepscopeServer", path: Path) -> Path | None:
     """The workspace folder `path` lies in (the innermost), or None for a file outside them all."""
     holding = [root for root in ls.roots() if path.is_relative_to(root)]
     return max(holding, key=lambda root: len(root.parts)) if holding else None
+
+
+def _text_of(ls: "StepscopeServer", uri: str) -> str | None:
+    """The document's text: the editor's when it is open, else the file's on disk (None: unreadable)."""
+    try:
+        return ls.workspace.get_text_document(uri).source
+    except (OSError, UnicodeDecodeError):
+        return None

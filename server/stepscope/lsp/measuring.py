@@ -110,7 +110,12 @@ async def measure_at(ls: "StepscopeServer", args: dict[str, Any]) -> dict[str, A
     log.info("measuring %s:%s with %s (%d passes, %d warm-up, %d process(es))", req.target_file, req.target_line,
              req.python, req.measure.passes, req.measure.warmup, measure_run.runs)
     first_run = not (req.root / workspace.STATE_DIR / workspace.RUNS_DIR).exists()
-    doc = await in_worker(ls, progress, lambda output, cancel: _measure(req, measure_run, progress, output, cancel))
+    try:
+        doc = await in_worker(ls, progress, lambda output, cancel: _measure(req, measure_run, progress, output, cancel))
+    except ProfileFailed as e:
+        profiling.mark_raised(ls, req.target_file, req.root, e, "measure")
+        raise
+    ls.raised_changed(ls.runs.recovered(req.target_file))  # it ran well: where it raised before is no news
     run_dir = Path(doc["run_dir"])
     ls.runs.remember_root(req.root)
     result = measure_result(doc, run_dir.name)

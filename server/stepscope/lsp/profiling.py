@@ -6,7 +6,9 @@ the program, or the analysis, promptly. Progress is reported to the client's wor
 it sent one, from the moment the program starts (its start-up before the first step included).
 The run is then held by the run registry under its id, the text of the files it measured is kept in
 its folder, and it is shown in those documents. A run that fails or is cancelled changes nothing on
-screen but marks the figures of that script's last good run as from an earlier run.
+screen but marks the figures of that script's last good run as from an earlier run; when its program
+raised, the line of the user's code it raised on gets an error until the script's next good run
+(`mark_raised`, runs.py).
 """
 
 from __future__ import annotations
@@ -405,9 +407,11 @@ async def profile_at(ls: "StepscopeServer", args: dict[str, Any]) -> dict[str, A
         if e.run_dir:
             log.info("the failed run's folder: %s", e.run_dir)
         ls.figures_changed(ls.runs.failed(req.target_file, present.for_surface(str(e), "editor")))
+        mark_raised(ls, req.target_file, req.root, e, "profile")
         raise
     finally:
         _IN_PROGRESS.pop(key, None)
+    ls.raised_changed(ls.runs.recovered(req.target_file))  # it ran well: where it raised before is no news
     run = ls.runs.add(Path(result.run_dir), Path(req.root), report)
     left_out = run.write_sources()
     if left_out:
@@ -423,6 +427,14 @@ async def profile_at(ls: "StepscopeServer", args: dict[str, Any]) -> dict[str, A
             log.info("retention (keep %d runs): deleted %s", keep, ", ".join(deleted))
             editor["deleted"] = deleted
     return editor
+
+
+def mark_raised(ls: "StepscopeServer", script: Path, root: Path, failure: ProfileFailed, kind: str) -> None:
+    """A run of `script` failed: where its program raised is marked in the user's code (only for a
+    program that failed, exit 3: a cancel or a time limit stops it wherever it was), replacing the
+    script's earlier mark."""
+    run_dir = Path(failure.run_dir) if failure.run_dir and failure.exit_code == errors.PROGRAM_FAILED else None
+    ls.raised_changed(ls.runs.raised(script, run_dir, Path(root), kind))
 
 
 def show(ls: "StepscopeServer", run) -> dict[str, Any]:

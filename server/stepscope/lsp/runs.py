@@ -18,6 +18,10 @@ Invariants:
   of the same script says which run its figures are from and that a later one failed.
 - Reports held in memory are bounded (`MAX_REPORTS`, least recently used first out); a run shown by a
   document is read again from its folder when it was let go.
+- A run whose program raised marks the line of the user's code it raised on (the innermost frame of
+  its traceback in a workspace file, `tracebacks.py`) with its exception, one mark per script: the
+  script's next failure replaces it, its next run that ends well (profile or measure) removes it.
+  The mark follows its line through edits as figures do, and is hidden once that line's code changes.
 - A run id from a client is a folder name, never a path: anything else is refused. Deleting a run
   removes only a folder directly inside a workspace's `.stepscope/runs/` (never a link).
 """
@@ -39,6 +43,7 @@ from .. import errors, jsonio, workspace
 from ..agent import protocol
 from ..analysis import model, present
 from ..source.linemap import LineMap
+from . import tracebacks
 
 log = logging.getLogger("stepscope.lsp")
 
@@ -48,6 +53,8 @@ MAX_REPORTS = 8
 SOURCES = protocol.SOURCES
 #: which run each file of a workspace shows: {"version": 1, "shown": {"<relative path>": "<run id>"}}
 EDITOR_STATE = "editor.json"
+#: how much of the end of a program's log is read for its traceback and shown in the runs view
+LOG_TAIL_BYTES = 64 * 1024
 #: the version of the `stepscope/runs` answer (its own contract, beside the report's schema_version)
 RUNS_SCHEMA_VERSION = 1
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -139,6 +146,7 @@ class RunRegistry:
         self._failed: dict[str, tuple[str, str]] = {}  # script path → (when, reason) of its last failed run
         self._roots: list[Path] = []  # workspace roots runs were made in (beside the workspace folders)
         self._summaries: dict[Path, tuple[tuple, dict[str, Any]]] = {}  # run folder → (file stamps, summary)
+        self._raised: dict[str, RaisedMark] = {}  # document uri → where a failed run's program raised in it
 
     # -- runs on disk -----------------------------------------------------------------------------
     def remember_root(self, root: Path) -> None:
@@ -448,6 +456,9 @@ class RunRegistry:
         gone = self.showing(run_dir.name)
         for uri in gone:
             del self._views[uri]
+        for uri in [uri for uri, mark in self._raised.items() if mark.run_id == run_dir.name]:
+            del self._raised[uri]
+            gone.add(uri)
         return gone
 
     def prune(self, roots: Iterable[Path], keep: int, protect: set[str]) -> list[str]:
@@ -472,6 +483,59 @@ class RunRegistry:
                 deleted.append(run_id)
         return deleted
 
+    # -- where a failed run raised ----------------------------------------------------------------
+    def raised(self, script: Path, run_dir: Path | None, root: Path, kind: str) -> set[str]:
+        """A run of `script` failed: mark where its program raised (when its log has a traceback
+        through the user's code), in place of the script's earlier mark. Returns the documents whose
+        marks changed."""
+        changed = self.recovered(script)
+        mark = raised_mark(run_dir, root, kind, str(script)) if run_dir is not None else None
+        if mark is not None:
+            self._raised[mark.uri] = mark
+            changed.add(mark.uri)
+        return changed
+
+    def recovered(self, script: Path | None) -> set[str]:
+        """A run of `script` ended well: its mark goes. Returns the documents that had it."""
+        gone = {uri for uri, mark in self._raised.items() if mark.script == str(script)}
+        for uri in gone:
+            del self._raised[uri]
+        return gone
+
+    def has_raised(self, uri: str) -> bool:
+        return same_uri(uri) in self._raised
+
+    def raised_at(self, uri: str, text: str) -> tuple[int, "RaisedMark"] | None:
+        """The mark of a failed run in this document, on the line its code is on in `text` (0-based);
+        None when there is none or that code changed."""
+        mark = self._raised.get(same_uri(uri))
+        if mark is None:
+            return None
+        now = LineMap.between(mark.text, text).now(mark.line)
+        return (now, mark) if now is not None else None
+
+    def run_log(self, run_id: Any, roots: Iterable[Path], busy_since: int | None = None) -> dict[str, Any]:
+        """`stepscope/runLog`: how a run ended and the end of its program's log. A run that has not
+        ended (no status.json) and started since `busy_since` (a run in progress) is refused."""
+        run_dir = self.folder_of(run_id, roots)
+        status = _read_object(run_dir / protocol.STATUS)
+        if status is None:
+            started = _stamp(run_dir / protocol.SPEC)
+            if busy_since is not None and (started is None or started[0] >= busy_since):
+                raise errors.UsageError(f"run {run_dir.name} is still running: its log is complete once it ends")
+        log_path = program_log(run_dir)
+        text, cut = read_tail(log_path) if log_path is not None else ("", False)
+        state = str((status or {}).get("status") or "incomplete")
+        reason = status.get("reason") if isinstance((status or {}).get("reason"), str) else None
+        root = _root_of(run_dir)
+        mark = raised_mark(run_dir, root, _kind(run_dir, _read_object(run_dir / protocol.SPEC)), "")
+        raised_at = None if mark is None else {"uri": mark.uri, "line": mark.line,
+                                               "file": workspace.relpath(_uri_path(mark.uri), root),
+                                               "exception": mark.exception, "message": mark.message}
+        return {"runId": run_dir.name, "status": state, "reason": reason, "raisedAt": raised_at,
+                "log": text, "logFile": log_path.name if log_path is not None else None, "truncated": cut,
+                "text": present_log(run_dir.name, state, reason, raised_at, log_path, text, cut)}
+
     def _save_choices(self, root: Path, chosen: dict[str, str]) -> None:
         """Remember which run these documents show (editor.json of the workspace)."""
         if not chosen:
@@ -486,6 +550,76 @@ class RunRegistry:
             jsonio.write_json(path, {"version": 1, "shown": shown})
         except OSError as e:
             log.warning("could not remember the runs shown (%s): %s", path, e)
+
+
+@dataclass(frozen=True)
+class RaisedMark:
+    """Where a failed run's program raised, in one workspace file."""
+    run_id: str
+    script: str  # the script whose run failed (its next good run removes the mark)
+    uri: str
+    line: int  # 0-based, in `text`
+    exception: str  # `RuntimeError: ...`, as the traceback ends
+    message: str
+    text: str  # the file's text as the run ran it
+
+
+def program_log(run_dir: Path) -> Path | None:
+    """The run's program log (program.log; of a run of several processes, the one written last:
+    the process that failed), or None."""
+    logs = [p for p in run_dir.glob("program*.log")
+            if p.is_file() and protocol.parse_run_file_name(p.name).name == protocol.PROGRAM_LOG]
+    if not logs:
+        return None
+    return max(logs, key=lambda p: (p.stat().st_mtime_ns, p.name))
+
+
+def read_tail(path: Path, limit: int = LOG_TAIL_BYTES) -> tuple[str, bool]:
+    """The last `limit` bytes of a log, from its first whole line, and whether it was cut."""
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - limit))
+            data = f.read()
+    except OSError:
+        return "", False
+    cut = size > limit
+    if cut:
+        data = data[data.find(b"\n") + 1:] if b"\n" in data else data
+    return data.decode("utf-8", errors="replace"), cut
+
+
+def raised_mark(run_dir: Path, root: Path, kind: str, script: str) -> RaisedMark | None:
+    """Where the run's program raised in the user's code: the innermost frame of the last traceback
+    of its log in a workspace file (tracebacks.py checks the path lies in the workspace), when that
+    file has not changed since the run started and its line is the one the traceback printed."""
+    log_path = program_log(run_dir)
+    if log_path is None:
+        return None
+    raised = tracebacks.last_traceback(read_tail(log_path)[0])
+    frame = tracebacks.users_frame(raised, root) if raised is not None else None
+    if frame is None:
+        return None
+    path = Path(frame.file).resolve()
+    text = workspace.unchanged_text(path, workspace.run_started_ns(run_dir))
+    lines = text.splitlines() if text is not None else []
+    if not 0 < frame.line <= len(lines) or (frame.code and lines[frame.line - 1].strip() != frame.code):
+        return None  # changed since the run started: where it raised is not known any more
+    verb = "measured" if kind in ("measure", "try") else "profiled"
+    return RaisedMark(run_dir.name, script, path.as_uri(), frame.line - 1, raised.exception,
+                      f"the {verb} run failed here: {raised.exception}", text or "")
+
+
+def present_log(run_id: str, status: str, reason: str | None, raised_at: dict[str, Any] | None,
+                log_path: Path | None, text: str, cut: bool) -> str:
+    """The runs view's document of a run's log: how it ended and where it raised, then the log."""
+    head = [f"Run {run_id}: {status}" + (f": {reason}" if reason else "")]
+    if raised_at is not None:
+        head.append(f"Raised at {raised_at['file']}:{raised_at['line'] + 1}: {raised_at['exception']}")
+    if log_path is None:
+        return "\n".join([*head, "(the run has no program log)", ""])
+    head.append(f"--- {log_path.name}" + (f" (its last {LOG_TAIL_BYTES // 1024} KiB)" if cut else "") + " ---")
+    return "\n".join(head) + "\n" + text + ("" if text.endswith("\n") or not text else "\n")
 
 
 @dataclass

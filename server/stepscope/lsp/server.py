@@ -2,7 +2,7 @@
 "Profile this step", "Measure this step" (`stepscope.measure`, `stepscope/measure`: measuring.py), "Try this
 fix (measure it)" (`stepscope.try`, `stepscope/tryChange`, `stepscope/applyTry`: trying.py), and the
 runs of the workspace (`stepscope/runs`, `stepscope/report`,
-`stepscope/figures`, `stepscope/showRun`, `stepscope/compareRuns`, `stepscope/deleteRun`,
+`stepscope/figures`, `stepscope/showRun`, `stepscope/compareRuns`, `stepscope/deleteRun`, `stepscope/runLog`,
 `stepscope/resolveStep`; docs/extension.md).
 
 Handlers stay thin: rules come from `stepscope.rules`, loops from `stepscope.source`, captures
@@ -46,6 +46,7 @@ FIGURES_REQUEST = "stepscope/figures"  # {uri} → the document's figures on its
 SHOW_RUN_REQUEST = "stepscope/showRun"  # {runId} → shows it in its documents; the profile result
 COMPARE_REQUEST = "stepscope/compareRuns"  # {a, b} → {markdown, statements} (or, with a measure run, {markdown, comparison})
 DELETE_REQUEST = "stepscope/deleteRun"  # {runId} → {deleted}
+RUN_LOG_REQUEST = "stepscope/runLog"  # {runId} → {runId, status, reason, raisedAt, log, logFile, truncated, text}
 RESOLVE_STEP_REQUEST = "stepscope/resolveStep"  # {uri, position, function?} → the step a profile would time
 FIGURES_CHANGED = "stepscope/figuresChanged"  # server → client: {uris}: ask for their figures again
 # stepscope/timeline {runId, rank?, startUs?, endUs?, maxSpans?} → a timeline document (panel.py)
@@ -109,6 +110,12 @@ class StepscopeServer(LanguageServer):
         if caps and caps.inlay_hint and caps.inlay_hint.refresh_support:
             self.workspace_inlay_hint_refresh(None)
 
+    def raised_changed(self, uris: set[str]) -> None:
+        """Republish the diagnostics of these documents, open or not: where a failed run raised in
+        them was marked or unmarked."""
+        for uri in uris:
+            self.documents.send(self, uri)
+
     def roots(self) -> list[Path]:
         """Where runs live: the workspace folders, and any root a run of this session was made in."""
         folders = []
@@ -150,6 +157,9 @@ def did_save(ls: StepscopeServer, params: types.DidSaveTextDocumentParams) -> No
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: StepscopeServer, params: types.DidCloseTextDocumentParams) -> None:
     ls.documents.forget(ls, params.text_document.uri)
+    if ls.runs.has_raised(params.text_document.uri):  # where a failed run raised stays in the Problems view
+        ls.documents.send(ls, params.text_document.uri)
+        return
     ls.text_document_publish_diagnostics(
         types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[]))
 
@@ -299,6 +309,16 @@ def delete_run(ls: StepscopeServer, params: Any) -> dict[str, Any]:
     log.info("deleted run %s", run_id)
     ls.figures_changed(gone)
     return {"deleted": run_id}
+
+
+@server.feature(RUN_LOG_REQUEST)
+def run_log(ls: StepscopeServer, params: Any) -> dict[str, Any]:
+    """How a run ended, where its program raised, and the end of its log (the runs view opens it
+    for a failed run)."""
+    try:
+        return ls.runs.run_log(_param(params, "runId"), ls.roots(), busy_since=profiling.running_since())
+    except errors.StepscopeError as e:
+        raise _refused(e) from None
 
 
 @server.feature(RESOLVE_STEP_REQUEST)
