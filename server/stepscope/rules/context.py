@@ -687,12 +687,14 @@ class _Walker:
             return
         elif isinstance(node, ast.If):
             ctx.ifs.append((node, scope))
-            self.scan(node.test, scope)
             if scope.loops and not scope.infrequent:  # a guard only matters inside a loop
-                self.visit_block(node.body, scope.guarded(guard_kind(node.test, node.body)))
+                self.scan_guard_test(node.test, scope)
+                kind = guard_kind(node.test, node.body) or self.flag_kind(node.test, scope)
+                self.visit_block(node.body, scope.guarded(kind))
                 self.visit_block(node.orelse,
                                  scope.guarded("rare" if runs_once(node.orelse) else None))
             else:
+                self.scan(node.test, scope)
                 self.visit_block(node.body, scope)
                 self.visit_block(node.orelse, scope)
             return
@@ -735,6 +737,29 @@ class _Walker:
             return
         for child in reversed(_children(node)):
             self.visit(child, scope)
+
+    def scan_guard_test(self, test: ast.expr, scope: Scope) -> None:
+        """Scan an `if` test inside a loop. In `a and b`, `b` runs only when `a` holds, so the
+        operands after a periodic or rare one (`step % 100 == 0 and loss.item() > 10`) are
+        scanned under that guard, as the block is."""
+        if not (isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And)):
+            self.scan(test, scope)
+            return
+        for value in test.values:
+            self.scan(value, scope)
+            scope = scope.guarded(guard_kind(value) or self.flag_kind(value, scope))
+
+    def flag_kind(self, test: ast.expr, scope: Scope) -> str | None:
+        """"periodic" for a name set only from periodic tests earlier in the function
+        (`log_now = step % log_every == 0` ... `if log_now:`), else None."""
+        if not isinstance(test, ast.Name):
+            return None
+        values = [a.value for a in self.ctx.functions[id(scope.function)].assigns
+                  if isinstance(a, ast.Assign) and a.value is not None
+                  and any(isinstance(t, ast.Name) and t.id == test.id for t in a.targets)]
+        if values and all(_is_periodic_test(v) for v in values):
+            return "periodic"
+        return None
 
     def scan(self, root: ast.expr, scope: Scope) -> None:
         """Record the calls, bindings and subtractions of one expression, iteratively (the hot
@@ -984,7 +1009,8 @@ _HOST_RESULTS = frozenset({"numpy", "tolist", "item", "cpu"})
 _SAME_PLACE = frozenset({"detach", "clone", "float", "double", "half", "long", "int", "bool",
                          "contiguous", "view", "reshape", "squeeze", "unsqueeze", "flatten",
                          "permute", "transpose", "t", "sum", "mean", "max", "min", "argmax",
-                         "argmin", "abs", "round", "copy", "astype", "type_as"})
+                         "argmin", "abs", "round", "copy", "astype", "type_as", "ne", "eq",
+                         "gt", "lt", "ge", "le"})
 _HOST_FACTORIES = frozenset({"tensor", "as_tensor", "Tensor", "FloatTensor", "LongTensor",
                              "IntTensor", "BoolTensor", "zeros", "ones", "full", "empty", "arange",
                              "rand", "randn", "randint", "from_numpy", "linspace"})
@@ -1051,8 +1077,15 @@ def host_here(node: ast.expr, facts: FunctionFacts, ctx: ModuleContext, depth: i
             node.right, facts, ctx, depth + 1)
     if isinstance(node, ast.UnaryOp):
         return host_here(node.operand, facts, ctx, depth + 1)
+    if isinstance(node, ast.Subscript):  # `batch["x"]`: where `batch` is
+        return host_here(node.value, facts, ctx, depth + 1)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            and node.func.attr in _SAME_PLACE:  # `x.sum()`: where `x` is
+        return host_here(node.func.value, facts, ctx, depth + 1)
     if not isinstance(node, ast.Name):
         return False
+    if _read_before_moved(node, facts, ctx):
+        return True
     line = node.lineno
     text = ctx.lines[line - 1] if 1 <= line <= len(ctx.lines) else ""
     indent = len(text) - len(text.lstrip())
@@ -1075,6 +1108,101 @@ def host_here(node: ast.expr, facts: FunctionFacts, ctx: ModuleContext, depth: i
     # after the read (reaching it on the next pass of a loop) must set a host value too.
     return all(host_here(a.value, facts, ctx, depth + 1)  # type: ignore[arg-type]
                for a in others if a.lineno > before.lineno and a is not before)
+
+
+def _read_before_moved(node: ast.Name, facts: FunctionFacts, ctx: ModuleContext) -> bool:
+    """`node` reads a batch a `for` loop takes from a loader (or another host value) before the
+    loop body sets that name again: `n = x.sum().item()` above `x = x.to(device)` reads the CPU
+    tensor the loader gave, whatever the later line moves.
+
+    Invariant: True only when, in the innermost such loop around the read, every binding of the
+    name in the loop body comes after the read and no nested loop holds both the read and a
+    binding (a later pass of that nested loop would read the moved value)."""
+    loop = _innermost_host_batch_loop(node, facts, ctx)
+    if loop is None:
+        return False
+    end = loop.end_lineno or loop.lineno
+    bindings = [line for line, name in _bindings_of(facts) if name == node.id
+                and loop.lineno < line <= end]
+    if any(line <= node.lineno for line in bindings):
+        return False
+    return not any(inner is not loop and inner.lineno > loop.lineno
+                   and inner.lineno <= node.lineno <= (inner.end_lineno or inner.lineno)
+                   and any(inner.lineno < line <= (inner.end_lineno or inner.lineno)
+                           for line in bindings)
+                   for inner in facts.loops)
+
+
+def _innermost_host_batch_loop(node: ast.Name, facts: FunctionFacts, ctx: ModuleContext
+                               ) -> ast.For | ast.AsyncFor | None:
+    """The innermost `for` loop of the function around `node` whose target binds its name and
+    whose iterable yields host values (a loader, after `enumerate`/`tqdm`/`zip`/`iter`)."""
+    best = None
+    for loop in facts.loops:
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            continue
+        if not (loop.lineno < node.lineno <= (loop.end_lineno or loop.lineno)):
+            continue
+        if node.id not in set(_target_names(loop.target)):
+            continue
+        if best is None or loop.lineno > best.lineno:
+            best = loop
+    if best is None:
+        return None
+    source = best.iter
+    while isinstance(source, ast.Call) and terminal_name(source.func) in (
+            "enumerate", "tqdm", "zip", "iter") and source.args:
+        source = source.args[0]
+    if _is_loader(source, ctx) or _is_host_value(source, host_names(facts, ctx), ctx) \
+            or _moved_later(node, best, facts):
+        return best
+    return None
+
+
+_MOVES = frozenset({"to", "cuda"})
+
+
+def _moved_later(node: ast.Name, loop: ast.For | ast.AsyncFor, facts: FunctionFacts) -> bool:
+    """Below the read, in the same loop, the body moves the batch to the device (`x.to(device)`,
+    `batch["x"].cuda()`, `{k: v.to(device) for k, v in batch.items()}`): it arrives on the host."""
+    end = loop.end_lineno or loop.lineno
+    for call in facts.calls:
+        if not (node.lineno < call.lineno <= end and isinstance(call.func, ast.Attribute)
+                and call.func.attr in _MOVES):
+            continue
+        if _root_name(call.func.value) == node.id:
+            return True
+    for sub in ast.walk(loop):
+        if isinstance(sub, (ast.DictComp, ast.ListComp, ast.GeneratorExp)) \
+                and sub.lineno > node.lineno \
+                and any(_root_name(g.iter) == node.id for g in sub.generators) \
+                and any(isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+                        and c.func.attr in _MOVES for c in ast.walk(sub)):
+            return True
+    return False
+
+
+def _root_name(node: ast.AST) -> str | None:
+    """`batch` for `batch`, `batch["x"]`, `batch.x`, `batch.items()`."""
+    while True:
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, (ast.Subscript, ast.Attribute)):
+            node = node.value
+        elif isinstance(node, ast.Call):
+            node = node.func
+        else:
+            return None
+
+
+def _bindings_of(facts: FunctionFacts) -> list[tuple[int, str]]:
+    """(line, name) of every name the function's assignments bind."""
+    out = []
+    for assign in facts.assigns:
+        targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
+        for target in targets:
+            out.extend((assign.lineno, name) for name in _target_names(target))
+    return out
 
 
 def _target_names(target: ast.expr) -> Iterator[str]:
