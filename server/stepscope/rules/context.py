@@ -68,6 +68,31 @@ _STEP_WORDS = tuple(w for w in _STEP_HELPER_WORDS if "_step" in w)
 _OTHER_STEP_WORDS = tuple(w for w in _STEP_HELPER_WORDS if "_step" not in w)
 
 
+_GRAD_OFF = frozenset({"no_grad", "inference_mode"})
+
+
+def _turns_grad_off(expr: ast.expr) -> bool:
+    """`torch.no_grad()`, `torch.inference_mode()`, `@torch.no_grad` (not `no_grad(False)`...
+    `inference_mode(mode=False)`, which leave gradients on)."""
+    call = expr if isinstance(expr, ast.Call) else None
+    name = terminal_name(call.func if call is not None else expr)
+    if name not in _GRAD_OFF:
+        return False
+    if call is not None and any(isinstance(a, ast.Constant) and a.value is False
+                                for a in [*call.args, *(k.value for k in call.keywords)]):
+        return False
+    return True
+
+
+def _is_training_call(call: ast.Call) -> bool:
+    """A call whose name says it trains (`train_step(...)`, `self.run_backward(loss)`), unless
+    it is told to run forward only (`forward_backward_func(..., forward_only=True)`)."""
+    if not _TRAINING_CALL.search(terminal_name(call.func) or ""):
+        return False
+    return not any(k.arg == "forward_only" and isinstance(k.value, ast.Constant)
+                   and k.value.value is True for k in call.keywords)
+
+
 def _mentions_step_helper(text: str) -> bool:
     return ("_step" in text and any(w in text for w in _STEP_WORDS)) or any(
         w in text for w in _OTHER_STEP_WORDS)
@@ -170,6 +195,7 @@ class ModuleSummary:
     moves_to_cuda: bool
     syncing_functions: frozenset[str] = frozenset()
     sync_facts: tuple = ()  # `function_sync_facts` of every function, for incremental updates
+    host_reading_helpers: frozenset[str] = frozenset()  # see `helper_reads`
 
 
 @dataclass
@@ -192,6 +218,8 @@ class ModuleContext:
     assigns: list[ast.Assign | ast.AugAssign | ast.AnnAssign] = field(default_factory=list)
     stores: list[tuple[int, str]] = field(default_factory=list)  # (line, name) of every binding
     functions_defs: list[ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=list)
+    # (first line, last line) of `with torch.no_grad():` blocks and functions decorated with it
+    grad_off_spans: list[tuple[int, int]] = field(default_factory=list)
     _assigned: dict[str, list[ast.expr]] | None = None
     summary: ModuleSummary | None = None
     # node -> `dotted(node)`, once the imports are all known (after the walk; see `build`)
@@ -262,15 +290,21 @@ class ModuleContext:
         roles = self.__dict__.setdefault("_loop_roles", {})
         key = (loop.line, loop.col)
         if key not in roles:
-            if BACKWARD in loop.contains or OPTIMIZER in loop.contains or any(
-                    _TRAINING_CALL.search(terminal_name(call.func) or "")
-                    for call, _scope in self.calls_between(loop.line, loop.end_line)):
+            if BACKWARD in loop.contains or OPTIMIZER in loop.contains or (
+                    not self.runs_without_grad(loop) and any(
+                        _is_training_call(call)
+                        for call, _scope in self.calls_between(loop.line, loop.end_line))):
                 roles[key] = "training"
             elif PROFILER in loop.contains:
                 roles[key] = "profiled"
             else:
                 roles[key] = "evaluation"
         return roles[key]
+
+    def runs_without_grad(self, loop: Loop) -> bool:
+        """The loop sits in a `with torch.no_grad():` / `torch.inference_mode()` block or in a
+        function decorated with one: nothing in it trains (a decoding loop, an evaluation)."""
+        return any(first <= loop.line <= last for first, last in self.grad_off_spans)
 
     def runs_steps(self, loop: Loop) -> bool:
         """The loop runs training or inference steps: a step loop (one that calls step helpers
@@ -653,6 +687,8 @@ class _Walker:
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             ctx.stores.append((node.lineno, node.name))
             ctx.functions_defs.append(node)
+            if any(_turns_grad_off(d) for d in node.decorator_list):
+                ctx.grad_off_spans.append((node.lineno, node.end_lineno or node.lineno))
             for deco in node.decorator_list:
                 self.scan(deco, scope)
             for default in node.args.defaults + [d for d in node.args.kw_defaults if d]:
@@ -714,6 +750,8 @@ class _Walker:
             self.visit_block(node.finalbody, scope)
             return
         elif isinstance(node, (ast.With, ast.AsyncWith)):
+            if any(_turns_grad_off(item.context_expr) for item in node.items):
+                ctx.grad_off_spans.append((node.lineno, node.end_lineno or node.lineno))
             for item in node.items:
                 self.scan(item.context_expr, scope)
                 if item.optional_vars is not None:
@@ -1122,8 +1160,8 @@ def _read_before_moved(node: ast.Name, facts: FunctionFacts, ctx: ModuleContext)
     if loop is None:
         return False
     end = loop.end_lineno or loop.lineno
-    bindings = [line for line, name in _bindings_of(facts) if name == node.id
-                and loop.lineno < line <= end]
+    bindings = [line for line in _bindings_of(facts).get(node.id, ())
+                if loop.lineno < line <= end]
     if any(line <= node.lineno for line in bindings):
         return False
     return not any(inner is not loop and inner.lineno > loop.lineno
@@ -1166,20 +1204,33 @@ def _moved_later(node: ast.Name, loop: ast.For | ast.AsyncFor, facts: FunctionFa
     """Below the read, in the same loop, the body moves the batch to the device (`x.to(device)`,
     `batch["x"].cuda()`, `{k: v.to(device) for k, v in batch.items()}`): it arrives on the host."""
     end = loop.end_lineno or loop.lineno
-    for call in facts.calls:
-        if not (node.lineno < call.lineno <= end and isinstance(call.func, ast.Attribute)
-                and call.func.attr in _MOVES):
-            continue
-        if _root_name(call.func.value) == node.id:
-            return True
-    for sub in ast.walk(loop):
-        if isinstance(sub, (ast.DictComp, ast.ListComp, ast.GeneratorExp)) \
-                and sub.lineno > node.lineno \
-                and any(_root_name(g.iter) == node.id for g in sub.generators) \
-                and any(isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
-                        and c.func.attr in _MOVES for c in ast.walk(sub)):
-            return True
-    return False
+    return any(node.lineno < line <= end for line in _move_lines(facts).get(node.id, ()))
+
+
+def _move_lines(facts: FunctionFacts) -> dict[str, list[int]]:
+    """name -> the lines where the function moves that name's value to a device (computed once
+    per function: every read of a batch asks)."""
+    cached = facts.__dict__.get("_move_lines")
+    if cached is not None:
+        return cached
+    out: dict[str, list[int]] = {}
+    for call in facts.calls:  # (a comprehension's calls are the function's own too)
+        if isinstance(call.func, ast.Attribute) and call.func.attr in _MOVES:
+            root = _root_name(call.func.value)
+            if root is not None:
+                out.setdefault(root, []).append(call.lineno)
+    moving = [c for c in facts.calls
+              if isinstance(c.func, ast.Attribute) and c.func.attr in _MOVES]
+    if moving:
+        for sub in iter_own_nodes_all(facts.node.body):
+            if isinstance(sub, (ast.DictComp, ast.ListComp, ast.GeneratorExp)) and any(
+                    sub.lineno <= c.lineno <= (sub.end_lineno or sub.lineno) for c in moving):
+                for generator in sub.generators:
+                    root = _root_name(generator.iter)
+                    if root is not None:
+                        out.setdefault(root, []).append(sub.lineno)
+    facts.__dict__["_move_lines"] = out
+    return out
 
 
 def _root_name(node: ast.AST) -> str | None:
@@ -1195,13 +1246,18 @@ def _root_name(node: ast.AST) -> str | None:
             return None
 
 
-def _bindings_of(facts: FunctionFacts) -> list[tuple[int, str]]:
-    """(line, name) of every name the function's assignments bind."""
-    out = []
+def _bindings_of(facts: FunctionFacts) -> dict[str, list[int]]:
+    """name -> the lines of the function's assignments that bind it (computed once)."""
+    cached = facts.__dict__.get("_bindings")
+    if cached is not None:
+        return cached
+    out: dict[str, list[int]] = {}
     for assign in facts.assigns:
         targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
         for target in targets:
-            out.extend((assign.lineno, name) for name in _target_names(target))
+            for name in _target_names(target):
+                out.setdefault(name, []).append(assign.lineno)
+    facts.__dict__["_bindings"] = out
     return out
 
 
