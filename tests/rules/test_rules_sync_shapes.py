@@ -201,7 +201,8 @@ def test_a_program_that_never_leaves_the_host_is_told_what_happens_on_a_gpu():
 
 def test_a_program_that_moves_its_tensors_is_told_plainly():
     for move in ("x = x.cuda()", "x = x.to(device)", "x = x.to(args.device)",
-                 'x = torch.as_tensor(x, device="cuda:0")', "x = x.to(dev)"):
+                 'x = torch.as_tensor(x, device="cuda:0")', "x = x.to(dev)",
+                 "x = x.to(local_rank)", "x = x.to(args.gpu)"):
         text = HOST_ONLY.replace("opt.zero_grad()", f"opt.zero_grad()\n            {move}")
         (diag,) = _ss101(text)
         assert diag.message.startswith("`.item()` copies the value"), move

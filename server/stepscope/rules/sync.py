@@ -165,9 +165,10 @@ def _find_loop_syncs(ctx: ModuleContext, path: str) -> Iterator[tuple[str, Diagn
 
 
 _DEVICE_WORDS = re.compile(r"cuda|\bmps\b|\bxpu\b|accelerator")
-# `.to(device)`, `.to(args.dev)`, `device=device`: a device that is not written as "cpu"
+# `.to(device)`, `.to(args.dev)`, `.to(local_rank)`, `.to(gpu)`, `device=device`: a device that
+# is not written as "cpu" (a rank or a GPU index names a GPU)
 _DEVICE_ARGUMENT = re.compile(
-    r"\.to\(\s*(?![\"']cpu[\"'])[\w.]*dev|\bdevice\s*=\s*(?![\"']cpu[\"'])[^\s,)=]")
+    r"\.to\(\s*(?![\"']cpu[\"'])[\w.]*(dev|rank|gpu)|\bdevice\s*=\s*(?![\"']cpu[\"'])[^\s,)=]")
 
 
 def places_on_a_device(text: str) -> bool:
