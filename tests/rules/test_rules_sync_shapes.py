@@ -322,3 +322,12 @@ def test_the_editor_reports_a_helper_read_after_an_edit_of_the_caller_or_the_hel
              first.replace("opt.zero_grad()", "opt.zero_grad()\n        n = 1")]
     for text in edits:
         assert checker.check(text) == check_source(text, "/project/train.py", every), text
+
+
+def test_a_helper_that_reads_only_every_n_calls_is_left_alone():
+    text = HELPERS.replace("{call}", "report(err)").replace(
+        "def report(err):\n        shown = float(err)\n        print(shown)",
+        "def report(err, calls=[0]):\n        calls[0] += 1\n"
+        "        if calls[0] % 100 == 0:\n            print(float(err))")
+    assert "if calls[0] % 100 == 0" in text
+    assert _ss101(text) == []

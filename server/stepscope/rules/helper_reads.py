@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from ..source.loops import terminal_name
+from .context import guard_kind
 
 _METHOD_READS = {"item": "`.item()`", "cpu": "`.cpu()`", "tolist": "`.tolist()`",
                  "numpy": "`.numpy()`"}
@@ -110,7 +111,7 @@ class HelperIndex:
     def _read_of(self, fn: ast.FunctionDef, names: set[str], depth: int) -> HostRead | None:
         """The first place `fn` reads one of `names` on the host, directly or (below
         `MAX_DEPTH`) through a helper it hands one to."""
-        for node in _own_nodes(fn.body):
+        for node in _own_nodes(fn.body, every_call=True):
             if not isinstance(node, ast.Call):
                 continue
             how = _direct_read(node, names)
@@ -205,12 +206,21 @@ def _root(node: ast.AST) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
-def _own_nodes(stmts: list[ast.stmt]) -> Iterator[ast.AST]:
-    """Every node under `stmts` in source order, not inside nested functions or classes."""
+def _own_nodes(stmts: list[ast.stmt], every_call: bool = False) -> Iterator[ast.AST]:
+    """Every node under `stmts` in source order, not inside nested functions or classes. With
+    `every_call`, only what runs on every call: not the body of a periodic or rare guard (`if
+    step % 100 == 0:`, `if self.debug:`), nor an `except` handler, as in the step itself."""
     stack: list[ast.AST] = list(reversed(stmts))
     while stack:
         node = stack.pop()
         yield node
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if every_call and isinstance(node, ast.If):
+            runs_every_call = guard_kind(node.test, node.body) not in ("periodic", "rare")
+            stack.extend(reversed([node.test, *(node.body if runs_every_call else []),
+                                   *node.orelse]))
+            continue
+        if every_call and isinstance(node, ast.ExceptHandler):
             continue
         stack.extend(reversed(list(ast.iter_child_nodes(node))))
