@@ -46,6 +46,23 @@ def test_a_read_after_an_every_step_test_in_an_and_is_still_every_step():
     assert found(text, "SS101") == [(9, "err.item()")]
 
 
+def test_a_conditional_expression_reads_its_guards_as_an_if_does():
+    text = """
+        import torch
+        def fit(net, opt, loader, log_every):
+            net.cuda()
+            for i, (x, y) in enumerate(loader):
+                x, y = x.cuda(), y.cuda()
+                err = torch.nn.functional.mse_loss(net(x), y)
+                err.backward()
+                opt.step()
+                report = i % log_every == 0
+                shown = err.item() if report else None
+                big = i % log_every == 0 and err.item() > 10.0
+    """
+    assert found(text, "SS101") == []
+
+
 def test_a_flag_set_from_a_periodic_test_guards_like_the_test():
     text = """
         import torch

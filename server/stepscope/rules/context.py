@@ -777,9 +777,9 @@ class _Walker:
             self.visit(child, scope)
 
     def scan_guard_test(self, test: ast.expr, scope: Scope) -> None:
-        """Scan an `if` test inside a loop. In `a and b`, `b` runs only when `a` holds, so the
-        operands after a periodic or rare one (`step % 100 == 0 and loss.item() > 10`) are
-        scanned under that guard, as the block is."""
+        """Scan a test inside a loop (of an `if`, a conditional expression, or any `and`). In
+        `a and b`, `b` runs only when `a` holds, so the operands after a periodic or rare one
+        (`step % 100 == 0 and loss.item() > 10`) are scanned under that guard, as a block is."""
         if not (isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And)):
             self.scan(test, scope)
             return
@@ -844,10 +844,19 @@ class _Walker:
                 self.scan(node.body, Scope(scope.function, (), False,  # type: ignore[attr-defined]
                                            test=scope.test))
                 continue
+            if kind is _BoolOp and type(node.op) is ast.And and scope.loops \
+                    and not scope.infrequent:  # type: ignore[attr-defined]
+                self.scan_guard_test(node, scope)  # `i % n == 0 and x.item()`: a guard too
+                continue
             if kind is _IfExp:
                 ctx.ifs.append((node, scope))  # type: ignore[arg-type]
-                self.scan(node.test, scope)  # type: ignore[attr-defined]
-                body_scope = scope.guarded(guard_kind(node.test)) if scope.loops else scope  # type: ignore[attr-defined]
+                if scope.loops:
+                    self.scan_guard_test(node.test, scope)  # type: ignore[attr-defined]
+                    body_scope = scope.guarded(guard_kind(node.test)  # type: ignore[attr-defined]
+                                               or self.flag_kind(node.test, scope))  # type: ignore[attr-defined]
+                else:
+                    self.scan(node.test, scope)  # type: ignore[attr-defined]
+                    body_scope = scope
                 self.scan(node.body, body_scope)  # type: ignore[attr-defined]
                 self.scan(node.orelse, scope)  # type: ignore[attr-defined]
                 continue
@@ -863,9 +872,9 @@ class _Walker:
                     push(value)
 
 
-_Name, _Constant, _Attribute, _Call, _BinOp, _Sub, _Load, _Lambda, _IfExp = (
+_Name, _Constant, _Attribute, _Call, _BinOp, _Sub, _Load, _Lambda, _IfExp, _BoolOp = (
     ast.Name, ast.Constant, ast.Attribute, ast.Call, ast.BinOp, ast.Sub, ast.Load, ast.Lambda,
-    ast.IfExp)
+    ast.IfExp, ast.BoolOp)
 # Child fields `scan` follows, last first; operators (`op`, `ops`) and `ctx` hold nothing it records.
 _SCAN_FIELDS: dict[type, tuple[str, ...]] = {}
 _FIELDS: dict[type, tuple[str, ...]] = {}
