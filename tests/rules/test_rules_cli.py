@@ -41,9 +41,10 @@ def test_text_output_and_exit_codes(tmp_path: Path):
     write(tmp_path, "clean.py", CLEAN)
     bad = run_stepscope("check", "train.py", cwd=tmp_path)
     assert bad.returncode == 1
-    assert bad.stdout == ("train.py:6:14: SS101 `.item()` copies the value to the host and waits "
-                          "for the device in every step of the training loop (line 2); keep the "
-                          "value on the device, read it after the loop or every N steps\n")
+    assert bad.stdout == ("train.py:6:14: SS101 when this loop runs on a GPU, `.item()` copies "
+                          "the value to the host and waits for the device in every step of the "
+                          "training loop (line 2); keep the value on the device, read it after "
+                          "the loop or every N steps\n")
     ok = run_stepscope("check", "clean.py", cwd=tmp_path)
     assert (ok.returncode, ok.stdout) == (0, "")
 

@@ -68,6 +68,31 @@ _STEP_WORDS = tuple(w for w in _STEP_HELPER_WORDS if "_step" in w)
 _OTHER_STEP_WORDS = tuple(w for w in _STEP_HELPER_WORDS if "_step" not in w)
 
 
+_GRAD_OFF = frozenset({"no_grad", "inference_mode"})
+
+
+def _turns_grad_off(expr: ast.expr) -> bool:
+    """`torch.no_grad()`, `torch.inference_mode()`, `@torch.no_grad` (not `no_grad(False)`...
+    `inference_mode(mode=False)`, which leave gradients on)."""
+    call = expr if isinstance(expr, ast.Call) else None
+    name = terminal_name(call.func if call is not None else expr)
+    if name not in _GRAD_OFF:
+        return False
+    if call is not None and any(isinstance(a, ast.Constant) and a.value is False
+                                for a in [*call.args, *(k.value for k in call.keywords)]):
+        return False
+    return True
+
+
+def _is_training_call(call: ast.Call) -> bool:
+    """A call whose name says it trains (`train_step(...)`, `self.run_backward(loss)`), unless
+    it is told to run forward only (`forward_backward_func(..., forward_only=True)`)."""
+    if not _TRAINING_CALL.search(terminal_name(call.func) or ""):
+        return False
+    return not any(k.arg == "forward_only" and isinstance(k.value, ast.Constant)
+                   and k.value.value is True for k in call.keywords)
+
+
 def _mentions_step_helper(text: str) -> bool:
     return ("_step" in text and any(w in text for w in _STEP_WORDS)) or any(
         w in text for w in _OTHER_STEP_WORDS)
@@ -170,6 +195,7 @@ class ModuleSummary:
     moves_to_cuda: bool
     syncing_functions: frozenset[str] = frozenset()
     sync_facts: tuple = ()  # `function_sync_facts` of every function, for incremental updates
+    host_reading_helpers: frozenset[str] = frozenset()  # see `helper_reads`
 
 
 @dataclass
@@ -192,6 +218,8 @@ class ModuleContext:
     assigns: list[ast.Assign | ast.AugAssign | ast.AnnAssign] = field(default_factory=list)
     stores: list[tuple[int, str]] = field(default_factory=list)  # (line, name) of every binding
     functions_defs: list[ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=list)
+    # (first line, last line) of `with torch.no_grad():` blocks and functions decorated with it
+    grad_off_spans: list[tuple[int, int]] = field(default_factory=list)
     _assigned: dict[str, list[ast.expr]] | None = None
     summary: ModuleSummary | None = None
     # node -> `dotted(node)`, once the imports are all known (after the walk; see `build`)
@@ -262,15 +290,21 @@ class ModuleContext:
         roles = self.__dict__.setdefault("_loop_roles", {})
         key = (loop.line, loop.col)
         if key not in roles:
-            if BACKWARD in loop.contains or OPTIMIZER in loop.contains or any(
-                    _TRAINING_CALL.search(terminal_name(call.func) or "")
-                    for call, _scope in self.calls_between(loop.line, loop.end_line)):
+            if BACKWARD in loop.contains or OPTIMIZER in loop.contains or (
+                    not self.runs_without_grad(loop) and any(
+                        _is_training_call(call)
+                        for call, _scope in self.calls_between(loop.line, loop.end_line))):
                 roles[key] = "training"
             elif PROFILER in loop.contains:
                 roles[key] = "profiled"
             else:
                 roles[key] = "evaluation"
         return roles[key]
+
+    def runs_without_grad(self, loop: Loop) -> bool:
+        """The loop sits in a `with torch.no_grad():` / `torch.inference_mode()` block or in a
+        function decorated with one: nothing in it trains (a decoding loop, an evaluation)."""
+        return any(first <= loop.line <= last for first, last in self.grad_off_spans)
 
     def runs_steps(self, loop: Loop) -> bool:
         """The loop runs training or inference steps: a step loop (one that calls step helpers
@@ -653,6 +687,8 @@ class _Walker:
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             ctx.stores.append((node.lineno, node.name))
             ctx.functions_defs.append(node)
+            if any(_turns_grad_off(d) for d in node.decorator_list):
+                ctx.grad_off_spans.append((node.lineno, node.end_lineno or node.lineno))
             for deco in node.decorator_list:
                 self.scan(deco, scope)
             for default in node.args.defaults + [d for d in node.args.kw_defaults if d]:
@@ -687,12 +723,14 @@ class _Walker:
             return
         elif isinstance(node, ast.If):
             ctx.ifs.append((node, scope))
-            self.scan(node.test, scope)
             if scope.loops and not scope.infrequent:  # a guard only matters inside a loop
-                self.visit_block(node.body, scope.guarded(guard_kind(node.test, node.body)))
+                self.scan_guard_test(node.test, scope)
+                kind = guard_kind(node.test, node.body) or self.flag_kind(node.test, scope)
+                self.visit_block(node.body, scope.guarded(kind))
                 self.visit_block(node.orelse,
                                  scope.guarded("rare" if runs_once(node.orelse) else None))
             else:
+                self.scan(node.test, scope)
                 self.visit_block(node.body, scope)
                 self.visit_block(node.orelse, scope)
             return
@@ -712,6 +750,8 @@ class _Walker:
             self.visit_block(node.finalbody, scope)
             return
         elif isinstance(node, (ast.With, ast.AsyncWith)):
+            if any(_turns_grad_off(item.context_expr) for item in node.items):
+                ctx.grad_off_spans.append((node.lineno, node.end_lineno or node.lineno))
             for item in node.items:
                 self.scan(item.context_expr, scope)
                 if item.optional_vars is not None:
@@ -735,6 +775,29 @@ class _Walker:
             return
         for child in reversed(_children(node)):
             self.visit(child, scope)
+
+    def scan_guard_test(self, test: ast.expr, scope: Scope) -> None:
+        """Scan a test inside a loop (of an `if`, a conditional expression, or any `and`). In
+        `a and b`, `b` runs only when `a` holds, so the operands after a periodic or rare one
+        (`step % 100 == 0 and loss.item() > 10`) are scanned under that guard, as a block is."""
+        if not (isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And)):
+            self.scan(test, scope)
+            return
+        for value in test.values:
+            self.scan(value, scope)
+            scope = scope.guarded(guard_kind(value) or self.flag_kind(value, scope))
+
+    def flag_kind(self, test: ast.expr, scope: Scope) -> str | None:
+        """"periodic" for a name set only from periodic tests earlier in the function
+        (`log_now = step % log_every == 0` ... `if log_now:`), else None."""
+        if not isinstance(test, ast.Name):
+            return None
+        values = [a.value for a in self.ctx.functions[id(scope.function)].assigns
+                  if isinstance(a, ast.Assign) and a.value is not None
+                  and any(isinstance(t, ast.Name) and t.id == test.id for t in a.targets)]
+        if values and all(_is_periodic_test(v) for v in values):
+            return "periodic"
+        return None
 
     def scan(self, root: ast.expr, scope: Scope) -> None:
         """Record the calls, bindings and subtractions of one expression, iteratively (the hot
@@ -781,10 +844,19 @@ class _Walker:
                 self.scan(node.body, Scope(scope.function, (), False,  # type: ignore[attr-defined]
                                            test=scope.test))
                 continue
+            if kind is _BoolOp and type(node.op) is ast.And and scope.loops \
+                    and not scope.infrequent:  # type: ignore[attr-defined]
+                self.scan_guard_test(node, scope)  # `i % n == 0 and x.item()`: a guard too
+                continue
             if kind is _IfExp:
                 ctx.ifs.append((node, scope))  # type: ignore[arg-type]
-                self.scan(node.test, scope)  # type: ignore[attr-defined]
-                body_scope = scope.guarded(guard_kind(node.test)) if scope.loops else scope  # type: ignore[attr-defined]
+                if scope.loops:
+                    self.scan_guard_test(node.test, scope)  # type: ignore[attr-defined]
+                    body_scope = scope.guarded(guard_kind(node.test)  # type: ignore[attr-defined]
+                                               or self.flag_kind(node.test, scope))  # type: ignore[attr-defined]
+                else:
+                    self.scan(node.test, scope)  # type: ignore[attr-defined]
+                    body_scope = scope
                 self.scan(node.body, body_scope)  # type: ignore[attr-defined]
                 self.scan(node.orelse, scope)  # type: ignore[attr-defined]
                 continue
@@ -800,9 +872,9 @@ class _Walker:
                     push(value)
 
 
-_Name, _Constant, _Attribute, _Call, _BinOp, _Sub, _Load, _Lambda, _IfExp = (
+_Name, _Constant, _Attribute, _Call, _BinOp, _Sub, _Load, _Lambda, _IfExp, _BoolOp = (
     ast.Name, ast.Constant, ast.Attribute, ast.Call, ast.BinOp, ast.Sub, ast.Load, ast.Lambda,
-    ast.IfExp)
+    ast.IfExp, ast.BoolOp)
 # Child fields `scan` follows, last first; operators (`op`, `ops`) and `ctx` hold nothing it records.
 _SCAN_FIELDS: dict[type, tuple[str, ...]] = {}
 _FIELDS: dict[type, tuple[str, ...]] = {}
@@ -984,7 +1056,8 @@ _HOST_RESULTS = frozenset({"numpy", "tolist", "item", "cpu"})
 _SAME_PLACE = frozenset({"detach", "clone", "float", "double", "half", "long", "int", "bool",
                          "contiguous", "view", "reshape", "squeeze", "unsqueeze", "flatten",
                          "permute", "transpose", "t", "sum", "mean", "max", "min", "argmax",
-                         "argmin", "abs", "round", "copy", "astype", "type_as"})
+                         "argmin", "abs", "round", "copy", "astype", "type_as", "ne", "eq",
+                         "gt", "lt", "ge", "le"})
 _HOST_FACTORIES = frozenset({"tensor", "as_tensor", "Tensor", "FloatTensor", "LongTensor",
                              "IntTensor", "BoolTensor", "zeros", "ones", "full", "empty", "arange",
                              "rand", "randn", "randint", "from_numpy", "linspace"})
@@ -1051,8 +1124,15 @@ def host_here(node: ast.expr, facts: FunctionFacts, ctx: ModuleContext, depth: i
             node.right, facts, ctx, depth + 1)
     if isinstance(node, ast.UnaryOp):
         return host_here(node.operand, facts, ctx, depth + 1)
+    if isinstance(node, ast.Subscript):  # `batch["x"]`: where `batch` is
+        return host_here(node.value, facts, ctx, depth + 1)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            and node.func.attr in _SAME_PLACE:  # `x.sum()`: where `x` is
+        return host_here(node.func.value, facts, ctx, depth + 1)
     if not isinstance(node, ast.Name):
         return False
+    if _read_before_moved(node, facts, ctx):
+        return True
     line = node.lineno
     text = ctx.lines[line - 1] if 1 <= line <= len(ctx.lines) else ""
     indent = len(text) - len(text.lstrip())
@@ -1075,6 +1155,119 @@ def host_here(node: ast.expr, facts: FunctionFacts, ctx: ModuleContext, depth: i
     # after the read (reaching it on the next pass of a loop) must set a host value too.
     return all(host_here(a.value, facts, ctx, depth + 1)  # type: ignore[arg-type]
                for a in others if a.lineno > before.lineno and a is not before)
+
+
+def _read_before_moved(node: ast.Name, facts: FunctionFacts, ctx: ModuleContext) -> bool:
+    """`node` reads a batch a `for` loop takes from a loader (or another host value) before the
+    loop body sets that name again: `n = x.sum().item()` above `x = x.to(device)` reads the CPU
+    tensor the loader gave, whatever the later line moves.
+
+    Invariant: True only when, in the innermost such loop around the read, every binding of the
+    name in the loop body comes after the read and no nested loop holds both the read and a
+    binding (a later pass of that nested loop would read the moved value)."""
+    loop = _innermost_host_batch_loop(node, facts, ctx)
+    if loop is None:
+        return False
+    end = loop.end_lineno or loop.lineno
+    bindings = [line for line in _bindings_of(facts).get(node.id, ())
+                if loop.lineno < line <= end]
+    if any(line <= node.lineno for line in bindings):
+        return False
+    return not any(inner is not loop and inner.lineno > loop.lineno
+                   and inner.lineno <= node.lineno <= (inner.end_lineno or inner.lineno)
+                   and any(inner.lineno < line <= (inner.end_lineno or inner.lineno)
+                           for line in bindings)
+                   for inner in facts.loops)
+
+
+def _innermost_host_batch_loop(node: ast.Name, facts: FunctionFacts, ctx: ModuleContext
+                               ) -> ast.For | ast.AsyncFor | None:
+    """The innermost `for` loop of the function around `node` whose target binds its name and
+    whose iterable yields host values (a loader, after `enumerate`/`tqdm`/`zip`/`iter`)."""
+    best = None
+    for loop in facts.loops:
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            continue
+        if not (loop.lineno < node.lineno <= (loop.end_lineno or loop.lineno)):
+            continue
+        if node.id not in set(_target_names(loop.target)):
+            continue
+        if best is None or loop.lineno > best.lineno:
+            best = loop
+    if best is None:
+        return None
+    source = best.iter
+    while isinstance(source, ast.Call) and terminal_name(source.func) in (
+            "enumerate", "tqdm", "zip", "iter") and source.args:
+        source = source.args[0]
+    if _is_loader(source, ctx) or _is_host_value(source, host_names(facts, ctx), ctx) \
+            or _moved_later(node, best, facts):
+        return best
+    return None
+
+
+_MOVES = frozenset({"to", "cuda"})
+
+
+def _moved_later(node: ast.Name, loop: ast.For | ast.AsyncFor, facts: FunctionFacts) -> bool:
+    """Below the read, in the same loop, the body moves the batch to the device (`x.to(device)`,
+    `batch["x"].cuda()`, `{k: v.to(device) for k, v in batch.items()}`): it arrives on the host."""
+    end = loop.end_lineno or loop.lineno
+    return any(node.lineno < line <= end for line in _move_lines(facts).get(node.id, ()))
+
+
+def _move_lines(facts: FunctionFacts) -> dict[str, list[int]]:
+    """name -> the lines where the function moves that name's value to a device (computed once
+    per function: every read of a batch asks)."""
+    cached = facts.__dict__.get("_move_lines")
+    if cached is not None:
+        return cached
+    out: dict[str, list[int]] = {}
+    for call in facts.calls:  # (a comprehension's calls are the function's own too)
+        if isinstance(call.func, ast.Attribute) and call.func.attr in _MOVES:
+            root = _root_name(call.func.value)
+            if root is not None:
+                out.setdefault(root, []).append(call.lineno)
+    moving = [c for c in facts.calls
+              if isinstance(c.func, ast.Attribute) and c.func.attr in _MOVES]
+    if moving:
+        for sub in iter_own_nodes_all(facts.node.body):
+            if isinstance(sub, (ast.DictComp, ast.ListComp, ast.GeneratorExp)) and any(
+                    sub.lineno <= c.lineno <= (sub.end_lineno or sub.lineno) for c in moving):
+                for generator in sub.generators:
+                    root = _root_name(generator.iter)
+                    if root is not None:
+                        out.setdefault(root, []).append(sub.lineno)
+    facts.__dict__["_move_lines"] = out
+    return out
+
+
+def _root_name(node: ast.AST) -> str | None:
+    """`batch` for `batch`, `batch["x"]`, `batch.x`, `batch.items()`."""
+    while True:
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, (ast.Subscript, ast.Attribute)):
+            node = node.value
+        elif isinstance(node, ast.Call):
+            node = node.func
+        else:
+            return None
+
+
+def _bindings_of(facts: FunctionFacts) -> dict[str, list[int]]:
+    """name -> the lines of the function's assignments that bind it (computed once)."""
+    cached = facts.__dict__.get("_bindings")
+    if cached is not None:
+        return cached
+    out: dict[str, list[int]] = {}
+    for assign in facts.assigns:
+        targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
+        for target in targets:
+            for name in _target_names(target):
+                out.setdefault(name, []).append(assign.lineno)
+    facts.__dict__["_bindings"] = out
+    return out
 
 
 def _target_names(target: ast.expr) -> Iterator[str]:

@@ -33,7 +33,7 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 
-from ..source.loops import profiler_names_of
+from ..source.loops import profiler_names_of, terminal_name
 from .config import Config
 from .context import (
     ModuleContext,
@@ -60,6 +60,8 @@ from .profiler import (
     chooses_device,
     is_cuda_move,
 )
+from .helper_reads import host_reading_helper_names
+from .sync import places_on_a_device
 from .tensors import constant_names, constant_names_of
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -70,7 +72,7 @@ _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 def text_facts(text: str) -> tuple:
     """Everything a rule reads from the whole text rather than from the nodes it reports on."""
-    return ("cuda" in text, existence_checked_words(text), checks_supported_activities(text),
+    return ("cuda" in text, places_on_a_device(text), existence_checked_words(text), checks_supported_activities(text),
             chooses_device(text), "batches" in text, uses_other_framework(text),
             "barry_as_FLUFL" in text)  # the one future import that changes how code parses
 
@@ -237,6 +239,7 @@ class _State:
                 moves_to_cuda=any(is_cuda_move(call, ctx) for call, _scope in ctx.calls),
                 syncing_functions=ctx.syncing_functions(),
                 sync_facts=function_sync_facts(ctx.functions_defs),
+                host_reading_helpers=host_reading_helper_names(ctx.tree),
             )
             self.names = _ImportNames(self.summary.imports)
             self.context = None
@@ -347,6 +350,8 @@ class DocumentChecker:
         new_exports = exports(node, names)
         if new_exports != target.exports:
             return None
+        if _meets_host_reading_helpers(node, summary, lines, target.start, new_end):
+            return None
         new_sync_facts = sync_facts_of(node)
         if new_sync_facts != target.sync_facts:
             facts = _replace_facts(summary.sync_facts, target.sync_facts, new_sync_facts)
@@ -390,6 +395,22 @@ class DocumentChecker:
         else:
             target.members = None
         return kept + inside
+
+
+def _meets_host_reading_helpers(node: ast.stmt, summary: ModuleSummary, lines: list[str],
+                                start: int, end: int) -> bool:
+    """The edited statement calls a helper defined elsewhere that reads its arguments on the
+    host, or changes which of its own helpers do, or defines one called elsewhere: SS101 reports
+    those reads at the calls, and a check of the statement alone sees no other helper's body."""
+    defined = {n.name for n in ast.walk(node) if isinstance(n, _FUNCTIONS)}
+    reading_now = host_reading_helper_names(ast.Module(body=[node], type_ignores=[]))
+    reading_before = summary.host_reading_helpers & defined
+    if reading_now != reading_before:
+        return True
+    if reading_now and _called_outside(reading_now, lines, start, end):
+        return True
+    called = {terminal_name(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)}
+    return bool((called & summary.host_reading_helpers) - defined)
 
 
 def _called_outside(names: frozenset[str], lines: list[str], start: int, end: int) -> bool:

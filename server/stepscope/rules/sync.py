@@ -10,17 +10,25 @@ the host (NumPy arrays, Python numbers, CPU tensors such as a batch straight fro
 loops of at most ten iterations written in the source, in tests, or in files of another
 framework; and once per call chain (`x.cpu().numpy()` is one sync). `torch.cuda.synchronize()`
 in a loop that also reads a clock is measurement, not a leak.
+
+A loop without gradients (`torch.no_grad()` / `torch.inference_mode()` around it) trains only
+where it calls backward or an optimizer step itself. A call to a helper of the same module that
+reads an argument on the host is reported at the call (see `helper_reads`). Where the module
+puts no tensor on a device, every message is said of a GPU run ("when this loop runs on a GPU,
+...").
 """
 
 from __future__ import annotations
 
 import ast
 import bisect
+import re
 from pathlib import PurePath
 from typing import Iterator
 
 from ..source.loops import Loop, is_model_name, iter_statements, terminal_name
 from .context import ModuleContext, Scope, _is_host_value, host_here, host_names
+from .helper_reads import HelperIndex, reads_for_call
 from .model import Diagnostic, make_diagnostic
 
 _SYNC_METHODS = {
@@ -127,7 +135,7 @@ def _find_loop_syncs(ctx: ModuleContext, path: str) -> Iterator[tuple[str, Diagn
         message = _call_sync(call, scope, loop, ctx, clock_cache)
         if message:
             code, text = _compose(message, loop, ctx.loop_role(loop), scope)
-            yield code, make_diagnostic(code, text, path, ctx.span(call))
+            yield code, make_diagnostic(code, _conditional(text, ctx), path, ctx.span(call))
 
     for node, scope in ctx.ifs:
         if isinstance(node, ast.While):
@@ -152,7 +160,34 @@ def _find_loop_syncs(ctx: ModuleContext, path: str) -> Iterator[tuple[str, Diagn
                   if role != "evaluation" else _EVALUATION_ADVICE)
         code = "SS103" if role == "evaluation" else "SS101"
         yield code, make_diagnostic(
-            code, f"{what} {_where(loop, role, scope)}; {advice}", path, ctx.span(test))
+            code, _conditional(f"{what} {_where(loop, role, scope)}; {advice}", ctx), path,
+            ctx.span(test))
+
+
+_DEVICE_WORDS = re.compile(r"cuda|\bmps\b|\bxpu\b|accelerator")
+# `.to(device)`, `.to(args.dev)`, `.to(local_rank)`, `.to(gpu)`, `device=device`: a device that
+# is not written as "cpu" (a rank or a GPU index names a GPU)
+_DEVICE_ARGUMENT = re.compile(
+    r"\.to\(\s*(?![\"']cpu[\"'])[\w.]*(dev|rank|gpu)|\bdevice\s*=\s*(?![\"']cpu[\"'])[^\s,)=]")
+
+
+def places_on_a_device(text: str) -> bool:
+    """The program puts tensors on an accelerator somewhere (`.cuda()`, `"cuda"`,
+    `torch.cuda...`, `.to(device)`, `device=...` not written as "cpu"). Where it does not, its
+    tensors stay on the host as written, and a read waits for a device only when someone runs
+    the loop on one."""
+    return bool(_DEVICE_WORDS.search(text) or _DEVICE_ARGUMENT.search(text))
+
+
+def _conditional(message: str, ctx: ModuleContext) -> str:
+    """`message` as it holds for this program: said of a GPU run where nothing in the file
+    puts tensors on a device (the loop then waits for nothing as written)."""
+    on_device = ctx.__dict__.get("_places_on_a_device")
+    if on_device is None:
+        on_device = ctx.__dict__["_places_on_a_device"] = places_on_a_device(ctx.text)
+    if on_device:
+        return message
+    return f"when this loop runs on a GPU, {message}"
 
 
 def _compose(message: str, loop: Loop, role: str, scope: Scope) -> tuple[str, str]:
@@ -206,6 +241,36 @@ def _call_sync(call: ast.Call, scope: Scope, loop: Loop, ctx: ModuleContext,
             if not clock_cache[loop.line]:
                 return (f"`{dotted}()` waits for all queued device work and removes CPU/GPU "
                         f"overlap")
+        return None
+    return _helper_sync(call, loop, ctx, facts)
+
+
+def _helper_index(ctx: ModuleContext) -> HelperIndex:
+    index = ctx.__dict__.get("_helper_index")
+    if index is None:
+        index = ctx.__dict__["_helper_index"] = HelperIndex(ctx.tree)
+    return index
+
+
+def _helper_sync(call: ast.Call, loop: Loop, ctx: ModuleContext, facts) -> str | None:
+    """A call to a helper of this module that reads a device value it is given on the host
+    (`log_metrics(loss)` whose body does `float(loss)`), said at the call: the step waits there.
+    A helper defined inside the loop is not followed: its own lines are checked as the step's."""
+    if not (call.args or call.keywords):
+        return None
+    index = _helper_index(ctx)
+    helper = index.callee(call)
+    if helper is None or loop.line <= helper.node.lineno <= loop.end_line:
+        return None
+    for arg, read in reads_for_call(index, call, helper):
+        if _is_sync_method_call(arg) or _is_conversion(arg) or not _on_device(arg, ctx, facts):
+            continue
+        name = ctx.source_of(call.func)
+        value = ctx.source_of(arg)
+        what = f"`{value}`" if len(value) <= 30 and "\n" not in value else "its argument"
+        inside = "" if read.function == terminal_name(call.func) else f" in `{read.function}`"
+        return (f"`{name}` reads {what} on the host with {read.how}{inside} (line {read.line}) "
+                f"and waits for the device")
     return None
 
 
