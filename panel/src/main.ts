@@ -318,10 +318,10 @@ function linesTable(report: PanelReport, timeline: TimelineDoc | null, ids: File
   }
   const unit = report.window?.per === "window" ? "window" : "step";
   const memory = memoryRecorded(report.lines);
+  const device = report.lines.find((r) => r.memory_device)?.memory_device;
+  const whose = device ? `${device} memory` : "memory";
   if (memory) {
     // only where memory was recorded: a column of "not recorded" (or of zeros) would say nothing true
-    const device = report.lines.find((r) => r.memory_device)?.memory_device;
-    const whose = device ? `${device} memory` : "memory";
     columns.push(
       { key: "allocated", label: "Allocated", numeric: true, value: (r) => r.alloc_bytes ?? null, format: (r) => fmtBytes(r.alloc_bytes),
         help: `${whose} allocated per ${unit} on the line's thread while it ran (frees not subtracted)` },
@@ -331,7 +331,7 @@ function linesTable(report: PanelReport, timeline: TimelineDoc | null, ids: File
   const said = [report.window?.per === "window" ? "Figures per window (the trace has no step markers)." : "Figures per active step."];
   if (!gpu) said.push("GPU activity was not recorded in this trace: no GPU, kernel or copy columns.");
   said.push(memory
-    ? "Allocated: memory allocated on the line's thread while it ran (frees not subtracted); Peak memory: the most in use while it ran."
+    ? `Allocated: ${whose} allocated per ${unit} on the line's thread while it ran (frees not subtracted); Peak memory: the most in use while it ran.`
     : "Memory was not recorded: turn on stepscope.profile.memory (stepscope profile --memory) and profile again to see it.");
   const note = said.join(" ");
   return new DataTable<LineRow>({
