@@ -498,7 +498,7 @@ async function cpuScenario(s) {
   r.operatorsNote = await note("operators");
   r.operatorNames = await column(page, "operators", "name");
   r.operatorPlaces = await column(page, "operators", "where");
-  r.operatorGrouping = await noGroupingScenario(page);
+  r.operatorGrouping = await hasOperatorGrouping(page);
   r.placeLineBoxes = await page.evaluate(() => [...document.querySelectorAll('#panel-operators td.place .clamp')].map((el) => {
     const range = document.createRange();
     range.selectNodeContents(el);
@@ -546,7 +546,7 @@ async function memshapesScenario(s) {
   return r;
 }
 
-async function noGroupingScenario(page) {
+async function hasOperatorGrouping(page) {
   return page.evaluate(() => document.querySelector("#operators-group") !== null);
 }
 
