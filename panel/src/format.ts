@@ -33,16 +33,14 @@ export function fmtRate(n: number | null | undefined): string {
   return n >= 100 ? Math.round(n).toLocaleString("en-US") : n.toFixed(1);
 }
 
-export function fmtBytes(n: number): string {
-  if (!Number.isFinite(n)) return "n/o";
-  const units = ["B", "kB", "MB", "GB", "TB"];
-  let k = 0;
-  let v = n;
-  while (Math.abs(v) >= 1000 && k < units.length - 1) {
-    v /= 1000;
-    k++;
+/** Bytes as every surface says them (present.bytes_text on the server): binary units with two
+ * decimals (`4.00 MiB`, `512 B`), `n/o` when not recorded (never 0). */
+export function fmtBytes(n: number | null | undefined): string {
+  if (n === null || n === undefined || !Number.isFinite(n)) return "n/o";
+  for (const [unit, size] of [["GiB", 2 ** 30], ["MiB", 2 ** 20], ["KiB", 2 ** 10]] as const) {
+    if (Math.abs(n) >= size) return `${(n / size).toFixed(2)} ${unit}`;
   }
-  return `${k ? v.toPrecision(3) : v} ${units[k]}`;
+  return `${n} B`;
 }
 
 export function fmtPercent(part: number, whole: number): string {

@@ -2,17 +2,18 @@
 // timeline, lines, operators, kernels, steps), and asks the host to open source lines.
 
 import { clear, h, shorten } from "./dom";
-import { fmtCount, fmtMs, fmtUs } from "./format";
+import { fmtBytes, fmtCount, fmtMs, fmtUs } from "./format";
+import { recordedInputsText } from "./inputs";
 import { HostMessage, PanelState, parseHostMessage, WebviewMessage } from "./messages";
 import { comparisonProblem } from "./comparison";
 import { measureProblem } from "./measure";
 import { redactionNote } from "./redaction";
 import { partLabels, renderOverview } from "./overview";
-import { FileIds, fusedWith, LineRow, PanelReport, reportProblem } from "./report";
+import { FileIds, fusedWith, LineRow, memoryRecorded, PanelReport, reportProblem } from "./report";
 import { DataTable } from "./table-view";
 import { placeText } from "./table-logic";
 import type { Column } from "./table-logic";
-import { awaitsSpans, BreakdownStep, joinTimeline, KernelRow, OperatorRow, parseTimeline, TimelineDoc, TimelineModel } from "./timeline-doc";
+import { awaitsSpans, BreakdownStep, joinTimeline, KernelRow, OperatorRow, OperatorShapeRow, parseTimeline, TimelineDoc, TimelineModel } from "./timeline-doc";
 import { TimelineView } from "./timeline-view";
 
 interface VsCodeApi {
@@ -326,8 +327,24 @@ function linesTable(report: PanelReport, timeline: TimelineDoc | null, ids: File
     columns.push({ key: "fused", label: "Fused with", numeric: false, value: (r) => fusedWith(r),
       format: (r) => fusedWith(r) ?? "", help: "other lines its compiled kernels also came from: the time in shared kernels is on each of those rows (not added up)" });
   }
-  const per = report.window?.per === "window" ? "Figures per window (the trace has no step markers)." : "Figures per active step.";
-  const note = gpu ? per : `${per} GPU activity was not recorded in this trace: no GPU, kernel or copy columns.`;
+  const unit = report.window?.per === "window" ? "window" : "step";
+  const memory = memoryRecorded(report.lines);
+  const device = report.lines.find((r) => r.memory_device)?.memory_device;
+  const whose = device ? `${device} memory` : "memory";
+  if (memory) {
+    // only where memory was recorded: a column of "not recorded" (or of zeros) would say nothing true
+    columns.push(
+      { key: "allocated", label: "Allocated", numeric: true, value: (r) => r.alloc_bytes ?? null, format: (r) => fmtBytes(r.alloc_bytes),
+        help: `${whose} allocated per ${unit} on the line's thread while it ran (frees not subtracted)` },
+      { key: "peak", label: "Peak memory", numeric: true, value: (r) => r.peak_bytes ?? null, format: (r) => fmtBytes(r.peak_bytes),
+        help: `the most ${whose} in use while the line ran (every thread's allocations)` });
+  }
+  const said = [report.window?.per === "window" ? "Figures per window (the trace has no step markers)." : "Figures per active step."];
+  if (!gpu) said.push("GPU activity was not recorded in this trace: no GPU, kernel or copy columns.");
+  said.push(memory
+    ? `Allocated: ${whose} allocated per ${unit} on the line's thread while it ran (frees not subtracted); Peak memory: the most in use while it ran.`
+    : "Memory was not recorded: turn on stepscope.profile.memory (stepscope profile --memory) and profile again to see it.");
+  const note = said.join(" ");
   return new DataTable<LineRow>({
     id: "lines",
     caption: "Lines",
@@ -353,14 +370,59 @@ function operatorsTable(timeline: TimelineDoc, onOpen: Open): HTMLElement {
     { key: "self", label: "Self CPU", numeric: true, value: (r) => r.self_ms, format: (r) => fmtMs(r.self_ms), help: "its time less that of the operators it calls" },
     { key: "total", label: "Total CPU", numeric: true, value: (r) => r.total_ms, format: (r) => fmtMs(r.total_ms), help: "its time including what it calls (outermost calls only)" },
     ...(gpu ? [{ key: "gpu", label: "GPU", numeric: true, value: (r: OperatorRow) => r.gpu_ms, format: (r: OperatorRow) => fmtMs(r.gpu_ms), help: "GPU work launched from inside it (a union)" }] : []),
-    ...(shapes ? [{ key: "shapes", label: "Input shapes", numeric: false, value: (r: OperatorRow) => (r.shapes ? r.shapes.text : null), format: (r: OperatorRow) => (r.shapes ? `${r.shapes.text} (${Math.round(r.shapes.share * 100)}% of calls)` : "") }] : []),
+    ...(shapes ? [{ key: "shapes", label: "Input shapes", numeric: false, value: (r: OperatorRow) => (r.shapes ? recordedInputsText(r.shapes.text) : null),
+      format: (r: OperatorRow) => (r.shapes ? `${recordedInputsText(r.shapes.text)} (${Math.round(r.shapes.share * 100)}% of calls)` : ""),
+      help: "its most common input shapes and their share of its calls (group by input shapes to see each)" }] : []),
     { key: "where", label: "Line", numeric: false, place: true, value: (r) => (r.file ? `${timeline.files[r.file] ?? r.file}:${r.line}` : null), format: (r) => placeText(r.file ? `${timeline.files[r.file] ?? r.file}:${r.line}` : null, r.line_calls, r.calls, "calls"), help: "the line with most of its self time, and its calls there where other lines call it too" },
   ];
   const said = [`Per ${timeline.window.per} of the window, batch read included${t.left_out ? `; ${t.left_out} smaller operators are not listed` : ""}.`];
   if (!shapes) said.push("Input shapes were not recorded: turn on stepscope.profile.shapes (stepscope profile --shapes) and profile again to see them.");
-  return new DataTable<OperatorRow>({
+  const byOperator = new DataTable<OperatorRow>({
     id: "operators",
     caption: "Operators",
+    columns,
+    rows: t.rows,
+    sortBy: "total",
+    note: said.join(" "),
+    source: (r) => (r.file && r.line ? { fileId: r.file, line: r.line, label: `${timeline.files[r.file] ?? r.file}:${r.line}` } : null),
+    onOpen,
+  }).root;
+  const byShapes = t.by_shapes && Array.isArray(t.by_shapes.rows) ? t.by_shapes : null;
+  if (!byShapes) return byOperator;
+  return groupedOperators(byOperator, () => operatorShapesTable(timeline, byShapes, onOpen));
+}
+
+/** The operators table with its grouping (as TensorBoard's "Group by: Operator / Operator + Input
+ * Shape"): by operator at first; by operator and input shapes built when first chosen. */
+function groupedOperators(byOperator: HTMLElement, makeByShapes: () => HTMLElement): HTMLElement {
+  const holder = h("div", { class: "grouped" }, byOperator);
+  let byShapes: HTMLElement | null = null;
+  const choice = h("select", { id: "operators-group", "aria-label": "Group operators by" },
+    h("option", { value: "operator" }, "Operator"),
+    h("option", { value: "shapes" }, "Operator and input shapes"));
+  choice.addEventListener("change", () => {
+    clear(holder);
+    if (choice.value === "shapes") holder.appendChild((byShapes ??= makeByShapes()));
+    else holder.appendChild(byOperator);
+  });
+  return h("div", {}, h("label", { class: "group-by" }, "Group by ", choice), holder);
+}
+
+function operatorShapesTable(timeline: TimelineDoc, t: { rows: OperatorShapeRow[]; left_out: number }, onOpen: Open): HTMLElement {
+  const place = (r: OperatorShapeRow) => (r.file ? `${timeline.files[r.file] ?? r.file}:${r.line}` : null);
+  const columns: Column<OperatorShapeRow>[] = [
+    { key: "name", label: "Operator", numeric: false, value: (r) => r.name, mark: (r) => redactionNote(timeline.redactable, r.name) },
+    { key: "inputs", label: "Input shapes", numeric: false, value: (r) => recordedInputsText(r.inputs), help: "the shapes of its tensor inputs (— : none was a tensor)" },
+    { key: "calls", label: "Calls", numeric: true, value: (r) => r.calls, format: (r) => fmtCount(r.calls), help: "its calls per step with these input shapes, on every line" },
+    { key: "self", label: "Self CPU", numeric: true, value: (r) => r.self_ms, format: (r) => fmtMs(r.self_ms), help: "its time less that of the operators it calls" },
+    { key: "total", label: "Total CPU", numeric: true, value: (r) => r.total_ms, format: (r) => fmtMs(r.total_ms), help: "its time including what it calls (calls no call of the same name holds)" },
+    { key: "where", label: "Line", numeric: false, place: true, value: place, format: (r) => placeText(place(r), r.line_calls, r.calls, "calls"), help: "the line with most of its self time, and its calls there where other lines call it too" },
+  ];
+  const said = [`Per ${timeline.window.per} of the window: one row per operator and input shapes; an operator's rows add up to its row grouped by operator${t.left_out ? `; ${t.left_out} smaller rows are not listed` : ""}.`];
+  if (timeline.window.gpu_observed) said.push("GPU time is not split by input shapes: group by operator to see it.");
+  return new DataTable<OperatorShapeRow>({
+    id: "operators-shapes",
+    caption: "Operators by input shapes",
     columns,
     rows: t.rows,
     sortBy: "total",

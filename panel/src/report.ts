@@ -31,6 +31,12 @@ export interface LineRow {
   kernels: number;
   copies: Copies;
   sync_ms: number;
+  /** memory allocated per step on the line's thread while it ran, and the peak in use meanwhile
+   * (`--memory`; op_details.py defines them): null or absent where memory was not recorded */
+  alloc_bytes?: number | null;
+  peak_bytes?: number | null;
+  /** "host" or "accelerator": whose memory those are */
+  memory_device?: string | null;
   /** what the line got from compiled graphs (precision "compiled", or an eager line's compiled part) */
   compiled?: { fused_with?: { file: string; line: number }[] } | null;
 }
@@ -86,6 +92,11 @@ export function fusedWith(row: LineRow): string | null {
     .map((f) => `${String(f.file).replace(/\\/g, "/").split("/").pop()}:${f.line}`);
   const parts = same.length ? [`line${same.length > 1 ? "s" : ""} ${lineNumbers(same)}`] : [];
   return [...parts, ...other].join(", ");
+}
+
+/** Whether the run recorded memory (`--memory`): a line's `alloc_bytes` is then a number, 0 included. */
+export function memoryRecorded(lines: readonly LineRow[]): boolean {
+  return lines.some((r) => typeof r.alloc_bytes === "number");
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

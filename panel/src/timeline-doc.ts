@@ -41,6 +41,19 @@ export interface OperatorRow {
   line_calls?: number | null;
 }
 
+/** An operator and one recorded list of input shapes (`operators.by_shapes`, only where shapes were
+ * recorded): its calls' figures; `inputs` is the trace's `[dims, types]` text, null for calls with none. */
+export interface OperatorShapeRow {
+  name: string;
+  inputs: string | null;
+  calls: number;
+  self_ms: number;
+  total_ms: number;
+  file: string | null;
+  line: number | null;
+  line_calls?: number | null;
+}
+
 export interface KernelRow {
   name: string;
   launches: number;
@@ -84,7 +97,7 @@ export interface TimelineDoc {
   merged: { span: number[]; count: number[]; busy_us: number[] };
   steps: StepBounds[];
   breakdown?: { parts: string[]; steps: BreakdownStep[] };
-  operators?: { rows: OperatorRow[]; left_out: number };
+  operators?: { rows: OperatorRow[]; left_out: number; by_shapes?: { rows: OperatorShapeRow[]; left_out: number } };
   kernels?: { rows: KernelRow[]; left_out: number };
   /** the strings sharing the trace would change -> the kinds (redaction.ts) */
   redactable?: Redactable;

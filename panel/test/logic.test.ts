@@ -5,9 +5,10 @@ import { binRow, inView, ITEM, Level, WIDE } from "../src/binning";
 import { fmtBytes, fmtMs, fmtPercent, fmtUs } from "../src/format";
 import { contentSecurityPolicy, escapeHtml, makeNonce, panelHtml } from "../src/html";
 import { mergeIntervals, selectionTotals, unionLength } from "../src/intervals";
+import { dimsText, inputShapesText, NO_TENSOR_INPUT, recordedInputsText } from "../src/inputs";
 import { histogram } from "../src/measure";
 import { MARK, marked, redactionNote } from "../src/redaction";
-import { FileIds, fusedWith, reportProblem, type LineRow } from "../src/report";
+import { FileIds, fusedWith, memoryRecorded, reportProblem, type LineRow } from "../src/report";
 import { filterRows, placeText, sortRows, type Column } from "../src/table-logic";
 import { BACKGROUND, contrast, palette, textOn } from "../src/theme";
 import { awaitsSpans, joinTimeline, parseTimeline, splitTimeline, TimelineModel, type Row, type TimelineDoc } from "../src/timeline-doc";
@@ -250,7 +251,6 @@ test("numbers read as a person writes them", () => {
   assert.equal(fmtMs(0.0452), "45.2 µs");
   assert.equal(fmtMs(null), "n/o");
   assert.equal(fmtUs(2500000), "2.50 s");
-  assert.equal(fmtBytes(4096), "4.10 kB");
   assert.equal(fmtPercent(110, 100), "100%"); // never above 100%
   assert.deepEqual(histogram([1, 2, 2, 3, 10], 3, 1, 10), [4, 0, 1]);
 });
@@ -354,4 +354,36 @@ test("a place names how many of the calls it holds when other lines make the res
   assert.equal(placeText("train.py:22", 68, 68, "calls"), "train.py:22");
   assert.equal(placeText("train.py:22", undefined, 68, "calls"), "train.py:22");
   assert.equal(placeText(null, 3, 68, "calls"), "");
+});
+
+test("bytes read as the hover and the CLI write them (present.bytes_text's cases)", () => {
+  const cases: [number | null, string][] = [[0, "0 B"], [512, "512 B"], [1024, "1.00 KiB"], [4 << 20, "4.00 MiB"], [12337664, "11.77 MiB"], [5 * 2 ** 30, "5.00 GiB"], [null, "n/o"]];
+  for (const [n, text] of cases) assert.equal(fmtBytes(n), text);
+});
+
+test("input shapes read as lists of dims, never as the recorded JSON (present.input_shapes_text's cases)", () => {
+  const cases: [unknown, unknown, string][] = [
+    [[[256, 512], [512]], ["float", "float"], "[256, 512], [512]"],
+    [[[3, 72, 72], [], [], [], [], [], []], ["float", "ScalarList", "ScalarList", "ScalarList", "Scalar", "Scalar", ""], "[3, 72, 72]"],
+    [[[], [], []], ["ScalarList", "", ""], ""],
+    [[[]], ["float"], "[]"],
+    [[[[2, 3], [2, 3]], []], ["TensorList", "Scalar"], "[[2, 3], [2, 3]]"],
+    [[[8, 32], []], null, "[8, 32]"],
+    [[], [], ""],
+    [null, null, ""],
+  ];
+  for (const [dims, types, text] of cases) assert.equal(inputShapesText(dims, types), text, JSON.stringify(dims));
+  assert.equal(dimsText([256, 512]), "[256, 512]");
+  // as timeline.json holds them: the trace's `[dims, types]` text
+  assert.equal(recordedInputsText('[[[256,512],[1024,512],[1024]],["float","float","float"]]'), "[256, 512], [1024, 512], [1024]");
+  assert.equal(recordedInputsText('[[[],[]],["ScalarList",""]]'), NO_TENSOR_INPUT);
+  assert.equal(recordedInputsText(null), "not recorded");
+  assert.equal(recordedInputsText("[[1,2"), "unreadable");
+  assert.equal(recordedInputsText('{"a": 1}'), "unreadable");
+});
+
+test("memory is recorded where a line has a figure, 0 included, never where all are null", () => {
+  const line = { file: "/w/t.py", line: 3 } as LineRow;
+  assert.equal(memoryRecorded([{ ...line, alloc_bytes: null }, line]), false);
+  assert.equal(memoryRecorded([{ ...line, alloc_bytes: 0, peak_bytes: 1024 }]), true);
 });

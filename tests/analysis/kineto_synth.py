@@ -39,11 +39,22 @@ class Synth:
         self._x("user_annotation", label, ts, dur, tid=tid)
 
     def op(self, name: str, ts: float, dur: float, *, tid: Any = MAIN, seq: int | None = None,
-           stack: str | None = None) -> None:
+           stack: str | None = None, dims: list | None = None, types: list[str] | None = None) -> None:
         args: dict[str, Any] = {} if seq is None else {"Sequence number": seq, "Fwd thread id": 0}
         if stack is not None:
             args["Call stack"] = stack  # innermost frame first, `;`-separated, as torch 1.9 writes it
+        if dims is not None:  # record_shapes: the inputs' dims and types, as torch writes them
+            args["Input Dims"] = dims
+            args["Input type"] = types if types is not None else ["float"] * len(dims)
         self._x("cpu_op", name, ts, dur, tid=tid, args=args)
+
+    def memory(self, ts: float, nbytes: int, total: int, *, tid: Any = MAIN, device_type: int = 0) -> None:
+        """A `[memory]` instant event (profile_memory): `nbytes` allocated (negative: freed), `total`
+        the device's allocated total after it; device type 0 is the host, 1 CUDA."""
+        self.events.append({"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": PID, "tid": tid,
+                            "ts": ts, "args": {"Total Reserved": total, "Total Allocated": total, "Bytes": nbytes,
+                                               "Addr": 1, "Device Id": 0 if device_type else -1,
+                                               "Device Type": device_type}})
 
     def gpu_step(self, n: int, ts: float, dur: float, *, stream: int = 7) -> None:
         """`ProfilerStep#n` drawn on a GPU stream (`gpu_user_annotation`): the GPU span of its work."""

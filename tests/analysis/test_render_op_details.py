@@ -50,11 +50,11 @@ def test_shapes_and_memory_are_shown_under_each_top_line() -> None:
     rows = [" ".join(line.split()) for line in section[1:]]
     assert rows == [
         "train.py:69 alloc 11.77 MiB, peak 3.09 MiB",
-        "aten::avg_pool2d [3,72,72] ×128 52.700 ms",  # scalar arguments are not inputs with a shape
+        "aten::avg_pool2d [3, 72, 72] ×128 52.700 ms",  # scalar arguments are not inputs with a shape
         "aten::rand ×64 4.730 ms",                     # no tensor input at all
         "train.py:71 alloc 514.50 KiB, peak 579.00 KiB",
-        "aten::linear [64,768]x[512,768]x[512] ×1 0.730 ms",
-        "aten::cat [[2,3],[2,3]] ×0.5 0.010 ms",       # a tensor list; half the steps called it
+        "aten::linear [64, 768], [512, 768], [512] ×1 0.730 ms",
+        "aten::cat [[2, 3], [2, 3]] ×0.5 0.010 ms",       # a tensor list; half the steps called it
         "NllLossBackward0 [] ×1 0.020 ms",             # a 0-dim tensor
         "train.py:75 alloc 0 B, peak 2.71 MiB",        # recorded nothing allocated: 0, not omitted
     ]
@@ -65,7 +65,7 @@ def test_only_what_was_recorded_is_shown() -> None:
     shapes_only = _section(render_text(_report([_line(3, 2.0, shapes=[LINEAR])])))
     assert shapes_only[0] == "inputs and memory of the top lines (op [tensor input shapes] ×calls, ms per step):"
     assert [" ".join(line.split()) for line in shapes_only[1:]] == [
-        "train.py:3", "aten::linear [64,768]x[512,768]x[512] ×1 0.730 ms"]
+        "train.py:3", "aten::linear [64, 768], [512, 768], [512] ×1 0.730 ms"]
 
     memory_only = _section(render_text(_report([_line(4, 2.0, alloc_bytes=4 << 20, peak_bytes=5 << 30,
                                                       memory_device="accelerator")], ms_per_step=None)))

@@ -46,6 +46,24 @@ def check(path: Path) -> None:
     check_summary(table, summarize(table, cap=MIN_CAP), MIN_CAP)
     for step in doc["breakdown"]["steps"]:
         assert sum(v for v in step["parts"].values() if v is not None) == pytest.approx(step["ms"], abs=1e-3)
+    check_by_shapes(doc["operators"])
+
+
+def check_by_shapes(operators: dict) -> None:
+    """Where shapes were recorded, an operator's rows by input shapes add up to its own row (rounded
+    figures: a few 1e-4 ms each); a row never holds more calls than its operator."""
+    by_shapes = operators.get("by_shapes")
+    if by_shapes is None:
+        assert all(r["shapes"] is None for r in operators["rows"])
+        return
+    if operators["left_out"] or by_shapes["left_out"]:
+        return  # a bounded table: a name's rows may be among those left out
+    for op in operators["rows"]:
+        mine = [r for r in by_shapes["rows"] if r["name"] == op["name"]]
+        slack = 1e-4 * (len(mine) + 1)
+        assert sum(r["calls"] for r in mine) == pytest.approx(op["calls"], abs=0.01 * (len(mine) + 1))
+        assert sum(r["self_ms"] for r in mine) == pytest.approx(op["self_ms"], abs=slack)
+        assert sum(r["total_ms"] for r in mine) == pytest.approx(op["total_ms"], abs=slack)
 
 
 @pytest.mark.parametrize("path", params(FILES, ids=lambda p: str(p.relative_to(SHARED))))

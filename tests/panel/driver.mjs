@@ -500,6 +500,7 @@ async function cpuScenario(s) {
   r.operatorsNote = await note("operators");
   r.operatorNames = await column(page, "operators", "name");
   r.operatorPlaces = await column(page, "operators", "where");
+  r.operatorGrouping = await hasOperatorGrouping(page);
   r.placeLineBoxes = await page.evaluate(() => [...document.querySelectorAll('#panel-operators td.place .clamp')].map((el) => {
     const range = document.createRange();
     range.selectNodeContents(el);
@@ -513,7 +514,45 @@ async function cpuScenario(s) {
   return r;
 }
 
-const run = { cpu: cpuScenario, compiled: compiledScenario, measure: measureScenario, comparison: comparisonScenario, main: mainScenario, redact: redactScenario, hostile: hostileScenario, reduced: reducedScenario, broken: brokenScenario };
+async function memshapesScenario(s) {
+  // a run that recorded memory and input shapes: memory columns on the lines, shapes written as lists
+  // of dims, operators grouped by operator and input shapes on demand
+  const r = {};
+  const { page, context, seen } = await open(s.name, { theme: s.theme, width: 1400 });
+  await load(page, s.state);
+  const headers = (panel) => page.evaluate((panel) => [...document.querySelectorAll(`#panel-${panel} table.data thead th`)].map((th) => th.dataset.key), panel);
+  await tab(page, "lines");
+  r.lineColumns = await headers("lines");
+  r.linesNote = await page.evaluate(() => document.querySelector("#panel-lines .note")?.textContent ?? null);
+  r.lines = await column(page, "lines", "line");
+  r.allocated = await column(page, "lines", "allocated");
+  r.peak = await column(page, "lines", "peak");
+  await page.click('#panel-lines th[data-key="allocated"] button');
+  r.allocatedSorted = await column(page, "lines", "allocated");
+  r.screens = [await shot(page, `${s.name}-lines`)];
+  await tab(page, "operators");
+  r.operatorColumns = await headers("operators");
+  r.operatorNames = await column(page, "operators", "name");
+  r.operatorShapes = await column(page, "operators", "shapes");
+  await page.selectOption("#operators-group", "shapes");
+  r.groupedColumns = await headers("operators");
+  r.groupedNames = await column(page, "operators", "name");
+  r.groupedInputs = await column(page, "operators", "inputs");
+  r.groupedCalls = await column(page, "operators", "calls");
+  r.screens.push(await shot(page, `${s.name}-operators-by-shapes`));
+  await page.selectOption("#operators-group", "operator");
+  r.regroupedColumns = await headers("operators");
+  r.text = await page.evaluate(() => document.body.innerText);
+  r.errors = seen.errors;
+  await context.close();
+  return r;
+}
+
+async function hasOperatorGrouping(page) {
+  return page.evaluate(() => document.querySelector("#operators-group") !== null);
+}
+
+const run = { memshapes: memshapesScenario, cpu: cpuScenario, compiled: compiledScenario, measure: measureScenario, comparison: comparisonScenario, main: mainScenario, redact: redactScenario, hostile: hostileScenario, reduced: reducedScenario, broken: brokenScenario };
 try {
   for (const s of config.scenarios) {
     try {

@@ -89,6 +89,24 @@ def cpu_trace() -> Synth:
     return s
 
 
+def memshapes_trace() -> Synth:
+    """Four 2 ms steps of a CPU run that recorded input shapes and host memory: line 35 calls
+    `aten::linear` on two input shapes and allocates 1 MiB a step, line 7 `aten::relu` (no allocation)
+    and `aten::add` with a scalar input."""
+    s = Synth(devices=[])
+    for k in range(4):
+        base = k * 2000
+        s.step(k + 1, base, 2000)
+        s.region("ss:f0:35", base + 100, 600)
+        s.op("aten::linear", base + 110, 200, dims=[[256, 512], [1024, 512], [1024]])
+        s.memory(base + 150, 1 << 20, (k + 1) << 20)
+        s.op("aten::linear", base + 320, 100, dims=[[256, 1024], [1024, 1024], [1024]])
+        s.region("ss:f1:7", base + 800, 300)
+        s.op("aten::relu", base + 810, 50, dims=[[256, 1024]])
+        s.op("aten::add", base + 870, 20, dims=[[256, 1024], []], types=["float", "Scalar"])
+    return s
+
+
 def state(tmp: Path, synth: Synth, *, files: dict[str, str], run_id: str, title: str, cap: int | None = None) -> dict:
     run = run_folder(tmp, synth, files=files)
     timelines: dict = {}
@@ -264,6 +282,12 @@ def seen(panel_build: str) -> dict:
     expected["compiled"] = {"report": report}
     (work / "compiled.json").write_text(json.dumps(compiled))
     scenarios.append({"name": "compiled", "kind": "compiled", "theme": "dark", "state": str(work / "compiled.json")})
+
+    recorded = state(work / "memshapes", memshapes_trace(), files={"f0": "train_cpu.py", "f1": "model.py"},
+                     run_id="r-memshapes", title="train_cpu.py — shapes and memory")
+    expected["memshapes"] = {"report": recorded["report"], "doc": recorded["timeline"]}
+    (work / "memshapes.json").write_text(json.dumps(recorded))
+    scenarios.append({"name": "memshapes", "kind": "memshapes", "theme": "dark", "state": str(work / "memshapes.json")})
 
     cpu = state(work / "cpu", cpu_trace(), files={"f0": "train_cpu.py", "f1": "model.py"}, run_id="r-cpu",
                 title="train_cpu.py — CPU only")
@@ -561,3 +585,35 @@ def test_a_cpu_only_run_shows_no_column_that_could_only_be_empty_and_cuts_no_pla
     assert r["placeLineBoxes"] and all(n == 1 for n in r["placeLineBoxes"])
     assert not any("GPU" in h for h in r["stepHeaders"]), r["stepHeaders"]
     assert "batch read" in r["stepHeaders"]
+    # memory not recorded: no memory column (not a column of zeros), and the note says how to record it
+    assert "Memory was not recorded: turn on stepscope.profile.memory (stepscope profile --memory)" in r["linesNote"]
+    assert r["operatorGrouping"] is False  # no shapes: nothing to group by
+
+
+def test_a_run_that_recorded_memory_and_shapes_shows_them_in_the_hovers_words(seen: dict) -> None:
+    r = seen["results"]["memshapes"]
+    report = seen["expected"]["memshapes"]["report"]
+    assert r["errors"] == []
+    assert r["lineColumns"] == ["file", "line", "wall", "self", "backward", "syncs", "allocated", "peak"]
+    assert "Memory was not recorded" not in r["linesNote"] and "frees not subtracted" in r["linesNote"]
+    by_line = {x["line"]: x for x in report["lines"]}
+    allocated = dict(zip((int(v) for v in r["lines"]), r["allocated"]))
+    peak = dict(zip((int(v) for v in r["lines"]), r["peak"]))
+    # one figure, one writing: the panel's cells are the hover's words (present.bytes_text)
+    assert allocated == {n: present.bytes_text(x["alloc_bytes"]) for n, x in by_line.items()}
+    assert peak == {n: present.bytes_text(x["peak_bytes"]) for n, x in by_line.items()}
+    assert allocated[35] == "1.00 MiB" and allocated[7] == "0 B"  # recorded: 0 is a figure here
+    assert r["allocatedSorted"][0] == "1.00 MiB"  # sorting by memory: the heaviest line first
+    # shapes as lists of dims, never the JSON the trace recorded
+    shapes = dict(zip(r["operatorNames"], r["operatorShapes"]))
+    assert shapes["aten::relu"] == "[256, 1024] (100% of calls)"
+    assert shapes["aten::add"] == "[256, 1024] (100% of calls)"  # the scalar is no tensor input
+    assert shapes["aten::linear"] in ("[256, 512], [1024, 512], [1024] (50% of calls)",
+                                      "[256, 1024], [1024, 1024], [1024] (50% of calls)")
+    assert '"float"' not in r["text"] and "[[" not in r["text"]
+    # grouped by operator and input shapes: one row each, with its calls
+    assert r["groupedColumns"] == ["name", "inputs", "calls", "self", "total", "where"]
+    rows = sorted(zip(r["groupedNames"], r["groupedInputs"], r["groupedCalls"]))
+    assert rows == [("aten::add", "[256, 1024]", "1"), ("aten::linear", "[256, 1024], [1024, 1024], [1024]", "1"),
+                    ("aten::linear", "[256, 512], [1024, 512], [1024]", "1"), ("aten::relu", "[256, 1024]", "1")]
+    assert r["regroupedColumns"][:2] == ["name", "calls"]  # back to one row per operator

@@ -14,6 +14,11 @@ Operators (every CPU operator of the window, the batch read's included):
   shapes     its most common input shapes with their share of calls, where shapes were recorded;
   file/line  the line with most of its self time (`{fileId, line}`; null where no line holds it);
   line_calls its calls per step at that line (calls counts every line's: both are said).
+Operators by input shapes (only where shapes were recorded; `operator_shape_table`): one row per
+operator name and recorded input shapes (`inputs`: the shapes as the trace recorded them, null for
+calls with none), with the figures above over that row's calls: calls, self_ms, and total_ms over the
+calls no same-named operator holds (so a name's rows add up to its row); GPU time is not split by
+shapes (its launches are known by operator name only), so these rows have none.
 Kernels (GPU kernels, collectives included, by name):
   launches   launches per step; total_ms: the union of its intervals on every stream, per step;
   mean_us    its mean duration per launch; file/line: the line that launched most of its time;
@@ -28,6 +33,7 @@ trace without step markers).
 from __future__ import annotations
 
 from array import array
+from itertools import compress
 
 from .timeline import GPU_COMPUTE, SpanTable
 from .timeline_kernels import grouped
@@ -49,12 +55,14 @@ def _where(spans: SpanTable, line: int) -> dict:
     return {"file": fid, "line": number}
 
 
-def _by_name_and_line(spans: SpanTable, starts: array, ends: array,
-                      select: bytes) -> dict[int, tuple[int, float, int, int]]:
-    """For each name among the selected spans: how many, the sum of their (end - start), the line
-    (index, -1 for none) with the most of it, and how many of them that line holds."""
+def _by_name_and_line(spans: SpanTable, starts: array, ends: array, select: bytes,
+                      key: array | None = None) -> dict[int, tuple[int, float, int, int]]:
+    """For each name (or `key`, a column aligned with the spans) among the selected spans: how many,
+    the sum of their (end - start), the line (index, -1 for none) with the most of it, and how many of
+    them that line holds."""
     n_lines = len(spans.lines) + 1
-    keys, counts, sums, _ = grouped(spans.name, spans.line, n_lines, starts, ends, select, unions=False)
+    keys, counts, sums, _ = grouped(spans.name if key is None else key, spans.line, n_lines, starts, ends, select,
+                                    unions=False)
     out: dict[int, list] = {}
     for key, count, us in zip(keys, counts, sums):
         nid, line = divmod(key, n_lines)
@@ -101,6 +109,41 @@ def operator_table(spans: SpanTable) -> tuple[list[dict], int]:
             "line_calls": round(at_line / n, 2) if line >= 0 else None,
         })
     rows.sort(key=lambda r: (-max(r["total_ms"], r["gpu_ms"] or 0.0), r["name"]))
+    return rows[:MAX_ROWS], max(0, len(rows) - MAX_ROWS)
+
+
+def operator_shape_table(spans: SpanTable) -> tuple[list[dict], int] | None:
+    """Operators by name and input shapes (see the module's docstring); None where the trace
+    recorded no shapes."""
+    if spans.input_shapes is None:
+        return None
+    n = _per_step(spans)
+    outer = spans.outer.tobytes()
+    ops = outer.translate(_OPERATORS)
+    pairs: dict[tuple[int, int], int] = {}
+    key = array("i", [-1]) * len(spans)
+    name, shapes = spans.name, spans.input_shapes
+    for i in compress(range(len(spans)), ops):
+        key[i] = pairs.setdefault((name[i], shapes[i]), len(pairs))
+    if not pairs:
+        return [], 0
+    zeros = array("d", bytes(8 * len(spans)))
+    figures = _by_name_and_line(spans, zeros, spans.own, ops, key)
+    t_keys, _, total_us, _ = grouped(key, None, 0, spans.start, spans.end, outer.translate(_OUTERMOST), unions=False)
+    totals = dict(zip(t_keys, total_us))
+    rows = []
+    for (nid, shape), k in pairs.items():
+        count, us, line, at_line = figures[k]
+        rows.append({
+            "name": spans.names[nid],
+            "inputs": spans.names[shape] if shape >= 0 else None,
+            "calls": round(count / n, 2),
+            "self_ms": round(max(0.0, us) / 1000.0 / n, 4),
+            "total_ms": round(totals.get(k, 0.0) / 1000.0 / n, 4),
+            **_where(spans, line),
+            "line_calls": round(at_line / n, 2) if line >= 0 else None,
+        })
+    rows.sort(key=lambda r: (-r["total_ms"], -r["self_ms"], r["name"], r["inputs"] or ""))
     return rows[:MAX_ROWS], max(0, len(rows) - MAX_ROWS)
 
 

@@ -27,7 +27,7 @@ from .breakdown import PARTS, step_breakdown
 from .findings.thresholds import DEFAULT_BATCH_READ_PATTERNS
 from .labels import FileTable
 from .links import Links
-from .op_tables import kernel_table, operator_table
+from .op_tables import kernel_table, operator_shape_table, operator_table
 from .steps import Step
 from .timeline import DEFAULT_CAP, SpanTable, build_spans, summarize
 
@@ -49,8 +49,12 @@ def document_of(spans: SpanTable, *, cap: int = DEFAULT_CAP) -> dict:
     operators, ops_left = operator_table(spans)
     kernels, kernels_left = kernel_table(spans)
     doc["operators"] = {"rows": operators, "left_out": ops_left}
+    by_shapes = operator_shape_table(spans)
+    if by_shapes is not None:  # only where shapes were recorded: never rows that could only say "none"
+        doc["operators"]["by_shapes"] = {"rows": by_shapes[0], "left_out": by_shapes[1]}
     doc["kernels"] = {"rows": kernels, "left_out": kernels_left}
-    used = set(doc["lines"]["file"]) | {r["file"] for r in operators + kernels if r["file"] is not None}
+    shape_rows = by_shapes[0] if by_shapes is not None else []
+    used = set(doc["lines"]["file"]) | {r["file"] for r in operators + kernels + shape_rows if r["file"] is not None}
     doc["files"] = {fid: rel for fid, rel in spans.files.items() if fid in used}
     return with_redactable(doc)
 

@@ -124,12 +124,83 @@ def share_percent(share: float) -> str:
 
 
 def bytes_text(n: int | None) -> str:
+    """Bytes as every surface says them: binary units with two decimals (`4.00 MiB`, `512 B`), `n/o`
+    when not recorded (never 0)."""
     if n is None:
         return NOT_OBSERVED
     for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if abs(n) >= size:
             return f"{n / size:.2f} {unit}"
     return f"{n} B"
+
+
+# -- inputs and memory (--shapes / --memory) -------------------------------------------------------
+#: argument types torch records for inputs that are not tensors (their dims are recorded empty)
+NOT_TENSOR_TYPES = frozenset({"", "Scalar", "ScalarList", "GenericList", "None", "Device", "Layout", "ScalarType",
+                              "MemoryFormat", "String"})
+#: the mark of an op that had no tensor input (a table cell must say something: not "not recorded")
+NO_TENSOR_INPUT = "—"
+
+
+def dims_text(dims: list) -> str:
+    """`[256, 512]`: one tensor's shape (a tensor list's shapes nested: `[[2, 3], [4]]`)."""
+    return "[" + ", ".join(dims_text(d) if isinstance(d, list) else str(d) for d in dims) + "]"
+
+
+def input_shapes_text(dims: list | None, types: list | None) -> str:
+    """`[256, 512], [512]`: the shapes of an op's tensor inputs, in order, as every surface writes
+    them; a 0-dim tensor is `[]`; scalars, None and other non-tensor arguments are left out (empty
+    when the op had no tensor input). `types` is torch's `Input type`; without it, an input with
+    no dims is taken as a non-tensor."""
+    shown = []
+    for i, d in enumerate(dims or []):
+        kind = types[i] if types is not None and i < len(types) else None
+        if not isinstance(d, list):
+            continue
+        if d or (kind is not None and kind not in NOT_TENSOR_TYPES):
+            shown.append(dims_text(d))
+    return ", ".join(shown)
+
+
+def memory_recorded(report: dict[str, Any]) -> bool:
+    """Whether the run recorded memory (`--memory`): a line's `alloc_bytes` is then a number (0
+    included), never null."""
+    return any(line.get("alloc_bytes") is not None for line in report.get("lines") or [])
+
+
+def memory_words(line: dict[str, Any], report: dict[str, Any]) -> str | None:
+    """`4.00 MiB allocated per step while it ran (frees not subtracted); peak 1.20 GiB of host memory
+    in use while it ran`: a line's memory figures (op_details.py defines them), or None where memory
+    was not recorded (said nowhere per line: not recorded is not 0)."""
+    allocated = line.get("alloc_bytes")
+    if allocated is None:
+        return None
+    device = line.get("memory_device")
+    words = f"{bytes_text(allocated)} allocated per {per(report)} while it ran (frees not subtracted)"
+    peak = line.get("peak_bytes")
+    if peak is not None:
+        words += f"; peak {bytes_text(peak)}{' of ' + device + ' memory' if device else ''} in use while it ran"
+    return words
+
+
+def shape_rows(line: dict[str, Any], report: dict[str, Any]) -> list[str]:
+    """The hover's `**Input shapes**` list: a line's outermost ops grouped by their tensor inputs'
+    shapes (`aten::linear` [64, 768], [512, 768], [512] ×1 · 0.73 ms); nothing when shapes were not
+    recorded or the line called no op with recorded inputs."""
+    groups = [g for g in line.get("shapes") or [] if isinstance(g, dict)]
+    if not groups:
+        return []
+    unit = per(report)
+    rows = ["", f"**Input shapes** (calls per {unit} × time per {unit}, by operator and input shapes):"]
+    for group in groups:
+        name = str(group.get("op", ""))
+        if len(name) > HOVER_NAME_CHARS:
+            name = name[:HOVER_NAME_CHARS - 1] + "…"
+        inputs = input_shapes_text(group.get("shapes"), group.get("types")) or NO_TENSOR_INPUT
+        calls = group.get("calls") or 0
+        count = f"{calls:g}" if calls >= 1 else f"{calls:.2f}"
+        rows.append(f"- `{md_code(name)}` {md_text(inputs)} ×{count} · {ms_short(group.get('ms') or 0.0)} ms")
+    return rows
 
 
 # -- where and on what ------------------------------------------------------------------------------
@@ -658,6 +729,9 @@ def line_hover(line: dict[str, Any], report: dict[str, Any], run_id: str | None 
         rows.append(f"- copies: {', '.join(copies)}")
     if line.get("sync_ms"):
         rows.append(f"- waits on the device: {ms_short(line['sync_ms'])} ms")
+    memory = memory_words(line, report)
+    if memory:
+        rows.append(f"- memory: {memory}")
     cost = profiler_cost_text(line)
     if cost:
         rows.append(f"- {md_text(cost)}")
@@ -673,6 +747,7 @@ def line_hover(line: dict[str, Any], report: dict[str, Any], run_id: str | None 
         pass  # GPU not observed: said above, no kernel list to give
     else:
         rows += _named_rows("Kernels it launched", "launches", kernels, unit)
+    rows += shape_rows(line, report)
     rows.append("")
     if panel_link:
         rows.append(f"[Open in the trace panel]({panel_link})")

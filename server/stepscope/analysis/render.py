@@ -271,24 +271,6 @@ def render_compiled_code(report: dict) -> list[str]:
 MAX_DETAIL_LINES = 8
 MAX_OP_TEXT = 90
 # input types that are not tensors: their (empty) dims say nothing about the op's size
-_NOT_TENSOR_TYPES = {"", "Scalar", "ScalarList", "GenericList", "None", "Device", "Layout", "ScalarType",
-                     "MemoryFormat", "String"}
-
-
-def _dims_text(dims: list) -> str:
-    return "[" + ",".join(_dims_text(d) if isinstance(d, list) else str(d) for d in dims) + "]"
-
-
-def _tensor_inputs_text(dims: list, types: list | None) -> str:
-    """`[64,768]x[512,768]x[512]`: the shapes of the tensor inputs, in order (a 0-dim tensor is `[]`)."""
-    shown = []
-    for i, d in enumerate(dims or []):
-        kind = types[i] if types is not None and i < len(types) else None
-        if d or (kind is not None and kind not in _NOT_TENSOR_TYPES):
-            shown.append(_dims_text(d))
-    return "x".join(shown)
-
-
 def _calls_text(calls: float) -> str:
     return f"×{calls:g}"
 
@@ -330,7 +312,7 @@ def render_op_details(report: dict) -> list[str]:
 
 
 def _op_text(op: dict) -> str:
-    inputs = _tensor_inputs_text(op.get("shapes") or [], op.get("types"))
+    inputs = present.input_shapes_text(op.get("shapes"), op.get("types"))
     text = " ".join(part for part in (printable(op["op"]), inputs, _calls_text(op["calls"])) if part)
     return text if len(text) <= MAX_OP_TEXT else text[:MAX_OP_TEXT - 3] + "..."
 

@@ -129,6 +129,9 @@ class SpanTable:
     launch_op: array = field(default_factory=lambda: array("i"))
     #: input shapes recorded per operator name (only with --shapes): name id -> Counter of shape texts
     shapes: dict[int, Counter] = field(default_factory=dict)
+    #: per span, the id (into `names`) of the operator's recorded input shapes, -1 for none; None where
+    #: the trace recorded no shapes
+    input_shapes: array | None = None
 
     def __len__(self) -> int:
         return len(self.start)
@@ -340,10 +343,12 @@ def build_spans(trace: Trace, links: Links, steps: list[Step], *, file_table: Fi
 
 def _shapes(table: SpanTable, trace: Trace) -> None:
     shapes = trace.shapes
+    table.input_shapes = per_span = array("i", [-1]) * len(table.row)
     for i in compress(range(len(table.row)), table.outer):
         shape = shapes[table.row[i]]
         if shape >= 0:
             table.shapes.setdefault(table.name[i], Counter())[shape] += 1
+            per_span[i] = shape
 
 
 #: the smallest cap a summary accepts: room for every track and the step boundaries around them
