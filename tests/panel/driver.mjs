@@ -264,7 +264,87 @@ async function mainScenario(s) {
   const before = (await posted(page)).length;
   await page.keyboard.press("Enter");
   r.keyboardSpanPosted = (await posted(page)).slice(before);
-  r.announced = await page.evaluate(() => document.querySelector(".timeline-view [aria-live]:not(.selection-summary)").textContent);
+  r.announced = await page.evaluate(() => document.querySelector(".timeline-view .visually-hidden[aria-live]").textContent);
+  // the legend: what each colour means, its swatches as the canvas paints them
+  r.legend = await page.evaluate(() => [...document.querySelectorAll(".timeline-legend li")].map((li) => ({
+    category: li.dataset.category, text: li.textContent, color: getComputedStyle(li.querySelector(".swatch")).backgroundColor,
+  })));
+  // W/S/A/D as in Perfetto, while the timeline has the focus: around the centre with the pointer away...
+  await page.mouse.move(2, 2);
+  await canvas.focus();
+  await page.keyboard.press("Escape"); // no selection over the spans whose colours are read below
+  await page.keyboard.press("0");
+  await page.waitForTimeout(50);
+  r.keys = { whole: await view(page), wholeLevel: await page.textContent(".zoom-level") };
+  await page.keyboard.press("w");
+  await page.waitForTimeout(50);
+  r.keys.w = await view(page);
+  r.keys.wLevel = await page.textContent(".zoom-level");
+  await page.keyboard.press("d");
+  await page.waitForTimeout(50);
+  r.keys.d = await view(page);
+  await page.keyboard.press("a");
+  await page.waitForTimeout(50);
+  r.keys.a = await view(page);
+  // ...and around the pointer when it is over the spans (three quarters across the canvas)
+  await page.mouse.move(box.x + box.width * 0.85, box.y + 60);
+  await page.keyboard.press("w");
+  await page.waitForTimeout(50);
+  r.keys.wPointer = await view(page);
+  await page.keyboard.press("s");
+  await page.waitForTimeout(50);
+  r.keys.sPointer = await view(page);
+  await page.mouse.move(2, 2);
+  // search: typed into its box, the letters move nothing; matches are highlighted, the rest dimmed
+  await page.focus(".timeline-search");
+  await page.keyboard.type(s.search);
+  await page.waitForTimeout(80);
+  r.search = { typedView: await view(page), status: await page.textContent(".search-status") };
+  r.screens.push(await shot(page, `${s.name}-timeline-search`));
+  const centrePixel = (i) => page.evaluate(async (i) => {
+    const tl = window.stepscopePanel.timeline;
+    await new Promise((ok) => requestAnimationFrame(() => requestAnimationFrame(ok)));
+    const p = tl.pointOf(i);
+    if (!p) return null;
+    const c = document.querySelector("canvas.timeline-canvas");
+    const rect = c.getBoundingClientRect();
+    // read from a one-pixel copy: reading the panel's own canvas again and again makes Chromium warn
+    const copy = document.createElement("canvas");
+    copy.width = copy.height = 1;
+    const cx = copy.getContext("2d");
+    cx.drawImage(c, Math.round(p.x - rect.left), Math.round(p.y - rect.top), 1, 1, 0, 0, 1, 1);
+    const d = cx.getImageData(0, 0, 1, 1).data;
+    return `rgb(${d[0]}, ${d[1]}, ${d[2]})`;
+  }, i);
+  // the span clicked above, zoomed to, with the search matching it, then matching nothing
+  const before0 = await view(page);
+  await page.evaluate(([a, b]) => window.stepscopePanel.timeline.setView(a, b), s.clickRange);
+  r.search.pixelMatch = await centrePixel(s.clickSpan);
+  await page.evaluate(() => window.stepscopePanel.timeline.search("no-such-span-anywhere"));
+  r.search.noneStatus = await page.textContent(".search-status");
+  r.search.pixelDimmed = await centrePixel(s.clickSpan);
+  await page.evaluate(() => window.stepscopePanel.timeline.search(""));
+  r.search.pixelPlain = await centrePixel(s.clickSpan);
+  await page.evaluate(([a, b]) => window.stepscopePanel.timeline.setView(a, b), before0);
+  await page.fill(".timeline-search", s.search);
+  await page.waitForTimeout(50);
+  // Enter, Enter, Shift+Enter: the next, the next, back; Escape clears
+  const announced = () => page.evaluate(() => document.querySelector(".timeline-view .visually-hidden[aria-live]").textContent);
+  r.search.jumps = [];
+  for (const key of ["Enter", "Enter", "Shift+Enter"]) {
+    await page.keyboard.press(key);
+    await page.waitForTimeout(50);
+    r.search.jumps.push({ key, view: await view(page), status: await page.textContent(".search-status"), announced: await announced() });
+  }
+  r.search.focusStayed = await page.evaluate(() => document.activeElement?.classList.contains("timeline-search"));
+  await page.keyboard.press("Escape");
+  await page.waitForTimeout(50);
+  r.search.cleared = { value: await page.inputValue(".timeline-search"), status: await page.textContent(".search-status") };
+  // a line region, found by the words it is shown with
+  await page.fill(".timeline-search", "NET.PY:");
+  r.lineSearch = await page.textContent(".search-status");
+  await page.fill(".timeline-search", "");
+  r.search.clearedAgain = { value: await page.inputValue(".timeline-search"), status: await page.textContent(".search-status") };
   // frame times, spans in view
   r.frames = await page.evaluate(() => window.stepscopePanel.timeline.frameTimes.length);
   r.console = seen.console.slice(); // before the injection below, whose refusal the browser logs
