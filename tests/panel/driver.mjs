@@ -4,6 +4,7 @@
 // Usage: node driver.mjs CONFIG.json
 import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import { createServer } from "node:http";
+import { inflateSync } from "node:zlib";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -301,21 +302,22 @@ async function mainScenario(s) {
   await page.waitForTimeout(80);
   r.search = { typedView: await view(page), status: await page.textContent(".search-status") };
   r.screens.push(await shot(page, `${s.name}-timeline-search`));
-  const centrePixel = (i) => page.evaluate(async (i) => {
-    const tl = window.stepscopePanel.timeline;
-    await new Promise((ok) => requestAnimationFrame(() => requestAnimationFrame(ok)));
-    const p = tl.pointOf(i);
+  // the colour on screen in span i, above its label's letters (6 px over its middle): a one-pixel
+  // screenshot (the first pixel of a PNG is stored as is, whatever its row's filter)
+  const centrePixel = async (i) => {
+    await page.evaluate(() => new Promise((ok) => requestAnimationFrame(() => requestAnimationFrame(ok))));
+    const p = await page.evaluate((i) => window.stepscopePanel.timeline.pointOf(i), i);
     if (!p) return null;
-    const c = document.querySelector("canvas.timeline-canvas");
-    const rect = c.getBoundingClientRect();
-    // read from a one-pixel copy: reading the panel's own canvas again and again makes Chromium warn
-    const copy = document.createElement("canvas");
-    copy.width = copy.height = 1;
-    const cx = copy.getContext("2d");
-    cx.drawImage(c, Math.round(p.x - rect.left), Math.round(p.y - rect.top), 1, 1, 0, 0, 1, 1);
-    const d = cx.getImageData(0, 0, 1, 1).data;
-    return `rgb(${d[0]}, ${d[1]}, ${d[2]})`;
-  }, i);
+    const png = await page.screenshot({ clip: { x: Math.floor(p.x), y: Math.floor(p.y) - 6, width: 1, height: 1 } });
+    const chunks = [];
+    for (let at = 8; at < png.length;) {
+      const n = png.readUInt32BE(at);
+      if (png.toString("latin1", at + 4, at + 8) === "IDAT") chunks.push(png.subarray(at + 8, at + 8 + n));
+      at += 12 + n;
+    }
+    const row = inflateSync(Buffer.concat(chunks));
+    return `rgb(${row[1]}, ${row[2]}, ${row[3]})`;
+  };
   // the span clicked above, zoomed to, with the search matching it, then matching nothing
   const before0 = await view(page);
   await page.evaluate(([a, b]) => window.stepscopePanel.timeline.setView(a, b), s.clickRange);
