@@ -41,10 +41,10 @@ export class SpanMatches {
         count++;
       }
     }
+    // taken in the model's start order, sorted once per model: a query costs no sort
+    const byStart = startOrder(model);
     const order = new Int32Array(count);
-    for (let i = 0, j = 0; i < n; i++) if (this.isMatch[i]) order[j++] = i;
-    const start = model.start;
-    order.sort((a, b) => start[a] - start[b] || a - b);
+    for (let k = 0, j = 0; k < n; k++) if (this.isMatch[byStart[k]]) order[j++] = byStart[k];
     this.order = order;
     this.byRow = model.rows.map((row) => {
       let m = 0;
@@ -90,6 +90,21 @@ export class SpanMatches {
     }
     return lo;
   }
+}
+
+const startOrders = new WeakMap<TimelineModel, Int32Array>();
+
+/** Every span of `model` by start, then index; made once per model. */
+function startOrder(model: TimelineModel): Int32Array {
+  let order = startOrders.get(model);
+  if (!order) {
+    const start = model.start;
+    order = new Int32Array(model.size);
+    for (let i = 0; i < order.length; i++) order[i] = i;
+    order.sort((a, b) => start[a] - start[b] || a - b);
+    startOrders.set(model, order);
+  }
+  return order;
 }
 
 /** Whether a span of this name is read by another label (`TimelineModel.label`): Stepscope's regions. */

@@ -137,7 +137,7 @@ export class TimelineView {
       toolbar,
       h("div", { class: "canvas-wrap" }, this.canvas, this.tooltip),
       this.legend,
-      h("p", { class: "hint" }, "Drag to pan · Shift+drag to select a range · Ctrl+wheel or pinch to zoom · Shift+wheel to pan · click a span to open its line"),
+      h("p", { class: "hint" }, "Drag to pan · Shift+drag to select a range · Ctrl+wheel or pinch to zoom · Shift+wheel to pan · W/S zoom, A/D pan · click a span to open its line"),
       this.summary,
       this.live,
     );

@@ -137,7 +137,7 @@ async function contrastPairs(page) {
       return parse(getComputedStyle(document.documentElement).backgroundColor).slice(0, 3);
     };
     const out = [];
-    for (const sel of [".big", ".hint", ".machine", "h3", "table.data td", "table.data th button", ".tabs [role=tab]", ".tabs [role=tab][aria-selected=true]", ".filter", ".toolbar button", "button.link", ".banner", ".timeline-status", ".legend li", ".bar-label", ".kind"]) {
+    for (const sel of [".big", ".hint", ".machine", "h3", "table.data td", "table.data th button", ".tabs [role=tab]", ".tabs [role=tab][aria-selected=true]", ".filter", ".toolbar button", "button.link", ".banner", ".timeline-status", ".zoom-level", ".legend li", ".timeline-legend li", ".bar-label", ".kind"]) {
       const el = [...document.querySelectorAll(sel)].find((e) => e.offsetParent !== null || e.getClientRects().length);
       if (!el) continue;
       const fg = parse(getComputedStyle(el).color).slice(0, 3);
