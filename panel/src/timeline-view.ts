@@ -5,9 +5,12 @@
 // Mouse: drag pans, shift+drag (or a drag on the ruler) selects a range, ctrl/⌘+wheel or a pinch zooms
 // around the pointer, shift+wheel pans, the wheel scrolls the tracks; hovering a span shows its name,
 // duration and line; clicking it opens its line.
-// Keyboard (the canvas takes focus): ←/→ or A/D pan, +/− or W/S zoom, 0 shows the whole range,
-// ↑/↓ move between rows, [ and ] (or Tab/Shift+Tab inside a row) move between spans, Enter opens the
-// focused span's line, Esc clears the selection.
+// Keyboard (the canvas takes focus): ←/→ or A/D pan, +/− or W/S zoom (W/S around the pointer when it
+// is over the timeline, else around the centre), 0 shows the whole range, ↑/↓ move between rows, [ and ]
+// move between spans, Enter opens the focused span's line, Esc clears the selection. Keys typed in the
+// search box never reach the canvas.
+// Search: the box above highlights the spans whose name contains its text and dims the others
+// (timeline-search.ts); Enter / Shift+Enter go to the next / previous match, Esc clears it.
 
 import { inView, ITEM, Level, WIDE } from "./binning";
 import { clear, h, shorten } from "./dom";
@@ -16,6 +19,8 @@ import { fmtUs } from "./format";
 import { selectionTotals } from "./intervals";
 import { BACKGROUND, colorOf, textOn, ThemeKind } from "./theme";
 import { TimelineModel } from "./timeline-doc";
+import { CATEGORY_LABELS, CATEGORY_ONE, legendEntries, renderLegend } from "./timeline-legend";
+import { findMatches, SpanMatches } from "./timeline-search";
 
 export interface TimelineViewOptions {
   onOpen: (fileId: string, line: number) => void;
@@ -23,52 +28,13 @@ export interface TimelineViewOptions {
   onRangeRequest?: (startUs: number, endUs: number) => void;
 }
 
-export const CATEGORY_LABELS: Record<string, string> = {
-  region: "line regions",
-  batch_read: "batch reads",
-  annotation: "annotations",
-  operator: "operators",
-  python: "Python frames",
-  runtime: "runtime calls",
-  sync: "synchronisations",
-  collective: "collectives",
-  kernel: "kernels",
-  copy_h2d: "copies host→device",
-  copy_d2h: "copies device→host",
-  copy_d2d: "copies device→device",
-  copy_other: "other copies",
-  memset: "memsets",
-  gpu_annotation: "GPU annotations",
-  device_other: "other device events",
-  mixed: "merged, mixed",
-};
-
-/** One span's kind, in the tooltip. */
-const CATEGORY_ONE: Record<string, string> = {
-  region: "line region",
-  batch_read: "batch read",
-  annotation: "annotation",
-  operator: "operator",
-  python: "Python frame",
-  runtime: "runtime call",
-  sync: "synchronisation",
-  collective: "collective",
-  kernel: "kernel",
-  copy_h2d: "copy host→device",
-  copy_d2h: "copy device→host",
-  copy_d2d: "copy device→device",
-  copy_other: "copy",
-  memset: "memset",
-  gpu_annotation: "GPU annotation",
-  device_other: "device event",
-  mixed: "merged, mixed",
-};
-
 const RULER = 26;
 const ROW = 16;
 const TRACK_GAP = 10;
 const LABEL_MIN_PX = 56;
 const MIN_VIEW_US = 0.05;
+/** how much of its colour a span that does not match the search keeps */
+const DIMMED = 0.25;
 
 interface Layout {
   rowY: number[];
@@ -110,6 +76,17 @@ export class TimelineView {
   private batchArrays: number[][] = [];
   private readonly labels: number[] = [];
   private level: Level | null = null;
+  private readonly searchInput: HTMLInputElement;
+  private readonly searchStatus: HTMLElement;
+  private readonly zoomLevel: HTMLElement;
+  private readonly legend: HTMLElement;
+  /** the search's matches in the model and in the finer level shown (null: no search) */
+  private matches: SpanMatches | null = null;
+  private detailMatches: SpanMatches | null = null;
+  /** the position in `matches.order` last gone to; -1 after a new search (the next starts from the view) */
+  private matchAt = -1;
+  /** the pointer's x over the canvas, for W/S to zoom around; null when it is elsewhere */
+  private pointerX: number | null = null;
 
   constructor(options: TimelineViewOptions) {
     this.options = options;
@@ -118,7 +95,7 @@ export class TimelineView {
       tabindex: 0,
       role: "application",
       "aria-roledescription": "timeline",
-      "aria-label": "Timeline of the active window. Arrow keys pan and move between rows, plus and minus zoom, brackets move between spans, Enter opens the focused span's line.",
+      "aria-label": "Timeline of the active window. W and S zoom, A and D pan, arrow keys pan and move between rows, plus and minus zoom, brackets move between spans, Enter opens the focused span's line.",
     });
     const ctx = this.canvas.getContext("2d", { alpha: false });
     if (!ctx) throw new Error("no 2D canvas in this webview");
@@ -132,6 +109,17 @@ export class TimelineView {
       b.addEventListener("click", action);
       return b;
     };
+    this.searchInput = h("input", {
+      type: "search",
+      class: "filter timeline-search",
+      placeholder: "Search spans by name",
+      "aria-label": "Search the timeline's spans by name: Enter goes to the next match, Shift+Enter to the previous, Escape clears",
+      spellcheck: "false",
+      autocomplete: "off",
+    });
+    this.searchStatus = h("span", { class: "search-status", "aria-live": "polite" });
+    this.zoomLevel = h("span", { class: "zoom-level" });
+    this.legend = h("ul", { class: "legend timeline-legend", "aria-label": "Colours of the timeline" });
     const toolbar = h(
       "div",
       { class: "toolbar", role: "toolbar", "aria-label": "Timeline" },
@@ -139,14 +127,17 @@ export class TimelineView {
       button("Zoom out", "Zoom out (− or S)", () => this.zoom(2)),
       button("Whole window", "Show the whole range (0)", () => this.reset()),
       button("Zoom to selection", "Zoom to the selected range", () => this.zoomToSelection()),
+      this.zoomLevel,
       this.status,
     );
     this.root = h(
       "section",
       { class: "timeline-view", "aria-label": "Timeline" },
+      h("div", { class: "search-bar", role: "search" }, this.searchInput, this.searchStatus),
       toolbar,
       h("div", { class: "canvas-wrap" }, this.canvas, this.tooltip),
-      h("p", { class: "hint" }, "Drag to pan · Shift+drag to select a range · Ctrl+wheel or pinch to zoom · Shift+wheel to pan · click a span to open its line"),
+      this.legend,
+      h("p", { class: "hint" }, "Drag to pan · Shift+drag to select a range · Ctrl+wheel or pinch to zoom · Shift+wheel to pan · W/S zoom, A/D pan · click a span to open its line"),
       this.summary,
       this.live,
     );
@@ -167,14 +158,20 @@ export class TimelineView {
       this.t0 = model.doc.range.start_us;
       this.t1 = Math.max(model.doc.range.end_us, this.t0 + MIN_VIEW_US);
     }
+    this.detailMatches = null;
+    this.matches = model ? findMatches(model, this.searchInput.value) : null;
+    this.matchAt = -1;
+    this.renderSearchStatus();
     this.renderSummary();
-    this.resize();
+    this.resize(); // reads the theme the legend is painted in
+    this.renderLegend();
   }
 
   /** A finer level of a range (the host's answer to `onRangeRequest`): drawn while the view is inside it. */
   setDetail(model: TimelineModel): void {
     if (!this.model || model.doc.tracks.length !== this.model.doc.tracks.length) return;
     this.detail = model;
+    this.detailMatches = findMatches(model, this.searchInput.value);
     this.textCache.clear();
     this.schedule();
   }
@@ -227,6 +224,41 @@ export class TimelineView {
     if (this.selection) this.setView(this.selection[0], this.selection[1]);
   }
 
+  /** Highlights the spans whose name contains `query` (case-insensitive) and dims the others; an
+   * empty query clears the search. What the box shows is set apart, so a caller may search too. */
+  search(query: string): void {
+    if (this.searchInput.value !== query) this.searchInput.value = query;
+    this.matches = this.model ? findMatches(this.model, query) : null;
+    this.detailMatches = this.detail ? findMatches(this.detail, query) : null;
+    this.matchAt = -1;
+    this.renderSearchStatus();
+    this.schedule();
+  }
+
+  /** Goes to the next (1) or previous (-1) match after the one last gone to (while it keeps the
+   * focus), or else from the middle of the view: centres it at the same zoom, brings its row into view and focuses it as a click does, but
+   * opens no line (that would take the focus away from the search box; Enter on the timeline does). */
+  goToMatch(direction: 1 | -1): void {
+    const model = this.model;
+    const matches = this.matches;
+    if (!model || !matches) return;
+    const last = this.matchAt;
+    const kept = last >= 0 && this.focus?.model === model && this.focus.span === matches.order[last];
+    const at = matches.step(kept ? last : -1, direction, (this.t0 + this.t1) / 2);
+    if (at < 0) return;
+    const span = matches.order[at];
+    const row = model.trackRow[model.doc.spans.track[span]] + model.doc.spans.depth[span];
+    const w = this.t1 - this.t0;
+    const mid = (model.start[span] + model.end[span]) / 2;
+    this.setView(mid - w / 2, mid + w / 2);
+    this.scrollToRow(row);
+    this.focus = { row, span, model };
+    this.announce(model, span);
+    this.matchAt = at;
+    this.renderSearchStatus(at);
+    this.schedule();
+  }
+
   /** Where span `i` of the document is drawn, in page coordinates (its middle, clipped to the view), or
    * null when it is not in view: for tests that click a span as a person would. */
   pointOf(i: number): { x: number; y: number } | null {
@@ -256,6 +288,8 @@ export class TimelineView {
       return 0;
     }
     const source = this.detail && this.detail.doc.range.start_us <= this.t0 && this.detail.doc.range.end_us >= this.t1 ? this.detail : model;
+    // with a search, every span is painted dimmed and the matches again on top in full colour
+    const matches = source === model ? this.matches : this.detailMatches;
     const plotW = this.width - this.gutter;
     ctx.font = "12px var(--vscode-font-family, system-ui, sans-serif)";
     ctx.textBaseline = "middle";
@@ -306,11 +340,12 @@ export class TimelineView {
         }
       }
     }
-    batches.forEach((batch, c) => {
-      if (!batch.length) return;
-      ctx.fillStyle = colorOf(this.theme, source.doc.categories[c] ?? "mixed");
-      for (let k = 0; k < batch.length; k += 3) ctx.fillRect(batch[k], batch[k + 1], batch[k + 2], ROW - 2);
-    });
+    if (matches) ctx.globalAlpha = DIMMED;
+    this.paintBatches(batches, source);
+    if (matches) {
+      ctx.globalAlpha = 1;
+      this.paintBatches(this.matchBatches(source, matches, scale, plotW), source);
+    }
     for (let k = 0; k < labels.length; k += 5) {
       const left = labels[k];
       const w = labels[k + 1];
@@ -321,8 +356,10 @@ export class TimelineView {
       const x = Math.max(left, this.gutter) + 3;
       const room = Math.min(left + w, this.width) - x - 3;
       if (room < 20) continue;
+      ctx.globalAlpha = matches && !matches.isMatch[span] ? DIMMED : 1;
       ctx.fillText(this.fitted(source, span, room, charW), x, y + ROW / 2, room);
     }
+    ctx.globalAlpha = 1;
     // step boundaries across the rows
     ctx.strokeStyle = this.colors.muted;
     ctx.globalAlpha = 0.6;
@@ -371,10 +408,47 @@ export class TimelineView {
     this.frameTimes.push(took);
     if (this.frameTimes.length > 500) this.frameTimes.shift();
     this.status.textContent = `${fmtUs(this.t0)} – ${fmtUs(this.t1)} · ${visited.toLocaleString("en-US")} spans in view${source !== model ? " (finer level)" : ""}`;
+    this.zoomLevel.textContent = `showing ${fmtUs(this.t1 - this.t0)} of ${fmtUs(model.doc.range.end_us - model.doc.range.start_us)}`;
     return took;
   }
 
   // ------------------------------------------------------------------ drawing helpers
+
+  /** Paints rectangles gathered per category (x, y, width triples), one fill style per category. */
+  private paintBatches(batches: number[][], source: TimelineModel): void {
+    const ctx = this.ctx;
+    batches.forEach((batch, c) => {
+      if (!batch.length) return;
+      ctx.fillStyle = colorOf(this.theme, source.doc.categories[c] ?? "mixed");
+      for (let k = 0; k < batch.length; k += 3) ctx.fillRect(batch[k], batch[k + 1], batch[k + 2], ROW - 2);
+    });
+  }
+
+  /** The search's matches in view as rectangles per category, at most about one per pixel column of
+   * a row: a match that ends inside a pixel already painted is skipped by a binary search, so a
+   * frame's cost follows the canvas's width, not the number of matches. */
+  private matchBatches(source: TimelineModel, matches: SpanMatches, scale: number, plotW: number): number[][] {
+    const batches = this.batches(source.doc.categories.length);
+    for (let r = 0; r < source.rows.length; r++) {
+      const positions = matches.byRow[r];
+      if (!positions.length) continue;
+      const y = this.layout.rowY[r] - this.scrollY + RULER;
+      if (y + ROW < RULER || y > this.height) continue;
+      const row = source.rows[r];
+      let j = matches.firstEndingFrom(r, this.t0);
+      while (j < positions.length) {
+        const k = positions[j];
+        if (row.starts[k] > this.t1) break;
+        const a = Math.max((row.starts[k] - this.t0) * scale, -1);
+        const b = Math.min((row.ends[k] - this.t0) * scale, plotW + 1);
+        const w = Math.max(1, b - a - (b - a > 3 ? 1 : 0));
+        batches[source.category[row.spans[k]]].push(this.gutter + a, y + 1, w);
+        // the next match that reaches past the pixel column just painted
+        j = matches.firstEndingFrom(r, this.t0 + (Math.floor(a + w) + 1) / scale, j + 1);
+      }
+    }
+    return batches;
+  }
 
   /** One emptied array per category, kept from frame to frame. */
   private batches(n: number): number[][] {
@@ -572,6 +646,7 @@ export class TimelineView {
     // VS Code changes the body's class when the user switches theme: repaint in the new colours
     new MutationObserver(() => {
       this.readTheme();
+      this.renderLegend();
       this.schedule();
     }).observe(document.body, { attributes: true, attributeFilter: ["class"] });
     c.addEventListener("wheel", (e) => {
@@ -619,6 +694,7 @@ export class TimelineView {
         }
         return;
       }
+      this.pointerX = e.target === c && x >= this.gutter && x <= this.width ? x : null;
       if (e.target === c) this.hover(x, y, e.clientX - rect.left, e.clientY - rect.top);
     });
     window.addEventListener("mouseup", (e) => {
@@ -641,6 +717,15 @@ export class TimelineView {
     });
     c.addEventListener("mouseleave", () => {
       this.tooltip.hidden = true;
+      this.pointerX = null;
+    });
+    this.searchInput.addEventListener("input", () => this.search(this.searchInput.value));
+    this.searchInput.addEventListener("keydown", (e) => {
+      if (e.key === "Enter") this.goToMatch(e.shiftKey ? -1 : 1);
+      else if (e.key === "Escape") this.search("");
+      else return;
+      e.preventDefault();
+      e.stopPropagation();
     });
     c.addEventListener("keydown", (e) => this.onKey(e));
   }
@@ -693,19 +778,29 @@ export class TimelineView {
       const w = this.t1 - this.t0;
       this.setView(model.start[span] - w / 2, model.start[span] + w / 2);
     }
-    const y = this.layout.rowY[row];
-    if (y < this.scrollY) this.scrollY = y;
-    if (y + ROW > this.scrollY + this.height - RULER) this.scrollY = y + ROW - (this.height - RULER);
+    this.scrollToRow(row);
     this.announce(model, span);
     this.schedule();
   }
 
+  private scrollToRow(row: number): void {
+    const y = this.layout.rowY[row];
+    if (y === undefined) return;
+    if (y < this.scrollY) this.scrollY = y;
+    if (y + ROW > this.scrollY + this.height - RULER) this.scrollY = y + ROW - (this.height - RULER);
+  }
+
   private onKey(e: KeyboardEvent): void {
+    // the editor's own shortcuts (Ctrl+W closes it) are left alone
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
     const key = e.key;
     if (key === "ArrowLeft" || key === "a" || key === "A") this.pan(-0.2);
     else if (key === "ArrowRight" || key === "d" || key === "D") this.pan(0.2);
-    else if (key === "+" || key === "=" || key === "w" || key === "W") this.zoom(0.5);
-    else if (key === "-" || key === "_" || key === "s" || key === "S") this.zoom(2);
+    else if (key === "+" || key === "=") this.zoom(0.5);
+    else if (key === "-" || key === "_") this.zoom(2);
+    // as in Perfetto, W/S zoom around the pointer while it is over the spans
+    else if (key === "w" || key === "W") this.zoom(0.5, this.pointerX ?? undefined);
+    else if (key === "s" || key === "S") this.zoom(2, this.pointerX ?? undefined);
     else if (key === "0") this.reset();
     else if (key === "ArrowUp") this.moveFocus(-1, 0);
     else if (key === "ArrowDown") this.moveFocus(1, 0);
@@ -718,6 +813,24 @@ export class TimelineView {
       else this.live.textContent = "This span has no source line.";
     } else return;
     e.preventDefault();
+  }
+
+  /** "N matches" in the loaded window, "k of N" once one is gone to; empty without a search. */
+  private renderSearchStatus(at = -1): void {
+    const m = this.matches;
+    this.searchStatus.classList.toggle("none", !!m && m.count === 0);
+    if (!m) this.searchStatus.textContent = "";
+    else if (m.count === 0) this.searchStatus.textContent = "No match";
+    else {
+      const n = m.count.toLocaleString("en-US");
+      const of = m.count === 1 ? "1 match" : `${n} matches`;
+      this.searchStatus.textContent = at >= 0 ? `${(at + 1).toLocaleString("en-US")} of ${of}` : of;
+    }
+  }
+
+  private renderLegend(): void {
+    if (this.model) renderLegend(this.legend, legendEntries(this.model, this.theme));
+    else clear(this.legend);
   }
 
   private renderSummary(): void {

@@ -4,6 +4,7 @@
 // Usage: node driver.mjs CONFIG.json
 import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import { createServer } from "node:http";
+import { inflateSync } from "node:zlib";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -136,7 +137,7 @@ async function contrastPairs(page) {
       return parse(getComputedStyle(document.documentElement).backgroundColor).slice(0, 3);
     };
     const out = [];
-    for (const sel of [".big", ".hint", ".machine", "h3", "table.data td", "table.data th button", ".tabs [role=tab]", ".tabs [role=tab][aria-selected=true]", ".filter", ".toolbar button", "button.link", ".banner", ".timeline-status", ".legend li", ".bar-label", ".kind"]) {
+    for (const sel of [".big", ".hint", ".machine", "h3", "table.data td", "table.data th button", ".tabs [role=tab]", ".tabs [role=tab][aria-selected=true]", ".filter", ".toolbar button", "button.link", ".banner", ".timeline-status", ".zoom-level", ".legend li", ".timeline-legend li", ".bar-label", ".kind"]) {
       const el = [...document.querySelectorAll(sel)].find((e) => e.offsetParent !== null || e.getClientRects().length);
       if (!el) continue;
       const fg = parse(getComputedStyle(el).color).slice(0, 3);
@@ -264,7 +265,88 @@ async function mainScenario(s) {
   const before = (await posted(page)).length;
   await page.keyboard.press("Enter");
   r.keyboardSpanPosted = (await posted(page)).slice(before);
-  r.announced = await page.evaluate(() => document.querySelector(".timeline-view [aria-live]:not(.selection-summary)").textContent);
+  r.announced = await page.evaluate(() => document.querySelector(".timeline-view .visually-hidden[aria-live]").textContent);
+  // the legend: what each colour means, its swatches as the canvas paints them
+  r.legend = await page.evaluate(() => [...document.querySelectorAll(".timeline-legend li")].map((li) => ({
+    category: li.dataset.category, text: li.textContent, color: getComputedStyle(li.querySelector(".swatch")).backgroundColor,
+  })));
+  // W/S/A/D as in Perfetto, while the timeline has the focus: around the centre with the pointer away...
+  await page.mouse.move(2, 2);
+  await canvas.focus();
+  await page.keyboard.press("Escape"); // no selection over the spans whose colours are read below
+  await page.keyboard.press("0");
+  await page.waitForTimeout(50);
+  r.keys = { whole: await view(page), wholeLevel: await page.textContent(".zoom-level") };
+  await page.keyboard.press("w");
+  await page.waitForTimeout(50);
+  r.keys.w = await view(page);
+  r.keys.wLevel = await page.textContent(".zoom-level");
+  await page.keyboard.press("d");
+  await page.waitForTimeout(50);
+  r.keys.d = await view(page);
+  await page.keyboard.press("a");
+  await page.waitForTimeout(50);
+  r.keys.a = await view(page);
+  // ...and around the pointer when it is over the spans (three quarters across the canvas)
+  await page.mouse.move(box.x + box.width * 0.85, box.y + 60);
+  await page.keyboard.press("w");
+  await page.waitForTimeout(50);
+  r.keys.wPointer = await view(page);
+  await page.keyboard.press("s");
+  await page.waitForTimeout(50);
+  r.keys.sPointer = await view(page);
+  await page.mouse.move(2, 2);
+  // search: typed into its box, the letters move nothing; matches are highlighted, the rest dimmed
+  await page.focus(".timeline-search");
+  await page.keyboard.type(s.search);
+  await page.waitForTimeout(80);
+  r.search = { typedView: await view(page), status: await page.textContent(".search-status") };
+  r.screens.push(await shot(page, `${s.name}-timeline-search`));
+  // the colour on screen in span i, above its label's letters (6 px over its middle): a one-pixel
+  // screenshot (the first pixel of a PNG is stored as is, whatever its row's filter)
+  const centrePixel = async (i) => {
+    await page.evaluate(() => new Promise((ok) => requestAnimationFrame(() => requestAnimationFrame(ok))));
+    const p = await page.evaluate((i) => window.stepscopePanel.timeline.pointOf(i), i);
+    if (!p) return null;
+    const png = await page.screenshot({ clip: { x: Math.floor(p.x), y: Math.floor(p.y) - 6, width: 1, height: 1 } });
+    const chunks = [];
+    for (let at = 8; at < png.length;) {
+      const n = png.readUInt32BE(at);
+      if (png.toString("latin1", at + 4, at + 8) === "IDAT") chunks.push(png.subarray(at + 8, at + 8 + n));
+      at += 12 + n;
+    }
+    const row = inflateSync(Buffer.concat(chunks));
+    return `rgb(${row[1]}, ${row[2]}, ${row[3]})`;
+  };
+  // the span clicked above, zoomed to, with the search matching it, then matching nothing
+  const before0 = await view(page);
+  await page.evaluate(([a, b]) => window.stepscopePanel.timeline.setView(a, b), s.clickRange);
+  r.search.pixelMatch = await centrePixel(s.clickSpan);
+  await page.evaluate(() => window.stepscopePanel.timeline.search("no-such-span-anywhere"));
+  r.search.noneStatus = await page.textContent(".search-status");
+  r.search.pixelDimmed = await centrePixel(s.clickSpan);
+  await page.evaluate(() => window.stepscopePanel.timeline.search(""));
+  r.search.pixelPlain = await centrePixel(s.clickSpan);
+  await page.evaluate(([a, b]) => window.stepscopePanel.timeline.setView(a, b), before0);
+  await page.fill(".timeline-search", s.search);
+  await page.waitForTimeout(50);
+  // Enter, Enter, Shift+Enter: the next, the next, back; Escape clears
+  const announced = () => page.evaluate(() => document.querySelector(".timeline-view .visually-hidden[aria-live]").textContent);
+  r.search.jumps = [];
+  for (const key of ["Enter", "Enter", "Shift+Enter"]) {
+    await page.keyboard.press(key);
+    await page.waitForTimeout(50);
+    r.search.jumps.push({ key, view: await view(page), status: await page.textContent(".search-status"), announced: await announced() });
+  }
+  r.search.focusStayed = await page.evaluate(() => document.activeElement?.classList.contains("timeline-search"));
+  await page.keyboard.press("Escape");
+  await page.waitForTimeout(50);
+  r.search.cleared = { value: await page.inputValue(".timeline-search"), status: await page.textContent(".search-status") };
+  // a line region, found by the words it is shown with
+  await page.fill(".timeline-search", "NET.PY:");
+  r.lineSearch = await page.textContent(".search-status");
+  await page.fill(".timeline-search", "");
+  r.search.clearedAgain = { value: await page.inputValue(".timeline-search"), status: await page.textContent(".search-status") };
   // frame times, spans in view
   r.frames = await page.evaluate(() => window.stepscopePanel.timeline.frameTimes.length);
   r.console = seen.console.slice(); // before the injection below, whose refusal the browser logs

@@ -197,12 +197,16 @@ def seen(panel_build: str) -> dict:
     kernel_cat = doc["categories"].index("kernel")
     kernels = [i for i, c in enumerate(spans["category"]) if c == kernel_cat and spans["line"][i] >= 0]
     click = max(kernels, key=lambda i: spans["dur_us"][i])
-    expected["main"] = {"doc": doc, "report": main["report"], "click": click}
+    # the search: the clicked kernel's name, in other letters' case
+    search = doc["names"][spans["name"][click]].swapcase()
+    start, dur = spans["start_us"][click], spans["dur_us"][click]
+    expected["main"] = {"doc": doc, "report": main["report"], "click": click, "search": search}
     for theme in ("dark", "light"):
         path = work / f"main-{theme}.json"
         path.write_text(json.dumps(main))
         scenarios.append({"name": f"main-{theme}", "kind": "main", "theme": theme, "state": str(path),
-                          "filter": "model/net", "clickSpan": click})
+                          "filter": "model/net", "clickSpan": click, "search": search,
+                          "clickRange": [start - 20 * dur, start + 21 * dur]})
 
     files = {"f0": "train.py", "f1": "<script>alert(1)</script>/\u202egnp.py"}
     hostile = state(work / "hostile", training_trace(HOSTILE), files=files, run_id="r-hostile",
@@ -491,6 +495,97 @@ def test_hovering_and_clicking_a_span_show_and_open_its_line(seen: dict) -> None
     assert r["announced"]
     opened = [m for m in r["keyboardSpanPosted"] if m["type"] == "openSource"]
     assert opened or "no source line" in r["announced"]
+
+
+def span_label(doc: dict, i: int) -> str:
+    """What the panel reads for a span (TimelineModel.label): a line region as its line, else its name."""
+    name = doc["names"][doc["spans"]["name"][i]]
+    if name == "ss:optimizer-closure":
+        return "optimizer closure (the code optimizer.step ran)"
+    m = re.match(r"^ss:[A-Za-z0-9_]+:(\d+)(:next)?$", name)
+    if not m:
+        return name
+    k = doc["spans"]["line"][i]
+    where = f"{doc['files'].get(doc['lines']['file'][k], doc['lines']['file'][k])}:{doc['lines']['line'][k]}" if k >= 0 else f"line {m[1]}"
+    return where + (" (batch read)" if m[2] else "")
+
+
+def search_matches(doc: dict, query: str) -> list[int]:
+    """The spans whose name or label holds `query`, case-insensitively, by start."""
+    q = query.strip().lower()
+    spans = doc["spans"]
+    hits = [i for i in range(len(spans["start_us"]))
+            if q in doc["names"][spans["name"][i]].lower() or q in span_label(doc, i).lower()]
+    return sorted(hits, key=lambda i: (spans["start_us"][i], i))
+
+
+def test_searching_highlights_the_spans_named_so_and_enter_goes_to_them(seen: dict) -> None:
+    r = seen["results"]["main-dark"]
+    doc = seen["expected"]["main"]["doc"]
+    s = r["search"]
+    order = search_matches(doc, seen["expected"]["main"]["search"])
+    n = len(order)
+    assert n >= 2
+    assert s["status"] == f"{n} matches"
+    assert s["typedView"] == pytest.approx(r["keys"]["sPointer"])  # the letters typed in the box moved nothing
+    # the match painted in its legend colour, dimmed when the search matches something else, as before once cleared
+    rgb = lambda text: [int(x) for x in re.findall(r"\d+", text)]  # noqa: E731
+    kernel = rgb(next(e for e in r["legend"] if e["category"] == "kernel")["color"])
+    assert rgb(s["pixelMatch"]) == kernel == rgb(s["pixelPlain"])  # in the legend's colour, as without a search
+    assert sum(rgb(s["pixelDimmed"])) < sum(kernel) / 2  # the others dimmed towards the dark background
+    assert s["noneStatus"] == "No match"
+    # Enter from the middle of the view, Enter, Shift+Enter: centred at the same zoom, focused, announced
+    spans = doc["spans"]
+    lo, hi = doc["range"]["start_us"], doc["range"]["end_us"]
+    v0, v1 = s["typedView"]
+    w = v1 - v0
+    first = next((k for k, i in enumerate(order) if spans["start_us"][i] >= (v0 + v1) / 2), 0)
+    for jump, at in zip(s["jumps"], [first, (first + 1) % n, first]):
+        i = order[at]
+        centre = spans["start_us"][i] + spans["dur_us"][i] / 2
+        t0 = min(max(lo, centre - w / 2), hi - w)
+        assert jump["view"] == pytest.approx([t0, t0 + w]), jump["key"]
+        assert jump["status"] == f"{at + 1} of {n} matches"
+        assert span_label(doc, i)[:60] in jump["announced"]
+    assert s["focusStayed"] is True  # going to a match opens no line: the box keeps the keys
+    assert s["cleared"] == {"value": "", "status": ""}  # Escape
+
+
+def test_a_line_is_found_by_the_words_it_is_shown_with(seen: dict) -> None:
+    doc = seen["expected"]["main"]["doc"]
+    regions = [i for i in search_matches(doc, "NET.PY:") if doc["names"][doc["spans"]["name"][i]].startswith("ss:")]
+    assert regions  # a line region's name is ss:…; it is shown, and found, as model/net.py:N
+    r = seen["results"]["main-dark"]
+    assert r["lineSearch"] == f"{len(search_matches(doc, 'NET.PY:'))} matches"
+
+
+@pytest.mark.parametrize("theme", ["dark", "light"])
+def test_the_legend_says_what_each_colour_of_the_timeline_means(seen: dict, theme: str) -> None:
+    r = seen["results"][f"main-{theme}"]
+    doc = seen["expected"]["main"]["doc"]
+    present = set(doc["spans"]["category"])
+    assert [e["category"] for e in r["legend"]] == [c for k, c in enumerate(doc["categories"]) if k in present]
+    words = {e["category"]: e["text"] for e in r["legend"]}
+    assert words["kernel"] == "kernel" and words["region"] == "line region" and words["operator"] == "operator"
+    assert len({e["color"] for e in r["legend"]}) == len(r["legend"])  # no two categories alike
+    other = seen["results"]["main-light" if theme == "dark" else "main-dark"]["legend"]
+    assert [e["color"] for e in r["legend"]] != [e["color"] for e in other]  # in the theme's palette
+
+
+def test_w_s_a_d_zoom_and_pan_and_the_visible_span_is_shown(seen: dict) -> None:
+    k = seen["results"]["main-dark"]["keys"]
+    t0, t1 = k["whole"]
+    w = t1 - t0
+    assert k["w"] == pytest.approx([t0 + w / 4, t1 - w / 4])  # W: in, around the centre (pointer away)
+    assert k["d"] == pytest.approx([k["w"][0] + 0.1 * w, k["w"][1] + 0.1 * w])  # D: a fifth of the view later
+    assert k["a"] == pytest.approx(k["w"])  # A: back
+    p0, p1 = k["wPointer"]
+    assert p1 - p0 == pytest.approx(w / 4)
+    assert p0 > k["a"][0] + 0.33 * (w / 2)  # around the pointer, right of the centre
+    assert k["sPointer"] == pytest.approx(k["a"])  # S around the same point undoes it
+    whole = re.fullmatch(r"showing (.+) of (.+)", k["wholeLevel"])
+    zoomed = re.fullmatch(r"showing (.+) of (.+)", k["wLevel"])
+    assert whole and zoomed and whole[1] == whole[2] == zoomed[2] and zoomed[1] != zoomed[2]
 
 
 def test_the_content_security_policy_blocks_injected_scripts(seen: dict) -> None:
