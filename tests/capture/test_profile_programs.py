@@ -377,7 +377,7 @@ def test_text_report_shows_shapes_and_memory_only_when_recorded(workspace: Path)
             blocks[where] = [" ".join(row.split()[1:])]
         else:
             blocks[where].append(" ".join(row.split()))
-    assert blocks["mem.py:5"][1].startswith("aten::linear [8,32]x[64,32]x[64] ×1 ")
+    assert blocks["mem.py:5"][1].startswith("aten::linear [8, 32], [64, 32], [64] ×1 ")
     assert blocks["mem.py:6"][0].startswith("alloc 4.00 MiB, peak ")  # a 1024×1024 float tensor per step
     assert blocks["mem.py:6"][1].startswith("aten::zeros ×1 ")  # its size is a list, not a tensor input
 

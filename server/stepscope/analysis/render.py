@@ -280,7 +280,7 @@ def render_op_details(report: dict) -> list[str]:
 
     For each of the first `MAX_DETAIL_LINES` rows of the per-line table that has something to show:
     its outermost ops with the shapes of their tensor inputs, calls and time per step
-    (`aten::linear [64,768]x[512,768]x[512] ×1  0.730 ms`), and the memory allocated per step
+    (`aten::linear [64, 768], [512, 768], [512] ×1  0.730 ms`), and the memory allocated per step
     while it ran with the peak level seen meanwhile. Lines with `shapes`/`alloc_bytes` null (not
     recorded) show nothing; a recorded 0 is shown.
     """
