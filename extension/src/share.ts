@@ -7,6 +7,7 @@
 // work in restricted mode: nothing of the user's code runs.
 import * as path from "path";
 import * as vscode from "vscode";
+import type { LanguageClient } from "vscode-languageclient/node";
 import { RUN_ID } from "../../panel/src/messages";
 import { firstLine } from "./python";
 import { ServerController, showErrorWithLogs } from "./server";
@@ -40,19 +41,12 @@ export class ShareTraceCommand {
   }
 
   async run(arg?: unknown): Promise<void> {
-    const given = runIdOf(arg, RUN_ID);
-    if (typeof given === "object") {
-      void vscode.window.showErrorMessage(`Stepscope: ${given.refused}.`);
-      return;
-    }
-    const client = this.server.languageClient;
-    if (!client) {
-      void showErrorWithLogs("Stepscope's server is not running, so it cannot write a redacted copy.", this.log);
-      return;
-    }
-    const runId = given ?? (await pickRun(this.server, "Stepscope: Share Trace…",
-      "The run whose trace to copy with secrets replaced"));
-    if (!runId) return;
+    const target = await runToActOn(this.server, this.log, arg, {
+      command: "Share Trace", cannot: "write a redacted copy",
+      placeHolder: "The run whose trace to copy with secrets replaced",
+    });
+    if (!target) return;
+    const { client, runId } = target;
     let raw: unknown;
     try {
       raw = await vscode.window.withProgress(
@@ -104,19 +98,12 @@ export class OpenInPerfettoCommand {
   }
 
   async run(arg?: unknown): Promise<void> {
-    const given = runIdOf(arg, RUN_ID, "Open Trace in Perfetto");
-    if (typeof given === "object") {
-      void vscode.window.showErrorMessage(`Stepscope: ${given.refused}.`);
-      return;
-    }
-    const client = this.server.languageClient;
-    if (!client) {
-      void showErrorWithLogs("Stepscope's server is not running, so it cannot find the run's trace.", this.log);
-      return;
-    }
-    const runId = given ?? (await pickRun(this.server, "Stepscope: Open Trace in Perfetto…",
-      "The run whose trace to open in Perfetto"));
-    if (!runId) return;
+    const target = await runToActOn(this.server, this.log, arg, {
+      command: "Open Trace in Perfetto", cannot: "find the run's trace",
+      placeHolder: "The run whose trace to open in Perfetto",
+    });
+    if (!target) return;
+    const { client, runId } = target;
     let traces: { path: string; bytes: number }[];
     try {
       traces = parseTraceFiles(await client.sendRequest(TRACE_FILES_REQUEST, { runId }));
@@ -154,6 +141,28 @@ function parseTraceFiles(raw: unknown): { path: string; bytes: number }[] {
 function megabytes(traces: { bytes: number }[]): string {
   const total = traces.reduce((sum, t) => sum + t.bytes, 0);
   return total >= 1e6 ? `${(total / 1e6).toFixed(1)} MB` : `${Math.max(1, Math.round(total / 1e3))} kB`;
+}
+
+/** The run a command acts on: the one its argument names, else the one the user picks; undefined
+ * (having said why, where it is not a choice) when there is none or the server is not running. */
+async function runToActOn(
+  server: ServerController,
+  log: vscode.LogOutputChannel,
+  arg: unknown,
+  words: { command: string; cannot: string; placeHolder: string },
+): Promise<{ client: LanguageClient; runId: string } | undefined> {
+  const given = runIdOf(arg, RUN_ID, words.command);
+  if (typeof given === "object") {
+    void vscode.window.showErrorMessage(`Stepscope: ${given.refused}.`);
+    return undefined;
+  }
+  const client = server.languageClient;
+  if (!client) {
+    void showErrorWithLogs(`Stepscope's server is not running, so it cannot ${words.cannot}.`, log);
+    return undefined;
+  }
+  const runId = given ?? (await pickRun(server, `Stepscope: ${words.command}…`, words.placeHolder));
+  return runId ? { client, runId } : undefined;
 }
 
 /** The palette's way: the profile runs of the workspace that have ended, newest first. */
